@@ -1,0 +1,89 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Module layout: DESIGN.md §7. TokendCore and TokendProtocol stay off NIO and full Foundation
+// so that tokenctl starts fast; everything with I/O lives in the daemon-side modules.
+let package = Package(
+    name: "tokend",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "tokend", targets: ["tokend"]),
+        .executable(name: "tokenctl", targets: ["tokenctl"]),
+        .executable(name: "tokend-fake-firebase", targets: ["tokend-fake-firebase"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+    ],
+    targets: [
+        .target(name: "TokendCore"),
+        .target(name: "TokendProtocol", dependencies: ["TokendCore"]),
+        .systemLibrary(
+            name: "CLibsecret", pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]),
+        .target(name: "CTokendShims", cSettings: [.define("_GNU_SOURCE")]),
+        .target(
+            name: "TokendKeyring",
+            dependencies: ["TokendCore", "CLibsecret"]),
+        .target(
+            name: "TokendProviders",
+            dependencies: [
+                "TokendCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .target(
+            name: "TokendServer",
+            dependencies: [
+                "TokendCore", "TokendProtocol", "TokendKeyring", "TokendProviders", "CTokendShims",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
+            ]),
+        .executableTarget(
+            name: "tokend",
+            dependencies: [
+                "TokendServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+        .executableTarget(
+            name: "tokenctl",
+            dependencies: [
+                "TokendProtocol", "CTokendShims",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+        .target(
+            name: "TokendTestSupport",
+            dependencies: [
+                "TokendCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
+        .executableTarget(
+            name: "tokend-fake-firebase",
+            dependencies: [
+                "TokendTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+        .testTarget(name: "TokendCoreTests", dependencies: ["TokendCore"]),
+        .testTarget(name: "TokendProtocolTests", dependencies: ["TokendProtocol"]),
+        .testTarget(name: "TokendKeyringTests", dependencies: ["TokendKeyring", "TokendTestSupport"]),
+        .testTarget(
+            name: "TokendProvidersTests",
+            dependencies: ["TokendProviders", "TokendTestSupport"]),
+        .testTarget(
+            name: "TokendServerTests",
+            dependencies: ["TokendServer", "TokendTestSupport"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["TokendProtocol", "TokendTestSupport", "TokendKeyring"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,22 @@
+#ifndef CTOKEND_SHIMS_H
+#define CTOKEND_SHIMS_H
+#include <sys/types.h>
+
+/// The peer's credentials as the kernel reports them for a Unix socket (SO_PEERCRED).
+typedef struct {
+    pid_t pid;
+    uid_t uid;
+    gid_t gid;
+} tokend_peer_credentials;
+
+/// Reads SO_PEERCRED of a connected Unix socket. Returns 0, or -1 with errno set.
+int tokend_peer_credentials_of(int fd, tokend_peer_credentials *out);
+
+/// The option constants, for callers that read SO_PEERCRED through another API (swift-nio).
+int tokend_so_peercred(void);
+
+/// Makes the process non-dumpable: no core files and no ptrace by same-uid processes,
+/// so a crash or a debugger cannot lift tokens out of memory (ssh-agent does the same).
+int tokend_set_not_dumpable(void);
+
+#endif

@@ -1,0 +1,226 @@
+/// One account's session as a state machine: pure, clocked from outside, no I/O.
+///
+/// The daemon asks it what to do (serve, refresh, wait, refuse) and tells it what happened
+/// (a refresh outcome, an import, a logout). Every refresh carries the `generation` it started
+/// in, so a slow refresh that finishes after a logout or a new import is recognised as stale and
+/// can never write over the newer session (pizauth's versioned `AccountId`).
+public struct AccountMachine: Sendable {
+    public enum Phase: Sendable, Equatable {
+        /// Holding tokens (or nothing yet); the next refresh is on schedule.
+        case idle
+        /// A refresh is in flight; everyone who needs fresh tokens waits for it (single flight).
+        case refreshing(since: Date)
+        /// The last `attempt + 1` refreshes failed transiently; the next try is at `until`.
+        case backingOff(until: Date, attempt: Int)
+        /// The provider revoked the session, or there never was one.
+        case needsLogin(reason: String)
+        /// The provider says the account's configuration is wrong.
+        case misconfigured(reason: String)
+        /// The keyring could not be read yet (locked, or no Secret Service): we do not know whether
+        /// a session exists, and must not claim that none does.
+        case awaitingKeyring(TokendError)
+    }
+
+    /// A started refresh: the refresh token to present and the generation it belongs to.
+    public struct Ticket: Sendable, Equatable {
+        public let generation: UInt64
+        public let refreshToken: String
+    }
+
+    /// What a `token` request should do now.
+    public enum ServeDecision: Sendable, Equatable {
+        case token(String, expiresAt: Date)
+        /// Start a refresh (none is in flight) and wait for it.
+        case refresh
+        /// A refresh is in flight: wait for it.
+        case wait
+        /// Backing off: nothing will happen before this instant.
+        case retryAt(Date)
+        case refuse(TokendError)
+    }
+
+    /// What finishing a refresh means for the outside world.
+    public enum Completion: Sendable, Equatable {
+        /// The ticket belonged to an older session: drop the result on the floor.
+        case stale
+        /// New tokens to persist (before anyone uses them) and announce.
+        case refreshed(TokenSet)
+        /// Keep everything, retry at `retryAt`.
+        case willRetry(RefreshFailure, retryAt: Date)
+        /// Forget the session; delete the stored refresh token if it is still `refreshToken`.
+        case loggedOut(RefreshFailure, refreshToken: String)
+        case misconfigured(RefreshFailure)
+    }
+
+    public private(set) var tokens: TokenSet?
+    public private(set) var phase: Phase
+    public private(set) var generation: UInt64 = 0
+    public private(set) var lastRefresh: Date?
+    public private(set) var lastError: RefreshFailure?
+    /// Consecutive transient failures.
+    public private(set) var failures = 0
+    public var policy: RefreshPolicy
+    /// The jitter draw for the current tokens, fixed when they arrive so the schedule is stable.
+    private var jitterUnit: Double = 0
+
+    public init(policy: RefreshPolicy = RefreshPolicy(), tokens: TokenSet? = nil, jitterUnit: Double = 0) {
+        self.policy = policy
+        self.tokens = tokens
+        self.jitterUnit = jitterUnit
+        self.phase = tokens == nil ? .needsLogin(reason: AccountMachine.noSessionReason) : .idle
+    }
+
+    public static let noSessionReason = "no session is stored for this account"
+
+    // MARK: - Asking
+
+    /// When the account next wants the scheduler's attention; nil when nothing is scheduled.
+    public var nextWake: Date? {
+        switch phase {
+        case .idle:
+            guard let tokens else { return nil }
+            guard let expiresAt = tokens.expiresAt else { return .distantPast }  // nothing but a refresh token
+            return policy.refreshAt(expiresAt: expiresAt, issuedAt: tokens.issuedAt, unit: jitterUnit)
+        case .backingOff(let until, _):
+            return until
+        case .refreshing, .needsLogin, .misconfigured, .awaitingKeyring:
+            return nil
+        }
+    }
+
+    /// Whether a wake-up at `now` should start a refresh. Asked of the wall clock every time,
+    /// so a timer that slept through a suspend still sees the truth.
+    public func isRefreshDue(at now: Date) -> Bool {
+        guard let wake = nextWake else { return false }
+        return wake <= now
+    }
+
+    /// The answer to a `token` request for `kind` that must stay valid for `minValid` seconds.
+    public func serve(_ kind: TokenKind, minValid: Double, at now: Date) -> ServeDecision {
+        switch phase {
+        case .needsLogin(let reason): return .refuse(TokendError(.needsLogin, reason))
+        case .awaitingKeyring(let error): return .refuse(error)
+        default: break
+        }
+        if let (token, expiresAt) = tokens?.token(kind), expiresAt.timeIntervalSince(now) >= minValid,
+            expiresAt > now
+        {
+            return .token(token, expiresAt: expiresAt)
+        }
+        switch phase {
+        case .idle: return .refresh
+        case .refreshing: return .wait
+        case .backingOff(let until, _): return .retryAt(until)
+        case .misconfigured(let reason): return .refuse(TokendError(.configError, reason))
+        case .needsLogin(let reason): return .refuse(TokendError(.needsLogin, reason))
+        case .awaitingKeyring(let error): return .refuse(error)
+        }
+    }
+
+    // MARK: - Telling
+
+    /// Starts a refresh now unless one is in flight or there is no session to refresh.
+    /// `force` ignores a backoff or a configuration error (an explicit `refresh` request).
+    public mutating func startRefresh(at now: Date, force: Bool = false) -> Ticket? {
+        guard let tokens else { return nil }
+        switch phase {
+        case .idle: break
+        case .backingOff(let until, _): guard force || until <= now else { return nil }
+        case .misconfigured: guard force else { return nil }
+        case .refreshing, .needsLogin, .awaitingKeyring: return nil
+        }
+        phase = .refreshing(since: now)
+        return Ticket(generation: generation, refreshToken: tokens.refreshToken)
+    }
+
+    /// Records a refresh's outcome. `unit` is a fresh random draw in [0, 1) for jitter.
+    public mutating func finish(_ ticket: Ticket, _ outcome: RefreshOutcome, at now: Date, unit: Double) -> Completion {
+        guard ticket.generation == generation, case .refreshing = phase, let held = tokens else { return .stale }
+        switch outcome {
+        case .refreshed(let issued):
+            let next = held.merging(issued, at: now)
+            tokens = next
+            phase = .idle
+            failures = 0
+            lastError = nil
+            lastRefresh = now
+            jitterUnit = unit
+            return .refreshed(next)
+        case .transient(let failure, let retryAfter):
+            let delay = Backoff().delay(attempt: failures, unit: unit, retryAfter: retryAfter)
+            let until = now.addingTimeInterval(delay)
+            phase = .backingOff(until: until, attempt: failures)
+            failures += 1
+            lastError = failure
+            return .willRetry(failure, retryAt: until)
+        case .needsLogin(let failure):
+            tokens = nil
+            phase = .needsLogin(reason: "the provider ended the session (\(failure.code)): \(failure.message)")
+            lastError = failure
+            generation += 1
+            return .loggedOut(failure, refreshToken: ticket.refreshToken)
+        case .misconfigured(let failure):
+            phase = .misconfigured(reason: "\(failure.code): \(failure.message)")
+            lastError = failure
+            return .misconfigured(failure)
+        }
+    }
+
+    /// A new session from an import or a login: wins over anything in flight.
+    public mutating func install(_ tokens: TokenSet, unit: Double) {
+        self.tokens = tokens
+        generation += 1
+        phase = .idle
+        failures = 0
+        lastError = nil
+        jitterUnit = unit
+    }
+
+    /// Loads what the keyring held at start (no generation bump: nothing can be in flight yet).
+    public mutating func restore(_ tokens: TokenSet, unit: Double) {
+        guard self.tokens == nil else { return }
+        install(tokens, unit: unit)
+    }
+
+    /// The keyring could not be read at start: say so instead of "no session".
+    public mutating func markKeyringUnreadable(_ error: TokendError) {
+        guard tokens == nil else { return }
+        switch phase {
+        case .needsLogin(AccountMachine.noSessionReason), .awaitingKeyring: phase = .awaitingKeyring(error)
+        default: break
+        }
+    }
+
+    /// The keyring answered and holds nothing for this account.
+    public mutating func markNothingStored() {
+        if case .awaitingKeyring = phase { phase = .needsLogin(reason: Self.noSessionReason) }
+    }
+
+    /// A logout: forget the session; anything in flight becomes stale.
+    public mutating func forget(reason: String) {
+        tokens = nil
+        generation += 1
+        phase = .needsLogin(reason: reason)
+    }
+
+    /// A configuration change or an explicit request clears a configuration error.
+    public mutating func clearMisconfiguration() {
+        if case .misconfigured = phase { phase = tokens == nil ? .needsLogin(reason: Self.noSessionReason) : .idle }
+    }
+}
+
+extension AccountMachine {
+    /// The state name shown by `status` and `list` (DESIGN.md §5).
+    public func stateName(at now: Date) -> String {
+        switch phase {
+        case .idle:
+            return tokens?.expiresAt.map { $0 > now } == true ? "active" : "stale"
+        case .refreshing: return "refreshing"
+        case .backingOff:
+            return tokens?.expiresAt.map { $0 > now } == true ? "retrying" : "unavailable"
+        case .needsLogin: return "needs_login"
+        case .misconfigured: return "config_error"
+        case .awaitingKeyring: return "waiting_for_keyring"
+        }
+    }
+}

@@ -1,0 +1,41 @@
+/// The few claims of a JWT the daemon reads. Signatures are not checked: the token came over TLS
+/// from its issuer, and only its timing and identity claims are used (firebase-rest.md).
+public struct JWTClaims: Sendable, Equatable {
+    public var expiresAt: Date?
+    public var issuedAt: Date?
+    public var subject: String?
+    public var email: String?
+    public var issuer: String?
+
+    private struct Payload: Decodable {
+        var exp: Double?
+        var iat: Double?
+        var sub: String?
+        var email: String?
+        var iss: String?
+    }
+
+    /// Nil when the token is not a JWT (opaque access tokens are normal in OAuth).
+    public init?(token: String) {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let bytes = Self.base64URLDecode(parts[1]),
+            let payload = try? JSONDecoder().decode(Payload.self, from: bytes)
+        else { return nil }
+        expiresAt = payload.exp.map { Date(timeIntervalSince1970: $0) }
+        issuedAt = payload.iat.map { Date(timeIntervalSince1970: $0) }
+        subject = payload.sub
+        email = payload.email
+        issuer = payload.iss
+    }
+
+    /// RFC 7515 §2: base64url without padding.
+    public static func base64URLDecode(_ text: Substring) -> Data? {
+        var base64 = String(text.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+
+    public static func base64URLEncode(_ data: Data) -> String {
+        String(data.base64EncodedString().compactMap { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 == "=" ? nil : $0 })
+    }
+}

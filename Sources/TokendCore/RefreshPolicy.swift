@@ -1,0 +1,56 @@
+/// When to refresh a session before it expires (DESIGN.md §4).
+public struct RefreshPolicy: Sendable, Equatable {
+    /// Default margin: the Firebase SDKs refresh 5 minutes before expiry, and so do we.
+    public static let defaultRefreshBefore: Double = 300
+    /// Jitter is at most this share of the margin, so many accounts do not refresh in one second.
+    public static let jitterShare: Double = 0.10
+
+    public var refreshBefore: Double
+
+    public init(refreshBefore: Double = RefreshPolicy.defaultRefreshBefore) {
+        self.refreshBefore = refreshBefore
+    }
+
+    /// `min(refresh_before, lifetime / 3)`: a short-lived token gets refreshed with a third of its
+    /// life left rather than immediately after it is minted.
+    public func margin(lifetime: Double) -> Double {
+        max(0, min(refreshBefore, lifetime / 3))
+    }
+
+    /// The proactive refresh instant: `expiresAt - margin - jitter`, `unit` drawn from [0, 1).
+    /// Jitter moves the refresh earlier, never later, so it can never push past the margin.
+    public func refreshAt(expiresAt: Date, issuedAt: Date?, unit: Double) -> Date {
+        let lifetime = issuedAt.map { expiresAt.timeIntervalSince($0) } ?? refreshBefore * 3
+        let margin = margin(lifetime: lifetime)
+        let jitter = margin * Self.jitterShare * min(max(unit, 0), 1)
+        return expiresAt.addingTimeInterval(-(margin + jitter))
+    }
+}
+
+/// How long to wait after consecutive transient failures (DESIGN.md §4).
+///
+/// Exponential with full jitter: the n-th retry waits a uniform draw from [0, base·2ⁿ], clamped
+/// to the cap. The window stops growing at `windowLimit`, so once at the cap about three retries
+/// in four wait the full cap and one in four still spreads out: ≈ 13.7 requests an hour during a
+/// long outage (DESIGN's "~15 an hour"), while accounts never fall back into lock-step.
+public struct Backoff: Sendable, Equatable {
+    /// First retry within a second: most blips (a dropped connection, one 503) are that short.
+    public static let base: Double = 1
+    /// Never wait more than 5 minutes between tries: a 1-hour token still gets ~11 chances.
+    public static let cap: Double = 300
+    /// The jitter window's limit (4 × cap): see the type's comment for the arithmetic.
+    public static let windowLimit: Double = 4 * cap
+    /// A `Retry-After` is honoured up to an hour; a server asking for more is treated as broken.
+    public static let retryAfterLimit: Double = 3600
+
+    public init() {}
+
+    /// The delay before retry number `attempt` (0 for the first retry), `unit` drawn from [0, 1).
+    public func delay(attempt: Int, unit: Double, retryAfter: Double? = nil) -> Double {
+        let exponent = min(max(attempt, 0), 30)  // 2^30 s is far past windowLimit; no overflow
+        let window = min(Self.base * Double(1 << exponent), Self.windowLimit)
+        let jittered = min(window * min(max(unit, 0), 1), Self.cap)
+        guard let retryAfter, retryAfter > 0 else { return jittered }
+        return max(jittered, min(retryAfter, Self.retryAfterLimit))
+    }
+}

@@ -1,0 +1,78 @@
+/// Everything mutable about one account's session: the value of its one keyring item.
+///
+/// It is stored and replaced as a whole, so a refresh token and the tokens minted with it can
+/// never be torn apart (DESIGN.md §3). Each token carries its own expiry, so a refresh answer that
+/// omits one kind never makes an old token of that kind look fresh.
+public struct TokenSet: Codable, Sendable, Equatable {
+    public var refreshToken: String
+    public var idToken: String?
+    public var idTokenExpiresAt: Date?
+    public var accessToken: String?
+    public var accessTokenExpiresAt: Date?
+    /// When the provider issued the current tokens: with the expiry it gives the lifetime that
+    /// the refresh margin is a third of.
+    public var issuedAt: Date?
+
+    public init(
+        refreshToken: String, idToken: String? = nil, idTokenExpiresAt: Date? = nil,
+        accessToken: String? = nil, accessTokenExpiresAt: Date? = nil, issuedAt: Date? = nil
+    ) {
+        self.refreshToken = refreshToken
+        self.idToken = idToken
+        self.idTokenExpiresAt = idTokenExpiresAt
+        self.accessToken = accessToken
+        self.accessTokenExpiresAt = accessTokenExpiresAt
+        self.issuedAt = issuedAt
+    }
+
+    /// The token of a kind, with its expiry, if one is held.
+    public func token(_ kind: TokenKind) -> (value: String, expiresAt: Date)? {
+        switch kind {
+        case .id:
+            guard let idToken, let idTokenExpiresAt else { return nil }
+            return (idToken, idTokenExpiresAt)
+        case .access:
+            guard let accessToken, let accessTokenExpiresAt else { return nil }
+            return (accessToken, accessTokenExpiresAt)
+        }
+    }
+
+    /// The expiry that drives proactive refresh: the soonest of the held tokens'.
+    public var expiresAt: Date? {
+        [idTokenExpiresAt, accessTokenExpiresAt].compactMap { $0 }.min()
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case refreshToken = "refresh_token"
+        case idToken = "id_token"
+        case idTokenExpiresAt = "id_token_expires_at"
+        case accessToken = "access_token"
+        case accessTokenExpiresAt = "expires_at"
+        case issuedAt = "issued_at"
+    }
+}
+
+extension TokenSet: CustomStringConvertible, CustomDebugStringConvertible {
+    /// Never the tokens themselves: a TokenSet that slips into a log line or an interpolated
+    /// error message must not leak a secret (DESIGN.md §9).
+    public var description: String {
+        "TokenSet(id: \(idToken == nil ? "none" : "held"), access: \(accessToken == nil ? "none" : "held"), expires: \(expiresAt.map { "\($0.timeIntervalSince1970)" } ?? "unknown"))"
+    }
+    public var debugDescription: String { description }
+}
+
+extension TokenSet {
+    /// The keyring item's secret value: one JSON object, dates as whole seconds since the epoch.
+    public func keyringJSON() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+
+    public init(keyringJSON: String) throws {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        self = try decoder.decode(TokenSet.self, from: Data(keyringJSON.utf8))
+    }
+}
