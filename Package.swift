@@ -81,6 +81,7 @@ let package = Package(
         .testTarget(
             name: "TokendServerTests",
             dependencies: ["TokendServer", "TokendTestSupport"]),
+        .testTarget(name: "TokenctlTests", dependencies: ["tokenctl"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["TokendProtocol", "TokendTestSupport", "TokendKeyring"]),

@@ -1,0 +1,58 @@
+import TokendCore
+
+/// One request line (DESIGN.md §5). Every field but `op` is optional on the wire; which ones an
+/// op needs is checked by the daemon, which names the missing field in a `bad_request`.
+/// Unknown fields are ignored, for forward compatibility.
+public struct Request: Codable, Sendable, Equatable {
+    public var op: String
+    public var id: RequestID?
+    public var account: String?
+    /// `token`: seconds the returned token must stay valid (default 60).
+    public var minValid: Double?
+    /// `token`: `id` or `access` (default: the provider's, DESIGN.md §6).
+    public var kind: TokenKind?
+    /// `token`, `refresh`, `import`: seconds to wait for a refresh before answering `unavailable`.
+    public var timeout: Double?
+    /// `import`: the session to store. Only a refresh token is required.
+    public var refreshToken: String?
+    public var idToken: String?
+    public var accessToken: String?
+    /// `import`: when the imported access/ID token expires (RFC 3339), if not in its JWT.
+    public var expiresAt: String?
+
+    public init(
+        op: String, id: RequestID? = nil, account: String? = nil, minValid: Double? = nil, kind: TokenKind? = nil,
+        timeout: Double? = nil, refreshToken: String? = nil, idToken: String? = nil, accessToken: String? = nil,
+        expiresAt: String? = nil
+    ) {
+        self.op = op
+        self.id = id
+        self.account = account
+        self.minValid = minValid
+        self.kind = kind
+        self.timeout = timeout
+        self.refreshToken = refreshToken
+        self.idToken = idToken
+        self.accessToken = accessToken
+        self.expiresAt = expiresAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case op, id, account, kind, timeout
+        case minValid = "min_valid"
+        case refreshToken = "refresh_token"
+        case idToken = "id_token"
+        case accessToken = "access_token"
+        case expiresAt = "expires_at"
+    }
+}
+
+extension Request: CustomStringConvertible {
+    /// Requests may carry tokens (`import`): describe them without.
+    public var description: String { "Request(op: \(op), account: \(account ?? "-"))" }
+}
+
+/// The ops of protocol version 1.
+public enum Op: String, CaseIterable, Sendable {
+    case hello, token, list, status, refresh, `import`, login, logout, watch
+}

@@ -1,0 +1,115 @@
+import TokendCore
+
+/// The protocol version this build speaks (DESIGN.md §5).
+public let protocolVersion = 1
+
+/// One response line. Flat, with only the fields of the op that produced it present, so that a
+/// shell user can read it with `jq .token` and a client can decode every op with one type.
+public struct Response: Codable, Sendable, Equatable {
+    public var id: RequestID?
+    public var ok: Bool
+    public var error: TokendError?
+
+    // hello
+    public var `protocol`: Int?
+    public var version: String?
+    public var capabilities: [String]?
+
+    // token, refresh, import
+    public var account: String?
+    public var token: String?
+    public var kind: TokenKind?
+    public var expiresAt: String?
+    public var expiresIn: Int?
+
+    // list, status
+    public var accounts: [AccountStatus]?
+
+    // watch
+    public var watching: [String]?
+
+    public init(id: RequestID? = nil, ok: Bool = true) {
+        self.id = id
+        self.ok = ok
+    }
+
+    public static func failure(_ error: TokendError, id: RequestID? = nil) -> Response {
+        var response = Response(id: id, ok: false)
+        response.error = error
+        return response
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, ok, error, `protocol`, version, capabilities, account, token, kind, accounts, watching
+        case expiresAt = "expires_at"
+        case expiresIn = "expires_in"
+    }
+}
+
+extension Response: CustomStringConvertible {
+    public var description: String { "Response(ok: \(ok), error: \(error.map { "\($0)" } ?? "none"))" }
+}
+
+/// An account as `list` and `status` show it: never a secret.
+public struct AccountStatus: Codable, Sendable, Equatable {
+    public var name: String
+    public var provider: String
+    /// `active`, `refreshing`, `retrying`, `unavailable`, `stale`, `needs_login`, `config_error`,
+    /// `waiting_for_keyring`.
+    public var state: String
+    public var expiresAt: String?
+    public var expiresIn: Int?
+    public var lastRefresh: String?
+    public var nextRefresh: String?
+    public var lastError: RefreshFailure?
+    /// Why the account is in its state, in words that say what to do (for `needs_login` & co).
+    public var message: String?
+    /// `available`, `locked` or `unavailable`: whether this account's session is safely stored.
+    public var keyring: String
+    /// True while the session held in memory has not reached the keyring yet.
+    public var unsaved: Bool?
+
+    public init(name: String, provider: String, state: String, keyring: String) {
+        self.name = name
+        self.provider = provider
+        self.state = state
+        self.keyring = keyring
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, provider, state, message, keyring, unsaved
+        case expiresAt = "expires_at"
+        case expiresIn = "expires_in"
+        case lastRefresh = "last_refresh"
+        case nextRefresh = "next_refresh"
+        case lastError = "last_error"
+    }
+}
+
+/// A line streamed to `watch` subscribers. Events never carry tokens.
+public struct Event: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable {
+        case refreshed, refreshFailed = "refresh_failed", needsLogin = "needs_login", loggedOut = "logged_out"
+        case imported, configError = "config_error", keyringLocked = "keyring_locked", keyringUnlocked = "keyring_unlocked"
+        case keyringUnavailable = "keyring_unavailable", configReloaded = "config_reloaded"
+    }
+    public var event: Kind
+    public var account: String?
+    /// When it happened (RFC 3339 UTC).
+    public var at: String
+    public var expiresAt: String?
+    public var error: RefreshFailure?
+    public var retryAt: String?
+
+    public init(event: Kind, account: String?, at: String) {
+        self.event = event
+        self.account = account
+        self.at = at
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case event, account, at, error
+        case expiresAt = "expires_at"
+        case retryAt = "retry_at"
+    }
+}

@@ -1,0 +1,73 @@
+import TokendCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// RFC 3339 timestamps in UTC with whole seconds: what the protocol carries (`expires_at`).
+/// Hand-rolled over `gmtime_r`/`timegm` so that tokenctl needs neither ICU nor full Foundation.
+public enum Timestamp {
+    public static func format(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func pad(_ value: Int32, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))Z"
+    }
+
+    /// Parses `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)`; nil for anything else.
+    public static func parse(_ text: String) -> Date? {
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 20 else { return nil }
+        func number(_ range: Range<Int>) -> Int32? {
+            guard range.upperBound <= bytes.count else { return nil }
+            var value: Int32 = 0
+            for byte in bytes[range] {
+                guard byte >= 48, byte <= 57 else { return nil }
+                value = value * 10 + Int32(byte - 48)
+            }
+            return value
+        }
+        guard let year = number(0..<4), bytes[4] == 45, let month = number(5..<7), bytes[7] == 45,
+            let day = number(8..<10), bytes[10] == 84 || bytes[10] == 116, let hour = number(11..<13), bytes[13] == 58,
+            let minute = number(14..<16), bytes[16] == 58, let second = number(17..<19)
+        else { return nil }
+        var index = 19
+        var fraction = 0.0
+        if bytes[index] == 46 {
+            var scale = 0.1
+            index += 1
+            while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
+                fraction += Double(bytes[index] - 48) * scale
+                scale /= 10
+                index += 1
+            }
+        }
+        guard index < bytes.count else { return nil }
+        var offset = 0
+        switch bytes[index] {
+        case 90, 122:
+            guard index + 1 == bytes.count else { return nil }
+        case 43, 45:
+            guard index + 6 == bytes.count, let hours = number(index + 1..<index + 3), bytes[index + 3] == 58,
+                let minutes = number(index + 4..<index + 6)
+            else { return nil }
+            offset = (bytes[index] == 43 ? 1 : -1) * Int(hours * 3600 + minutes * 60)
+        default:
+            return nil
+        }
+        guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+        var parts = tm()
+        parts.tm_year = year - 1900
+        parts.tm_mon = month - 1
+        parts.tm_mday = day
+        parts.tm_hour = hour
+        parts.tm_min = minute
+        parts.tm_sec = second
+        let seconds = timegm(&parts)
+        return Date(timeIntervalSince1970: Double(seconds - offset) + fraction)
+    }
+}
