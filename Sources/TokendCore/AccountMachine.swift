@@ -133,12 +133,19 @@ public struct AccountMachine: Sendable {
         return Ticket(generation: generation, refreshToken: tokens.refreshToken)
     }
 
+    /// The token set a successful refresh would produce, without applying it: the daemon writes
+    /// it to the keyring before the machine starts serving it. Nil when the ticket is stale.
+    public func tokensAfter(_ ticket: Ticket, _ issued: IssuedTokens, at now: Date) -> TokenSet? {
+        guard ticket.generation == generation, case .refreshing = phase, let tokens else { return nil }
+        return tokens.merging(issued, at: now)
+    }
+
     /// Records a refresh's outcome. `unit` is a fresh random draw in [0, 1) for jitter.
     public mutating func finish(_ ticket: Ticket, _ outcome: RefreshOutcome, at now: Date, unit: Double) -> Completion {
-        guard ticket.generation == generation, case .refreshing = phase, let held = tokens else { return .stale }
+        guard ticket.generation == generation, case .refreshing = phase else { return .stale }
         switch outcome {
         case .refreshed(let issued):
-            let next = held.merging(issued, at: now)
+            guard let next = tokensAfter(ticket, issued, at: now) else { return .stale }
             tokens = next
             phase = .idle
             failures = 0

@@ -29,7 +29,7 @@ public struct IssuedTokens: Sendable, Equatable {
 }
 
 /// Why a refresh failed, in words safe to log and show: never a token.
-public struct RefreshFailure: Sendable, Equatable, Codable {
+public struct RefreshFailure: Error, Sendable, Equatable, Codable {
     /// The provider's own code (`TOKEN_EXPIRED`, `invalid_grant`, `http_503`, `timeout`, …).
     public var code: String
     /// The provider's message, or ours; already free of secrets.

@@ -1,0 +1,115 @@
+/// Turns a provider's HTTP answer to a refresh into a `RefreshOutcome` (DESIGN.md §4,
+/// firebase-rest.md). Pure: the HTTP client hands it status, body and `Retry-After`; transport
+/// failures (refused, timed out, dropped) never reach it and are transient by definition.
+public enum RefreshClassifier {
+    /// Firebase codes after which only a new sign-in helps.
+    public static let firebaseNeedsLogin: Set<String> = ["TOKEN_EXPIRED", "USER_DISABLED", "USER_NOT_FOUND", "INVALID_REFRESH_TOKEN"]
+    /// Firebase codes that mean a rate limit, not a verdict.
+    public static let firebaseTransient: Set<String> = ["TOO_MANY_ATTEMPTS_TRY_LATER"]
+    /// OAuth codes (RFC 6749 §5.2) that say the server, not the session, has trouble.
+    public static let oauthTransient: Set<String> = ["temporarily_unavailable", "server_error"]
+
+    /// HTTP statuses that are worth retrying whatever the body says: 408, 429, 5xx.
+    public static func isTransientStatus(_ status: Int) -> Bool {
+        status == 408 || status == 429 || (500...599).contains(status)
+    }
+
+    /// A Secure Token API answer.
+    public static func firebase(status: Int, body: [UInt8], retryAfter: Double?) -> RefreshOutcome {
+        if status == 200 { return success(body: body, lifetimeIsString: true) }
+        let envelope = try? JSONDecoder().decode(GoogleErrorEnvelope.self, from: Data(body))
+        let message = envelope?.error.message ?? ""
+        // The code is `message` up to the first ':', trimmed ("TOKEN_EXPIRED : detail").
+        let code = message.split(separator: ":", maxSplits: 1).first.map(\.trimmed) ?? ""
+        let reasons = envelope?.error.details?.compactMap(\.reason) ?? []
+        let failure = RefreshFailure(code: code.isEmpty ? "http_\(status)" : code, message: message.isEmpty ? "HTTP \(status)" : message)
+        if isTransientStatus(status) || firebaseTransient.contains(code) {
+            return .transient(failure, retryAfter: retryAfter)
+        }
+        if firebaseNeedsLogin.contains(code) { return .needsLogin(failure) }
+        if reasons.contains("API_KEY_INVALID") || message.hasPrefix("API key not valid") {
+            return .misconfigured(RefreshFailure(code: "API_KEY_INVALID", message: message))
+        }
+        // PROJECT_NUMBER_MISMATCH, INVALID_GRANT_TYPE, MISSING_REFRESH_TOKEN, a missing key (403) and
+        // any 4xx we do not know: repeating the same request cannot help, and "log in again" would
+        // be a lie, so the account's configuration is blamed.
+        return .misconfigured(failure)
+    }
+
+    /// An OAuth 2.0 token endpoint answer (RFC 6749 §5.1, §5.2).
+    public static func oauth(status: Int, body: [UInt8], retryAfter: Double?) -> RefreshOutcome {
+        if status == 200 { return success(body: body, lifetimeIsString: false) }
+        let error = try? JSONDecoder().decode(OAuthError.self, from: Data(body))
+        let code = error?.error ?? "http_\(status)"
+        let failure = RefreshFailure(code: code, message: error?.errorDescription ?? "HTTP \(status)")
+        if isTransientStatus(status) || oauthTransient.contains(code) { return .transient(failure, retryAfter: retryAfter) }
+        if code == "invalid_grant" { return .needsLogin(failure) }
+        return .misconfigured(failure)
+    }
+
+    /// A 200 answer. Missing tokens or a body that is not JSON is a broken answer, not a verdict
+    /// on the session: transient, so the held refresh token stays untouched.
+    static func success(body: [UInt8], lifetimeIsString: Bool) -> RefreshOutcome {
+        guard let answer = try? JSONDecoder().decode(TokenAnswer.self, from: Data(body)) else {
+            return .transient(RefreshFailure(code: "malformed_response", message: "the provider answered 200 with a body that is not a token response"), retryAfter: nil)
+        }
+        let idToken = answer.id_token ?? (lifetimeIsString ? answer.access_token : nil)
+        let accessToken = answer.access_token ?? (lifetimeIsString ? answer.id_token : nil)
+        guard idToken != nil || accessToken != nil else {
+            return .transient(RefreshFailure(code: "malformed_response", message: "the provider answered 200 without a token"), retryAfter: nil)
+        }
+        let lifetime = answer.expires_in?.seconds
+        guard lifetime != nil || [idToken, accessToken].contains(where: { $0.flatMap { JWTClaims(token: $0)?.expiresAt } != nil }) else {
+            return .transient(RefreshFailure(code: "malformed_response", message: "the provider answered 200 without expires_in"), retryAfter: nil)
+        }
+        return .refreshed(IssuedTokens(refreshToken: answer.refresh_token, idToken: idToken, accessToken: accessToken, expiresIn: lifetime))
+    }
+
+    /// `Retry-After` as delta-seconds (RFC 9110 §10.2.3). The HTTP-date form is ignored: no
+    /// provider we know sends it on the token endpoint, and backoff still applies without it.
+    public static func retryAfter(_ header: String?) -> Double? {
+        guard let header, let seconds = Double(header.trimmed), seconds >= 0 else { return nil }
+        return seconds
+    }
+
+    // snake_case field names mirror the wire, so no CodingKeys can drift from it.
+    private struct TokenAnswer: Decodable {
+        var id_token: String?
+        var access_token: String?
+        var refresh_token: String?
+        var expires_in: Lifetime?
+    }
+
+    /// Firebase sends `expires_in` as a string, OAuth as a number; accept both from either.
+    private struct Lifetime: Decodable {
+        var seconds: Double?
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let number = try? container.decode(Double.self) {
+                seconds = number
+            } else {
+                seconds = Double(try container.decode(String.self))
+            }
+        }
+    }
+
+    private struct GoogleErrorEnvelope: Decodable {
+        struct Body: Decodable {
+            var code: Int?
+            var message: String?
+            var status: String?
+            var details: [Detail]?
+        }
+        struct Detail: Decodable { var reason: String? }
+        var error: Body
+    }
+
+    private struct OAuthError: Decodable {
+        var error: String
+        var errorDescription: String?
+        enum CodingKeys: String, CodingKey {
+            case error
+            case errorDescription = "error_description"
+        }
+    }
+}

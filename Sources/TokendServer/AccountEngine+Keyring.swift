@@ -1,0 +1,110 @@
+import Dispatch
+import TokendCore
+import TokendKeyring
+import TokendProtocol
+
+extension AccountEngine {
+    /// Loads the account's stored session at start (or when it is added by a reload).
+    func restore(_ name: String) async {
+        let loaded = await store.load(account: name)
+        guard var account = accounts[name] else { return }
+        switch loaded {
+        case .success(let tokens?):
+            account.machine.restore(tokens, unit: random())
+            _ = noteKeyring(.success(()), account: name)
+        case .success(nil):
+            account.machine.markNothingStored()
+            _ = noteKeyring(.success(()), account: name)
+        case .failure(let error):
+            // Locked is not empty: the account waits for the keyring instead of asking for a login.
+            account.machine.markKeyringUnreadable(error.tokendError(account: name))
+            _ = noteKeyring(.failure(error), account: name)
+        }
+        accounts[name] = account
+        schedule(name)
+        wake(name)
+    }
+
+    /// Records what a keyring operation said about the keyring; returns whether it succeeded.
+    /// Any failure starts the poll that writes back and reloads once the keyring is usable.
+    func noteKeyring(_ result: Result<Void, KeyringError>, account name: String) -> Bool {
+        let state: KeyringState
+        switch result {
+        case .success: state = .available
+        case .failure(let error): state = error.code == .locked ? .locked : (error.code == .failed || error.code == .corrupt ? keyringState : .unavailable)
+        }
+        if state != keyringState {
+            let previous = keyringState
+            keyringState = state
+            let now = Timestamp.format(clock.now())
+            switch state {
+            case .available:
+                logger.info("keyring usable again", metadata: ["was": "\(previous.rawValue)"])
+                hub.publish(Event(event: .keyringUnlocked, account: nil, at: now))
+            case .locked:
+                logger.warning("keyring is locked; sessions are kept in memory and written back once it is unlocked")
+                hub.publish(Event(event: .keyringLocked, account: nil, at: now))
+            case .unavailable:
+                logger.warning("no usable Secret Service; sessions are kept in memory until one answers")
+                hub.publish(Event(event: .keyringUnavailable, account: nil, at: now))
+            }
+        }
+        if case .failure(let error) = result {
+            logger.warning("keyring operation failed", metadata: ["account": "\(name)", "code": "\(error.code.rawValue)", "error": "\(error.message)"])
+            startKeyringPoll()
+        }
+        return (try? result.get()) != nil
+    }
+
+    var hasKeyringWork: Bool {
+        accounts.values.contains { account in
+            if account.unsaved { return true }
+            if case .awaitingKeyring = account.machine.phase { return true }
+            return false
+        }
+    }
+
+    func startKeyringPoll() {
+        guard keyringPoll == nil else { return }
+        let timer = DispatchSource.makeTimerSource(queue: timerQueue)
+        timer.schedule(deadline: .now() + .seconds(Self.keyringPollInterval), repeating: .seconds(Self.keyringPollInterval))
+        timer.setEventHandler { [weak self] in
+            Task { await self?.pollKeyring() }
+        }
+        timer.resume()
+        keyringPoll = timer
+    }
+
+    /// While something waits for the keyring: probe it, and the moment it is usable write back
+    /// unsaved sessions and read the ones we could not read — without waiting for a refresh.
+    func pollKeyring() async {
+        guard !keyringPollRunning else { return }
+        keyringPollRunning = true
+        defer { keyringPollRunning = false }
+        guard hasKeyringWork else {
+            keyringPoll?.cancel()
+            keyringPoll = nil
+            return
+        }
+        let state = await store.state()
+        guard state == .available else {
+            if state != keyringState { _ = noteKeyring(.failure(KeyringError(state == .locked ? .locked : .unavailable, "keyring \(state.rawValue)")), account: "-") }
+            return
+        }
+        for name in accounts.keys.sorted() {
+            guard let account = accounts[name] else { continue }
+            if case .awaitingKeyring = account.machine.phase {
+                await restore(name)
+            } else if account.unsaved, let tokens = account.machine.tokens {
+                let saved = await store.save(tokens, account: name)
+                // Only clear the flag if nothing newer arrived while we wrote.
+                if accounts[name]?.machine.tokens == tokens {
+                    accounts[name]?.unsaved = !noteKeyring(saved, account: name)
+                    if accounts[name]?.unsaved == false { logger.info("session written back to the keyring", metadata: ["account": "\(name)"]) }
+                }
+            } else if account.unsaved {
+                accounts[name]?.unsaved = false
+            }
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import TokendCore
+import TokendKeyring
+import TokendProtocol
+
+extension AccountEngine {
+    /// `status` / `list`: every account, or one. Never a secret.
+    public func statuses(account name: String?) -> Result<[AccountStatus], TokendError> {
+        if let name, accounts[name] == nil { return .failure(missingAccount(name)) }
+        let now = clock.now()
+        let names = name.map { [$0] } ?? accounts.keys.sorted()
+        return .success(names.compactMap { name in
+            guard let account = accounts[name] else { return nil }
+            let machine = account.machine
+            let kind = account.configuration.kind
+            var status = AccountStatus(
+                name: name, provider: kind.rawValue, state: machine.stateName(at: now),
+                keyring: account.unsaved || keyringState != .available ? keyringState.rawValue : KeyringState.available.rawValue)
+            if let expiresAt = machine.tokens?.token(kind.defaultTokenKind)?.expiresAt ?? machine.tokens?.expiresAt {
+                status.expiresAt = Timestamp.format(expiresAt)
+                status.expiresIn = max(0, Int(expiresAt.timeIntervalSince(now).rounded(.down)))
+            }
+            status.lastRefresh = machine.lastRefresh.map(Timestamp.format)
+            status.nextRefresh = machine.nextWake.map { Timestamp.format(max($0, now)) }
+            status.lastError = machine.lastError
+            status.unsaved = account.unsaved ? true : nil
+            switch machine.phase {
+            case .needsLogin(let reason): status.message = reason
+            case .misconfigured(let reason): status.message = reason
+            case .awaitingKeyring(let error): status.message = error.message
+            case .backingOff(let until, let attempt):
+                status.message = "refresh failed \(attempt + 1) time(s) in a row; next try at \(Timestamp.format(until))"
+            case .idle, .refreshing: break
+            }
+            return status
+        })
+    }
+}

@@ -1,0 +1,411 @@
+import Dispatch
+import Logging
+import TokendCore
+import TokendKeyring
+import TokendProtocol
+import TokendProviders
+
+/// A token handed to a caller.
+public struct TokenGrant: Sendable, Equatable {
+    public var token: String
+    public var kind: TokenKind
+    public var expiresAt: Date
+}
+
+/// Owns every account's state machine and everything that happens to it: refreshes (single
+/// flight), timers, keyring writes, waiting requests and events. An actor, so account state has
+/// one writer; libsecret runs on the store's own thread and HTTP on NIO's, never in here.
+public actor AccountEngine {
+    struct Account {
+        var configuration: AccountConfiguration
+        var machine: AccountMachine
+        var provider: any TokenProvider
+        var timer: (any DispatchSourceTimer)?
+        /// Requests waiting for this account's state to change (a refresh to finish, mostly).
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// The session in memory has not reached the keyring yet (it was locked or unavailable
+        /// when we wrote): written back as soon as the keyring answers again.
+        var unsaved = false
+    }
+
+    /// Default wait for a refresh when a request names no `timeout`: long enough for a slow
+    /// provider (HTTP deadline 10 s plus a keyring write), short enough for an interactive shell.
+    public static let defaultTimeout: Double = 30
+    /// Upper bound on a request's `timeout`: nothing should hold a connection for longer.
+    public static let maximumTimeout: Double = 300
+    /// How often every account is re-checked against the wall clock, whatever its timer says:
+    /// bounds how late a refresh can be after a clock jump or a suspend the timer slept through.
+    static let recheckInterval = 10
+    /// How often a locked or missing keyring is probed while something waits to be written or read.
+    static let keyringPollInterval = 2
+    /// Timers may fire this late: refreshes are scheduled seconds early, so batching wakeups is free.
+    static let timerLeeway = DispatchTimeInterval.milliseconds(100)
+
+    var accounts: [String: Account] = [:]
+    let store: any SecretStore
+    let clock: any WallClock
+    let hub: EventHub
+    let logger: Logger
+    let makeProvider: @Sendable (AccountConfiguration) -> any TokenProvider
+    let random: @Sendable () -> Double
+    var keyringState: KeyringState = .available
+    var keyringPoll: (any DispatchSourceTimer)?
+    var keyringPollRunning = false
+    var recheckTimer: (any DispatchSourceTimer)?
+    var nextWaiterID: UInt64 = 0
+    var configurationProblem: ConfigurationError?
+    let timerQueue = DispatchQueue(label: "tokend.timers")
+
+    public init(
+        store: any SecretStore, clock: any WallClock = SystemWallClock(), hub: EventHub, logger: Logger,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        makeProvider: @escaping @Sendable (AccountConfiguration) -> any TokenProvider
+    ) {
+        self.store = store
+        self.clock = clock
+        self.hub = hub
+        self.logger = logger
+        self.random = random
+        self.makeProvider = makeProvider
+    }
+
+    // MARK: - Configuration
+
+    /// Starts, updates and stops accounts to match `configuration`. Removed accounts stop (their
+    /// keyring items stay); changed ones get a new provider and policy; added ones load their
+    /// session from the keyring.
+    public func apply(_ configuration: Configuration) async {
+        for name in accounts.keys where configuration.accounts[name] == nil {
+            guard var account = accounts.removeValue(forKey: name) else { continue }
+            account.timer?.cancel()
+            for waiter in account.waiters.values { waiter.resume() }
+            account.waiters = [:]
+            logger.info("account removed from the configuration; its keyring item stays", metadata: ["account": "\(name)"])
+        }
+        var added: [String] = []
+        for (name, accountConfiguration) in configuration.accounts.sorted(by: { $0.key < $1.key }) {
+            if var account = accounts[name] {
+                guard account.configuration != accountConfiguration else { continue }
+                account.configuration = accountConfiguration
+                account.provider = makeProvider(accountConfiguration)
+                account.machine.policy = accountConfiguration.policy
+                account.machine.clearMisconfiguration()
+                accounts[name] = account
+                schedule(name)
+                wake(name)
+                logger.info("account configuration changed", metadata: ["account": "\(name)"])
+            } else {
+                accounts[name] = Account(
+                    configuration: accountConfiguration, machine: AccountMachine(policy: accountConfiguration.policy),
+                    provider: makeProvider(accountConfiguration))
+                added.append(name)
+            }
+        }
+        for name in added { await restore(name) }
+        startRecheckTimer()
+    }
+
+    public var accountNames: [String] { accounts.keys.sorted() }
+
+    /// Stops every timer and releases every waiting request (daemon shutdown).
+    public func shutdown() {
+        recheckTimer?.cancel()
+        keyringPoll?.cancel()
+        for name in accounts.keys {
+            accounts[name]?.timer?.cancel()
+            wake(name)
+        }
+        hub.finishAll()
+    }
+
+    // MARK: - Serving
+
+    /// A token of `kind` valid for at least `minValid` seconds, refreshing (and waiting at most
+    /// `timeout` seconds) when the held one will not do. Never an expired token.
+    public func token(account name: String, kind requested: TokenKind?, minValid: Double, timeout: Double) async -> Result<TokenGrant, TokendError> {
+        guard let initial = accounts[name] else { return .failure(missingAccount(name)) }
+        let kind = requested ?? initial.configuration.kind.defaultTokenKind
+        let start = clock.now()
+        let deadline = start.addingTimeInterval(timeout)
+        while true {
+            guard let account = accounts[name] else { return .failure(missingAccount(name)) }
+            let now = clock.now()
+            switch account.machine.serve(kind, minValid: minValid, at: now) {
+            case .token(let token, let expiresAt):
+                return .success(TokenGrant(token: token, kind: kind, expiresAt: expiresAt))
+            case .refuse(let error):
+                return .failure(error)
+            case .refresh:
+                if let last = account.machine.lastRefresh, last >= start {
+                    // A refresh finished during this request and still cannot satisfy it.
+                    return .failure(Self.unsatisfiable(kind: kind, minValid: minValid, tokens: account.machine.tokens, now: now))
+                }
+                startRefresh(name)
+            case .wait:
+                break
+            case .retryAt(let retryAt):
+                if retryAt > deadline { return .failure(unavailable(account, retryAt: retryAt)) }
+            }
+            if now >= deadline {
+                return .failure(TokendError(.unavailable, "no fresh token within \(Int(timeout)) s: the refresh is still running; try again"))
+            }
+            await waitForChange(name, until: deadline)
+        }
+    }
+
+    /// Why an account is not there: usually a typo, but with a broken configuration file (and
+    /// no good one loaded yet) the file is to blame, and saying so saves a confused user.
+    func missingAccount(_ name: String) -> TokendError {
+        if let configurationProblem { return TokendError(.configError, configurationProblem.description) }
+        return TokendError(.unknownAccount, "no account named \"\(name)\" is configured")
+    }
+
+    /// Set while the configuration file is broken and no good one has been loaded.
+    public func setConfigurationProblem(_ problem: ConfigurationError?) {
+        configurationProblem = problem
+    }
+
+    static func unsatisfiable(kind: TokenKind, minValid: Double, tokens: TokenSet?, now: Date) -> TokendError {
+        guard let (_, expiresAt) = tokens?.token(kind) else {
+            return TokendError(.badRequest, "the provider issued no \(kind.rawValue) token on refresh; ask for the other kind")
+        }
+        let left = Int(expiresAt.timeIntervalSince(now))
+        return TokendError(.badRequest, "min_valid \(Int(minValid)) s is longer than a fresh \(kind.rawValue) token lives (\(left) s); ask for less")
+    }
+
+    func unavailable(_ account: Account, retryAt: Date) -> TokendError {
+        let reason = account.machine.lastError.map { "\($0.code): \($0.message)" } ?? "the provider is unreachable"
+        return TokendError(.unavailable, "no valid token and the provider is failing (\(reason)); next try at \(Timestamp.format(retryAt))")
+    }
+
+    // MARK: - Refreshing
+
+    /// Starts a refresh unless one is in flight (then callers simply wait for that one).
+    @discardableResult
+    func startRefresh(_ name: String, force: Bool = false) -> Bool {
+        guard var account = accounts[name] else { return false }
+        let startedAt = clock.now()
+        guard let ticket = account.machine.startRefresh(at: startedAt, force: force) else { return false }
+        account.timer?.cancel()
+        account.timer = nil
+        accounts[name] = account
+        wake(name)
+        let provider = account.provider
+        Task {
+            let outcome = await provider.refresh(refreshToken: ticket.refreshToken)
+            await self.finishRefresh(name, ticket: ticket, outcome: outcome, startedAt: startedAt)
+        }
+        return true
+    }
+
+    func finishRefresh(_ name: String, ticket: AccountMachine.Ticket, outcome: RefreshOutcome, startedAt: Date) async {
+        guard let before = accounts[name] else { return }
+        let now = clock.now()
+        var saved: Result<Void, KeyringError>? = nil
+        if case .refreshed(let issued) = outcome, let next = before.machine.tokensAfter(ticket, issued, at: now) {
+            // A rotated refresh token reaches the keyring before anyone is handed the new tokens:
+            // a crash from here on cannot leave the keyring with a superseded one.
+            saved = await store.save(next, account: name)
+        }
+        guard var account = accounts[name] else { return }
+        let completion = account.machine.finish(ticket, outcome, at: now, unit: random())
+        let took = Int(now.timeIntervalSince(startedAt) * 1000)
+        switch completion {
+        case .stale:
+            logger.info("a refresh finished after a newer session arrived; its result is dropped", metadata: ["account": "\(name)"])
+            return
+        case .refreshed(let tokens):
+            if let saved { account.unsaved = !noteKeyring(saved, account: name) }
+            accounts[name] = account
+            let expiresAt = tokens.expiresAt.map(Timestamp.format) ?? "unknown"
+            logger.info("refreshed", metadata: ["account": "\(name)", "expires_at": "\(expiresAt)", "took_ms": "\(took)"])
+            var event = Event(event: .refreshed, account: name, at: Timestamp.format(now))
+            event.expiresAt = tokens.expiresAt.map(Timestamp.format)
+            hub.publish(event)
+        case .willRetry(let failure, let retryAt):
+            accounts[name] = account
+            logger.warning("refresh failed, will retry", metadata: [
+                "account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)",
+                "retry_in_s": "\(Int(retryAt.timeIntervalSince(now)))", "took_ms": "\(took)",
+            ])
+            var event = Event(event: .refreshFailed, account: name, at: Timestamp.format(now))
+            event.error = failure
+            event.retryAt = Timestamp.format(retryAt)
+            hub.publish(event)
+        case .loggedOut(let failure, let refreshToken):
+            accounts[name] = account
+            logger.error("the provider ended the session; the account needs a new login", metadata: [
+                "account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)",
+            ])
+            var event = Event(event: .needsLogin, account: name, at: Timestamp.format(now))
+            event.error = failure
+            hub.publish(event)
+            schedule(name)
+            wake(name)
+            // Only if it is still the refresh token that failed: an import may have replaced it.
+            let deleted = await store.delete(account: name, ifRefreshToken: refreshToken)
+            _ = noteKeyring(deleted.map { _ in () }, account: name)
+            return
+        case .misconfigured(let failure):
+            accounts[name] = account
+            logger.error("the provider rejects the account's configuration", metadata: [
+                "account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)",
+            ])
+            var event = Event(event: .configError, account: name, at: Timestamp.format(now))
+            event.error = failure
+            hub.publish(event)
+        }
+        schedule(name)
+        wake(name)
+    }
+
+    /// Forces a refresh now (or joins the one in flight) and waits for its outcome.
+    public func refresh(account name: String, timeout: Double) async -> Result<Date?, TokendError> {
+        guard accounts[name] != nil else { return .failure(missingAccount(name)) }
+        let start = clock.now()
+        startRefresh(name, force: true)
+        return await awaitRefreshOutcome(name, since: start, deadline: start.addingTimeInterval(timeout))
+    }
+
+    /// Waits until no refresh is in flight, then reports how the latest one went.
+    func awaitRefreshOutcome(_ name: String, since start: Date, deadline: Date) async -> Result<Date?, TokendError> {
+        while let account = accounts[name], case .refreshing = account.machine.phase {
+            if clock.now() >= deadline {
+                return .failure(TokendError(.unavailable, "the refresh is still running after the timeout; see tokenctl status \(name)"))
+            }
+            await waitForChange(name, until: deadline)
+        }
+        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
+        if let last = account.machine.lastRefresh, last >= start { return .success(account.machine.tokens?.expiresAt) }
+        switch account.machine.phase {
+        case .needsLogin(let reason): return .failure(TokendError(.needsLogin, reason))
+        case .misconfigured(let reason): return .failure(TokendError(.configError, reason))
+        case .awaitingKeyring(let error): return .failure(error)
+        case .backingOff(let until, _): return .failure(unavailable(account, retryAt: until))
+        case .idle, .refreshing: return .failure(TokendError(.unavailable, "the refresh did not complete; try again"))
+        }
+    }
+
+    // MARK: - Sessions
+
+    /// Stores a session from an import (or a login), then refreshes it so the caller learns at
+    /// once whether the provider accepts it. Wins over any refresh in flight.
+    public func install(account name: String, tokens: TokenSet, timeout: Double) async -> Result<Date?, TokendError> {
+        guard var account = accounts[name] else { return .failure(missingAccount(name)) }
+        let start = clock.now()
+        account.machine.install(tokens, unit: random())
+        account.timer?.cancel()
+        account.timer = nil
+        accounts[name] = account
+        wake(name)
+        let saved = await store.save(tokens, account: name)
+        if accounts[name]?.machine.tokens == tokens { accounts[name]?.unsaved = !noteKeyring(saved, account: name) }
+        hub.publish(Event(event: .imported, account: name, at: Timestamp.format(clock.now())))
+        logger.info("session imported", metadata: ["account": "\(name)"])
+        startRefresh(name, force: true)
+        return await awaitRefreshOutcome(name, since: start, deadline: start.addingTimeInterval(timeout))
+    }
+
+    /// Forgets the account's session, in memory and in the keyring.
+    public func logout(account name: String) async -> Result<Void, TokendError> {
+        guard var account = accounts[name] else { return .failure(missingAccount(name)) }
+        account.machine.forget(reason: "logged out; run: tokenctl import \(name)")
+        account.timer?.cancel()
+        account.timer = nil
+        account.unsaved = false
+        accounts[name] = account
+        wake(name)
+        let deleted = await store.delete(account: name, ifRefreshToken: nil)
+        hub.publish(Event(event: .loggedOut, account: name, at: Timestamp.format(clock.now())))
+        logger.info("logged out", metadata: ["account": "\(name)"])
+        switch deleted {
+        case .success:
+            _ = noteKeyring(.success(()), account: name)
+            return .success(())
+        case .failure(let error):
+            _ = noteKeyring(.failure(error), account: name)
+            var mapped = error.tokendError(account: name)
+            mapped.message = "logged out in memory, but the stored session could not be deleted (\(mapped.message)); run logout again once the keyring is usable"
+            return .failure(mapped)
+        }
+    }
+
+    // MARK: - Waiting
+
+    /// Suspends until the account's state changes or the deadline passes.
+    func waitForChange(_ name: String, until deadline: Date) async {
+        nextWaiterID += 1
+        let id = nextWaiterID
+        let delay = max(0, deadline.timeIntervalSince(clock.now()))
+        let timeout = Task { [weak self] in
+            try? await Task.sleep(for: .milliseconds(Int64(delay * 1000) + 1))
+            await self?.resumeWaiter(name, id)
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            guard accounts[name] != nil else { return continuation.resume() }
+            accounts[name]?.waiters[id] = continuation
+        }
+        timeout.cancel()
+    }
+
+    func resumeWaiter(_ name: String, _ id: UInt64) {
+        accounts[name]?.waiters.removeValue(forKey: id)?.resume()
+    }
+
+    /// Every state change wakes the account's waiters; each re-reads the state and decides.
+    func wake(_ name: String) {
+        guard let waiters = accounts[name]?.waiters, !waiters.isEmpty else { return }
+        accounts[name]?.waiters = [:]
+        for waiter in waiters.values { waiter.resume() }
+    }
+
+    // MARK: - Timers
+
+    /// Arms the account's timer for its next wake-up, on the wall clock.
+    func schedule(_ name: String) {
+        guard var account = accounts[name] else { return }
+        account.timer?.cancel()
+        account.timer = nil
+        if let wake = account.machine.nextWake {
+            let delay = max(0, wake.timeIntervalSince(clock.now()))
+            let timer = DispatchSource.makeTimerSource(queue: timerQueue)
+            timer.schedule(wallDeadline: .now() + delay, leeway: Self.timerLeeway)
+            timer.setEventHandler { [weak self] in
+                Task { await self?.timerFired(name) }
+            }
+            timer.resume()
+            account.timer = timer
+        }
+        accounts[name] = account
+    }
+
+    func timerFired(_ name: String) {
+        guard let account = accounts[name] else { return }
+        if account.machine.isRefreshDue(at: clock.now()) {
+            startRefresh(name)
+        } else {
+            schedule(name)  // woke early (the clock moved back): sleep again until the true instant
+        }
+    }
+
+    /// The safety net under the per-account timers: a wall-clock jump or a suspend can make a
+    /// timer late, and a late refresh means a dead token.
+    func startRecheckTimer() {
+        guard recheckTimer == nil else { return }
+        let timer = DispatchSource.makeTimerSource(queue: timerQueue)
+        timer.schedule(deadline: .now() + .seconds(Self.recheckInterval), repeating: .seconds(Self.recheckInterval))
+        timer.setEventHandler { [weak self] in
+            Task { await self?.recheck() }
+        }
+        timer.resume()
+        recheckTimer = timer
+    }
+
+    /// Starts every refresh that is due by the wall clock now.
+    public func recheck() {
+        let now = clock.now()
+        for (name, account) in accounts where account.machine.isRefreshDue(at: now) {
+            startRefresh(name)
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import TokendCore
+
+/// The daemon's configuration (DESIGN.md §2): accounts and their providers. No secrets, except an
+/// OAuth `client_secret` where a provider requires one (it identifies the program, not the user).
+public struct Configuration: Sendable, Equatable {
+    public var accounts: [String: AccountConfiguration]
+    /// Where it was read from, for messages.
+    public var path: String
+
+    public init(accounts: [String: AccountConfiguration] = [:], path: String = "") {
+        self.accounts = accounts
+        self.path = path
+    }
+}
+
+public struct AccountConfiguration: Sendable, Equatable {
+    public enum Provider: Sendable, Equatable {
+        /// `emulator` from the config, else `FIREBASE_AUTH_EMULATOR_HOST` at load time, else nil.
+        case firebase(apiKey: String, emulatorHost: String?)
+        case oidc(issuer: String, clientID: String, clientSecret: String?, scopes: [String])
+    }
+
+    public var name: String
+    public var provider: Provider
+    public var refreshBefore: Double
+
+    public var kind: ProviderKind {
+        switch provider {
+        case .firebase: .firebase
+        case .oidc: .oidc
+        }
+    }
+
+    public var policy: RefreshPolicy { RefreshPolicy(refreshBefore: refreshBefore) }
+}
+
+/// A configuration problem, located: file, line where known, key.
+public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var path: String
+    public var line: Int?
+    public var key: String?
+    public var message: String
+
+    public var description: String {
+        var location = path
+        if let line { location += ":\(line)" }
+        if let key { location += ": \(key)" }
+        return "\(location): \(message)"
+    }
+}
+
+/// Durations as people write them in config files: `90`, `90s`, `5m`, `1h`, `1h30m`.
+public enum DurationText {
+    public static func seconds(_ text: String) -> Double? {
+        let trimmed = text.trimmed
+        if let plain = Double(trimmed) { return plain >= 0 ? plain : nil }
+        var total = 0.0
+        var number = ""
+        var sawUnit = false
+        for character in trimmed {
+            if character.isNumber || character == "." {
+                number.append(character)
+                continue
+            }
+            guard let value = Double(number) else { return nil }
+            switch character {
+            case "s": total += value
+            case "m": total += value * 60
+            case "h": total += value * 3600
+            case "d": total += value * 86400
+            default: return nil
+            }
+            number = ""
+            sawUnit = true
+        }
+        return sawUnit && number.isEmpty ? total : nil
+    }
+}

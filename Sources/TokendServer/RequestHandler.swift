@@ -1,0 +1,147 @@
+import TokendCore
+import TokendProtocol
+
+/// Turns request lines into replies. It never touches a socket (ssh-agent's split): the
+/// connection layer frames bytes and writes what this returns, so the whole protocol is testable
+/// without one.
+public struct RequestHandler: Sendable {
+    public enum Reply: Sendable {
+        case response(Response)
+        /// Send the response, then stream the events until the client goes away.
+        case watch(Response, AsyncStream<Event>)
+    }
+
+    /// `min_valid` default (DESIGN.md §5): a minute covers a script's typical API call.
+    public static let defaultMinValid: Double = 60
+    /// Upper bound on `min_valid`: a day. Longer asks cannot be met by any provider we know.
+    public static let maximumMinValid: Double = 86_400
+
+    public let engine: AccountEngine
+    public let hub: EventHub
+    public let version: String
+
+    public init(engine: AccountEngine, hub: EventHub, version: String) {
+        self.engine = engine
+        self.hub = hub
+        self.version = version
+    }
+
+    public func handle(line: [UInt8]) async -> Reply {
+        switch WireCoding.decodeRequest(line) {
+        case .failure(let failure):
+            return .response(.failure(TokendError(.badRequest, failure.message), id: failure.id))
+        case .success(let request):
+            return await handle(request)
+        }
+    }
+
+    public func handle(_ request: Request) async -> Reply {
+        do {
+            return try await dispatch(request)
+        } catch {
+            return .response(.failure(error, id: request.id))
+        }
+    }
+
+    func dispatch(_ request: Request) async throws(TokendError) -> Reply {
+        guard let op = Op(rawValue: request.op) else {
+            throw TokendError(.unsupportedOp, "unknown op \"\(request.op.prefix(64))\"; hello lists the supported ones")
+        }
+        var response = Response(id: request.id)
+        switch op {
+        case .hello:
+            response.protocol = protocolVersion
+            response.version = version
+            response.capabilities = Op.allCases.filter { $0 != .login }.map(\.rawValue)
+        case .token:
+            let name = try account(of: request)
+            let minValid = try number(request.minValid, "min_valid", default: Self.defaultMinValid, maximum: Self.maximumMinValid)
+            let grant = try await engine.token(account: name, kind: request.kind, minValid: minValid, timeout: try timeout(of: request)).get()
+            response.account = name
+            response.token = grant.token
+            response.kind = grant.kind
+            response.expiresAt = Timestamp.format(grant.expiresAt)
+            response.expiresIn = Int(grant.expiresAt.timeIntervalSince(Date()).rounded(.down))
+        case .list, .status:
+            response.accounts = try await engine.statuses(account: request.account).get()
+        case .refresh:
+            let name = try account(of: request)
+            let expiresAt = try await engine.refresh(account: name, timeout: try timeout(of: request)).get()
+            fill(&response, account: name, expiresAt: expiresAt)
+        case .import:
+            let name = try account(of: request)
+            let tokens = try Self.tokenSet(from: request)
+            let expiresAt = try await engine.install(account: name, tokens: tokens, timeout: try timeout(of: request)).get()
+            fill(&response, account: name, expiresAt: expiresAt)
+        case .logout:
+            let name = try account(of: request)
+            try await engine.logout(account: name).get()
+            response.account = name
+        case .watch:
+            if let name = request.account { _ = try await engine.statuses(account: name).get() }
+            let stream = hub.subscribe(account: request.account)
+            if let name = request.account {
+                response.watching = [name]
+            } else {
+                response.watching = await engine.accountNames
+            }
+            return .watch(response, stream)
+        case .login:
+            throw TokendError(.unsupportedOp, "login is not available in this version; import a refresh token: tokenctl import ACCOUNT")
+        }
+        return .response(response)
+    }
+
+    func fill(_ response: inout Response, account: String, expiresAt: Date?) {
+        response.account = account
+        if let expiresAt {
+            response.expiresAt = Timestamp.format(expiresAt)
+            response.expiresIn = Int(expiresAt.timeIntervalSince(Date()).rounded(.down))
+        }
+    }
+
+    func account(of request: Request) throws(TokendError) -> String {
+        guard let name = request.account, !name.isEmpty else {
+            throw TokendError(.badRequest, "field \"account\" is required for op \(request.op)")
+        }
+        return name
+    }
+
+    func timeout(of request: Request) throws(TokendError) -> Double {
+        try number(request.timeout, "timeout", default: AccountEngine.defaultTimeout, maximum: AccountEngine.maximumTimeout)
+    }
+
+    func number(_ value: Double?, _ field: String, default fallback: Double, maximum: Double) throws(TokendError) -> Double {
+        guard let value else { return fallback }
+        guard value.isFinite, value >= 0, value <= maximum else {
+            throw TokendError(.badRequest, "field \"\(field)\" must be a number of seconds from 0 to \(Int(maximum))")
+        }
+        return value
+    }
+
+    /// The session an `import` carries: a refresh token, optionally tokens minted with it.
+    static func tokenSet(from request: Request) throws(TokendError) -> TokenSet {
+        guard let refreshToken = request.refreshToken?.trimmed, !refreshToken.isEmpty else {
+            throw TokendError(.badRequest, "field \"refresh_token\" is required for op import")
+        }
+        var explicitExpiry: Date? = nil
+        if let text = request.expiresAt {
+            guard let date = Timestamp.parse(text) else {
+                throw TokendError(.badRequest, "field \"expires_at\" must be an RFC 3339 time like 2026-01-02T03:04:05Z")
+            }
+            explicitExpiry = date
+        }
+        var tokens = TokenSet(refreshToken: refreshToken)
+        // A token whose expiry is unknown is not kept: it could not be served safely anyway.
+        if let id = request.idToken, let expiry = JWTClaims(token: id)?.expiresAt ?? explicitExpiry {
+            tokens.idToken = id
+            tokens.idTokenExpiresAt = expiry
+            tokens.issuedAt = JWTClaims(token: id)?.issuedAt
+        }
+        if let access = request.accessToken, let expiry = JWTClaims(token: access)?.expiresAt ?? explicitExpiry {
+            tokens.accessToken = access
+            tokens.accessTokenExpiresAt = expiry
+        }
+        return tokens
+    }
+}

@@ -1,0 +1,161 @@
+import CTokendShims
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+import TokendCore
+import TokendProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Errors that stop the daemon from listening.
+public struct ListenerError: Error, Sendable, CustomStringConvertible {
+    public enum Code: Sendable { case alreadyRunning, unsafeDirectory, bindFailed }
+    public var code: Code
+    public var description: String
+}
+
+/// The Unix-socket front of the daemon (DESIGN.md §5): checks each peer's uid with SO_PEERCRED
+/// before a byte is read, frames JSON Lines, and writes whatever the `RequestHandler` replies.
+public final class SocketListener: Sendable {
+    /// A client that sends part of a line and then nothing for this long is cut off.
+    public static let partialLineTimeout: TimeAmount = .seconds(10)
+    /// Connections beyond this are closed at once, so a flood cannot exhaust descriptors that the
+    /// keyring and HTTP clients need. 1024 is far above any real number of local clients.
+    public static let maximumConnections = 1024
+
+    let handler: RequestHandler
+    let logger: Logger
+    let uid = getuid()
+    let openConnections = Mutex<[ObjectIdentifier: any Channel]>([:])
+    let server = Mutex<(any Channel)?>(nil)
+
+    public init(handler: RequestHandler, logger: Logger) {
+        self.handler = handler
+        self.logger = logger
+    }
+
+    /// Makes the socket's directory (0700, ours) and clears a stale socket: removed only when
+    /// nothing answers on it. Refuses when another tokend answers.
+    public static func prepare(path: String) throws(ListenerError) {
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        if !directory.isEmpty {
+            if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+                throw ListenerError(code: .unsafeDirectory, description: "cannot create \(directory): \(String(cString: strerror(errno)))")
+            }
+            var info = stat()
+            guard lstat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw ListenerError(code: .unsafeDirectory, description: "\(directory) is not a directory")
+            }
+            guard info.st_uid == getuid() else {
+                throw ListenerError(code: .unsafeDirectory, description: "\(directory) belongs to another user; refusing to put the socket there")
+            }
+            if info.st_mode & 0o077 != 0 { chmod(directory, 0o700) }
+        }
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        guard (info.st_mode & S_IFMT) == S_IFSOCK else {
+            throw ListenerError(code: .bindFailed, description: "\(path) exists and is not a socket; remove it or choose another --socket")
+        }
+        if (try? BlockingClient(path: path)) != nil {
+            throw ListenerError(code: .alreadyRunning, description: "another tokend is already serving \(path)")
+        }
+        unlink(path)
+    }
+
+    /// Binds `path` (socket 0600) or adopts a socket-activated descriptor, then serves until
+    /// `stop()` is called.
+    public func run(path: String, activatedDescriptor: CInt?, onListening: @Sendable () -> Void = {}) async throws {
+        let uid = self.uid
+        let logger = self.logger
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<LineFrame, ByteBuffer>> = { [self] channel in
+            Self.credentials(of: channel).flatMapThrowing { credentials in
+                guard credentials.uid == uid else {
+                    logger.warning("refused a client of another user", metadata: ["uid": "\(credentials.uid)", "pid": "\(credentials.pid)"])
+                    throw ListenerError(code: .bindFailed, description: "peer uid \(credentials.uid) refused")
+                }
+                let count = self.openConnections.withLock { $0.count }
+                guard count < Self.maximumConnections else {
+                    logger.warning("too many connections; refusing a new one", metadata: ["open": "\(count)"])
+                    throw ListenerError(code: .bindFailed, description: "too many connections")
+                }
+                try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: Self.partialLineTimeout))
+                try channel.pipeline.syncOperations.addHandler(LineFrameHandler())
+                return try NIOAsyncChannel<LineFrame, ByteBuffer>(wrappingChannelSynchronously: channel)
+            }
+        }
+        let listener: NIOAsyncChannel<NIOAsyncChannel<LineFrame, ByteBuffer>, Never>
+        if let activatedDescriptor {
+            listener = try await bootstrap.bind(activatedDescriptor, childChannelInitializer: initializer)
+        } else {
+            // umask for the bind, so the socket is never, even briefly, wider than 0600.
+            let previous = umask(0o177)
+            defer { umask(previous) }
+            listener = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
+            chmod(path, 0o600)
+        }
+        server.withLock { $0 = listener.channel }
+        onListening()
+        try await withThrowingDiscardingTaskGroup { group in
+            try await listener.executeThenClose { inbound in
+                for try await connection in inbound {
+                    group.addTask { await self.serve(connection) }
+                }
+            }
+        }
+    }
+
+    /// Stops accepting and closes every connection (graceful shutdown).
+    public func stop() {
+        server.withLock { $0 }?.close(promise: nil)
+        for channel in openConnections.withLock({ Array($0.values) }) { channel.close(promise: nil) }
+    }
+
+    static func credentials(of channel: any Channel) -> EventLoopFuture<tokend_peer_credentials> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeFailedFuture(ListenerError(code: .bindFailed, description: "no socket options"))
+        }
+        return provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(tokend_so_peercred()))
+    }
+
+    /// One connection: requests answered in order; after `watch`, events until the client leaves.
+    func serve(_ connection: NIOAsyncChannel<LineFrame, ByteBuffer>) async {
+        let key = ObjectIdentifier(connection.channel)
+        openConnections.withLock { $0[key] = connection.channel }
+        defer { openConnections.withLock { _ = $0.removeValue(forKey: key) } }
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                var lines = inbound.makeAsyncIterator()
+                while let frame = try await lines.next() {
+                    guard case .line(let line) = frame else {
+                        let refusal = Response.failure(TokendError(.tooLarge, "a request line may be at most \(LineFramer.maximumLineLength) bytes; closing"))
+                        try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(refusal)))
+                        return
+                    }
+                    switch await handler.handle(line: line) {
+                    case .response(let response):
+                        try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(response)))
+                    case .watch(let response, let events):
+                        try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(response)))
+                        // From here the connection carries only events; what the client sends is
+                        // read (to notice it leaving) and ignored.
+                        let writer = Task {
+                            for await event in events {
+                                try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(event)))
+                            }
+                            connection.channel.close(promise: nil)
+                        }
+                        defer { writer.cancel() }
+                        while try await lines.next() != nil {}
+                        return
+                    }
+                }
+            }
+        } catch {
+            logger.debug("connection ended with an error", metadata: ["error": "\(error)"])
+        }
+    }
+}

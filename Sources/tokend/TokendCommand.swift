@@ -1,0 +1,54 @@
+import ArgumentParser
+import Logging
+import ServiceLifecycle
+import TokendProtocol
+import TokendServer
+
+/// `tokend`: the daemon's command line. Runs in the foreground; systemd (or a shell) supervises.
+struct TokendCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tokend",
+        abstract: "Keeps Firebase and OpenID Connect sessions alive and serves their tokens on a Unix socket.",
+        discussion: "Configuration: $XDG_CONFIG_HOME/tokend/config.toml. Client: tokenctl. See README.md.",
+        version: Daemon.version)
+
+    @Option(help: "Socket path (default: $TOKEND_SOCKET, else $XDG_RUNTIME_DIR/tokend/tokend.sock).")
+    var socket: String?
+
+    @Option(help: "Configuration file (default: $TOKEND_CONFIG, else $XDG_CONFIG_HOME/tokend/config.toml).")
+    var config: String?
+
+    @Option(help: "Least severe log level written to stderr: trace, debug, info, notice, warning, error.")
+    var logLevel: Logger.Level = .info
+
+    @Option(help: "Seconds a keyring operation may take before the keyring counts as unavailable.")
+    var keyringTimeout: Double = DaemonOptions.defaultKeyringTimeout
+
+    func validate() throws {
+        guard keyringTimeout > 0, keyringTimeout <= 120 else { throw ValidationError("--keyring-timeout must be between 0 and 120 seconds") }
+    }
+
+    /// Exit statuses (sysexits): 0 after a clean shutdown, 64 usage, 73 the socket cannot be
+    /// created, 75 another tokend already serves the socket, 1 anything else.
+    static func exitStatus(for error: DaemonError) -> Int32 {
+        switch error.code {
+        case .socket: 73
+        case .alreadyRunning: 75
+        }
+    }
+
+    func run() async throws {
+        let level = logLevel
+        LoggingSystem.bootstrap { JournaldLogHandler(label: $0, level: level) }
+        let logger = Logger(label: "tokend")
+        let options = DaemonOptions(socketPath: socket, configPath: config, environment: SocketPath.processEnvironment(), keyringTimeout: keyringTimeout)
+        do {
+            let daemon = try Daemon.build(options, logger: logger)
+            let group = ServiceGroup(configuration: .init(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            try await group.run()
+        } catch let error as DaemonError {
+            logger.critical("cannot start: \(error.description)")
+            throw ExitCode(Self.exitStatus(for: error))
+        }
+    }
+}

@@ -1,0 +1,179 @@
+import Testing
+@testable import TokendCore
+
+/// The state machine on a manual clock: instants are passed in, nothing waits for real time.
+@Suite struct AccountMachineTests {
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func session(expiresIn: Double = 3600, at now: Date? = nil, refreshToken: String = "rt-1") -> TokenSet {
+        let now = now ?? t0
+        return TokenSet(
+            refreshToken: refreshToken, idToken: "id-1", idTokenExpiresAt: now.addingTimeInterval(expiresIn),
+            accessToken: "id-1", accessTokenExpiresAt: now.addingTimeInterval(expiresIn), issuedAt: now)
+    }
+
+    func issued(_ id: String, expiresIn: Double = 3600, refreshToken: String? = nil) -> IssuedTokens {
+        IssuedTokens(refreshToken: refreshToken, idToken: id, accessToken: id, expiresIn: expiresIn)
+    }
+
+    @Test func withoutASessionItNeedsLogin() {
+        let machine = AccountMachine()
+        #expect(machine.serve(.id, minValid: 60, at: t0) == .refuse(TokendError(.needsLogin, AccountMachine.noSessionReason)))
+        #expect(machine.nextWake == nil)
+    }
+
+    @Test func servesAHeldTokenThatMeetsMinValid() {
+        let machine = AccountMachine(tokens: session())
+        #expect(machine.serve(.id, minValid: 60, at: t0) == .token("id-1", expiresAt: t0.addingTimeInterval(3600)))
+    }
+
+    @Test func neverServesATokenWithLessThanMinValidLeft() {
+        let machine = AccountMachine(tokens: session())
+        #expect(machine.serve(.id, minValid: 61, at: t0.addingTimeInterval(3540)) == .refresh)
+        #expect(machine.serve(.id, minValid: 0, at: t0.addingTimeInterval(3600)) == .refresh)
+    }
+
+    @Test func proactiveRefreshIsDueAtExpiryMinusMargin() {
+        let machine = AccountMachine(tokens: session())
+        #expect(machine.nextWake == t0.addingTimeInterval(3300))
+        #expect(!machine.isRefreshDue(at: t0.addingTimeInterval(3299)))
+        #expect(machine.isRefreshDue(at: t0.addingTimeInterval(3300)))
+    }
+
+    @Test func aTimerThatSleptThroughTheExpiryStillFindsTheRefreshDue() {
+        let machine = AccountMachine(tokens: session())
+        let afterSuspend = t0.addingTimeInterval(7200)
+        #expect(machine.isRefreshDue(at: afterSuspend))
+        #expect(machine.serve(.id, minValid: 0, at: afterSuspend) == .refresh)
+    }
+
+    @Test func singleFlightOnlyOneTicketAtATime() {
+        var machine = AccountMachine(tokens: session())
+        let ticket = machine.startRefresh(at: t0)
+        #expect(ticket != nil)
+        #expect(machine.startRefresh(at: t0) == nil)
+        #expect(machine.serve(.id, minValid: 4000, at: t0) == .wait)
+    }
+
+    @Test func rotatedRefreshTokenReplacesTheOld() {
+        var machine = AccountMachine(tokens: session())
+        let ticket = machine.startRefresh(at: t0)!
+        let now = t0.addingTimeInterval(5)
+        let completion = machine.finish(ticket, .refreshed(issued("id-2", refreshToken: "rt-2")), at: now, unit: 0)
+        guard case .refreshed(let tokens) = completion else { Issue.record("expected refreshed"); return }
+        #expect(tokens.refreshToken == "rt-2")
+        #expect(tokens.idToken == "id-2")
+        #expect(tokens.idTokenExpiresAt == now.addingTimeInterval(3600))
+        #expect(machine.lastRefresh == now)
+    }
+
+    @Test func answerWithoutRefreshTokenKeepsTheOld() {
+        var machine = AccountMachine(tokens: session())
+        let ticket = machine.startRefresh(at: t0)!
+        _ = machine.finish(ticket, .refreshed(issued("id-2")), at: t0, unit: 0)
+        #expect(machine.tokens?.refreshToken == "rt-1")
+    }
+
+    @Test func answerWithoutIDTokenKeepsNoStaleOneAsIfFresh() {
+        var start = session(expiresIn: 60)
+        start.accessToken = "access-1"
+        var machine = AccountMachine(tokens: start)
+        let ticket = machine.startRefresh(at: t0)!
+        let later = t0.addingTimeInterval(120)
+        _ = machine.finish(ticket, .refreshed(IssuedTokens(accessToken: "access-2", expiresIn: 3600)), at: later, unit: 0)
+        #expect(machine.tokens?.idToken == nil)
+        #expect(machine.tokens?.accessToken == "access-2")
+        #expect(machine.serve(.id, minValid: 0, at: later) == .refresh)
+    }
+
+    @Test func transientFailureKeepsTokensAndBacksOff() {
+        var machine = AccountMachine(tokens: session())
+        let ticket = machine.startRefresh(at: t0)!
+        let failure = RefreshFailure(code: "http_503", message: "HTTP 503")
+        let completion = machine.finish(ticket, .transient(failure, retryAfter: nil), at: t0, unit: 0.5)
+        #expect(completion == .willRetry(failure, retryAt: t0.addingTimeInterval(0.5)))
+        #expect(machine.tokens?.refreshToken == "rt-1")
+        #expect(machine.serve(.id, minValid: 60, at: t0) == .token("id-1", expiresAt: t0.addingTimeInterval(3600)))
+        #expect(machine.stateName(at: t0) == "retrying")
+    }
+
+    @Test func deadTokenDuringBackoffIsNeverServed() {
+        var machine = AccountMachine(tokens: session(expiresIn: 10))
+        let ticket = machine.startRefresh(at: t0)!
+        _ = machine.finish(ticket, .transient(RefreshFailure(code: "timeout", message: "t"), retryAfter: 100), at: t0, unit: 0)
+        #expect(machine.serve(.id, minValid: 0, at: t0.addingTimeInterval(11)) == .retryAt(t0.addingTimeInterval(100)))
+        #expect(machine.stateName(at: t0.addingTimeInterval(11)) == "unavailable")
+    }
+
+    @Test func consecutiveFailuresGrowTheWindow() {
+        var machine = AccountMachine(tokens: session())
+        var now = t0
+        var delays: [Double] = []
+        for _ in 0..<12 {
+            let ticket = machine.startRefresh(at: now)!
+            guard case .willRetry(_, let retryAt) = machine.finish(ticket, .transient(RefreshFailure(code: "x", message: "x"), retryAfter: nil), at: now, unit: 0.999) else {
+                Issue.record("expected retry"); return
+            }
+            delays.append(retryAt.timeIntervalSince(now))
+            #expect(machine.startRefresh(at: now) == nil, "backing off: no refresh before retryAt")
+            now = retryAt
+        }
+        #expect(delays.first! < 1)
+        #expect(delays.last! == 300)
+        #expect(delays == delays.sorted())
+    }
+
+    @Test func permanentFailureNeedsLoginAndNamesTheFailedRefreshToken() {
+        var machine = AccountMachine(tokens: session())
+        let ticket = machine.startRefresh(at: t0)!
+        let failure = RefreshFailure(code: "TOKEN_EXPIRED", message: "TOKEN_EXPIRED")
+        #expect(machine.finish(ticket, .needsLogin(failure), at: t0, unit: 0) == .loggedOut(failure, refreshToken: "rt-1"))
+        #expect(machine.tokens == nil)
+        #expect(machine.nextWake == nil)
+        guard case .refuse(let error) = machine.serve(.id, minValid: 0, at: t0) else { Issue.record("expected refusal"); return }
+        #expect(error.code == .needsLogin)
+    }
+
+    @Test func configurationFailureServesWhileValidThenRefusesWithConfigError() {
+        var machine = AccountMachine(tokens: session(expiresIn: 100))
+        let ticket = machine.startRefresh(at: t0)!
+        _ = machine.finish(ticket, .misconfigured(RefreshFailure(code: "API_KEY_INVALID", message: "bad key")), at: t0, unit: 0)
+        #expect(machine.serve(.id, minValid: 60, at: t0) == .token("id-1", expiresAt: t0.addingTimeInterval(100)))
+        guard case .refuse(let error) = machine.serve(.id, minValid: 60, at: t0.addingTimeInterval(50)) else { Issue.record("expected refusal"); return }
+        #expect(error.code == .configError)
+        #expect(machine.startRefresh(at: t0) == nil)
+        #expect(machine.startRefresh(at: t0, force: true) != nil)
+    }
+
+    @Test func aSlowRefreshNeverWritesOverANewerImport() {
+        var machine = AccountMachine(tokens: session())
+        let ticket = machine.startRefresh(at: t0)!
+        machine.install(session(refreshToken: "rt-imported"), unit: 0)
+        #expect(machine.tokensAfter(ticket, issued("id-late", refreshToken: "rt-late"), at: t0) == nil)
+        #expect(machine.finish(ticket, .refreshed(issued("id-late", refreshToken: "rt-late")), at: t0, unit: 0) == .stale)
+        #expect(machine.tokens?.refreshToken == "rt-imported")
+    }
+
+    @Test func aSlowRefreshNeverResurrectsALoggedOutSession() {
+        var machine = AccountMachine(tokens: session())
+        let ticket = machine.startRefresh(at: t0)!
+        machine.forget(reason: "logged out")
+        #expect(machine.finish(ticket, .refreshed(issued("id-late")), at: t0, unit: 0) == .stale)
+        #expect(machine.tokens == nil)
+    }
+
+    @Test func lockedKeyringIsNotAMissingSession() {
+        var machine = AccountMachine()
+        machine.markKeyringUnreadable(TokendError(.keyringLocked, "locked"))
+        #expect(machine.serve(.id, minValid: 0, at: t0) == .refuse(TokendError(.keyringLocked, "locked")))
+        #expect(machine.stateName(at: t0) == "waiting_for_keyring")
+        machine.restore(session(), unit: 0)
+        #expect(machine.stateName(at: t0) == "active")
+    }
+
+    @Test func onlyARefreshTokenMeansRefreshAtOnce() {
+        let machine = AccountMachine(tokens: TokenSet(refreshToken: "rt"))
+        #expect(machine.isRefreshDue(at: t0))
+        #expect(machine.serve(.id, minValid: 0, at: t0) == .refresh)
+    }
+}

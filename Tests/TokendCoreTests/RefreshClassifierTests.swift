@@ -1,0 +1,80 @@
+import Testing
+@testable import TokendCore
+
+@Suite struct RefreshClassifierTests {
+    func firebaseError(_ message: String, status: Int = 400, reason: String? = nil) -> RefreshOutcome {
+        let details = reason.map { #","details":[{"reason":"\#($0)"}]"# } ?? ""
+        let body = #"{"error":{"code":\#(status),"message":"\#(message)","status":"INVALID_ARGUMENT"\#(details)}}"#
+        return RefreshClassifier.firebase(status: status, body: Array(body.utf8), retryAfter: nil)
+    }
+
+    @Test func firebaseSuccessWithStringLifetime() {
+        let body = #"{"id_token":"a.b.c","access_token":"a.b.c","refresh_token":"r2","expires_in":"3600","token_type":"Bearer","user_id":"u","project_id":"1"}"#
+        #expect(RefreshClassifier.firebase(status: 200, body: Array(body.utf8), retryAfter: nil)
+            == .refreshed(IssuedTokens(refreshToken: "r2", idToken: "a.b.c", accessToken: "a.b.c", expiresIn: 3600)))
+    }
+
+    @Test func firebaseAccessTokenAloneStandsForTheIDToken() {
+        let body = #"{"access_token":"t","expires_in":"60"}"#
+        #expect(RefreshClassifier.firebase(status: 200, body: Array(body.utf8), retryAfter: nil)
+            == .refreshed(IssuedTokens(idToken: "t", accessToken: "t", expiresIn: 60)))
+    }
+
+    @Test(arguments: ["TOKEN_EXPIRED", "USER_DISABLED", "USER_NOT_FOUND", "INVALID_REFRESH_TOKEN", "TOKEN_EXPIRED : the user's credential is no longer valid"])
+    func firebasePermanentCodesNeedLogin(message: String) {
+        guard case .needsLogin(let failure) = firebaseError(message) else { Issue.record("expected needsLogin"); return }
+        #expect(!failure.code.contains(" "))
+    }
+
+    @Test(arguments: ["PROJECT_NUMBER_MISMATCH", "INVALID_GRANT_TYPE", "MISSING_REFRESH_TOKEN"])
+    func firebaseConfigurationCodes(message: String) {
+        guard case .misconfigured = firebaseError(message) else { Issue.record("expected misconfigured"); return }
+    }
+
+    @Test func badAPIKeyIsAConfigurationError() {
+        guard case .misconfigured(let failure) = firebaseError("API key not valid. Please pass a valid API key.", reason: "API_KEY_INVALID") else {
+            Issue.record("expected misconfigured"); return
+        }
+        #expect(failure.code == "API_KEY_INVALID")
+        #expect(failure.message.contains("API key not valid"))
+    }
+
+    @Test func missingKeyIsAConfigurationError() {
+        guard case .misconfigured = firebaseError("Method doesn't allow unregistered callers", status: 403) else { Issue.record("expected misconfigured"); return }
+    }
+
+    @Test(arguments: [408, 429, 500, 502, 503, 504])
+    func transientStatuses(status: Int) {
+        guard case .transient(_, let retryAfter) = RefreshClassifier.firebase(status: status, body: [], retryAfter: 7) else { Issue.record("expected transient"); return }
+        #expect(retryAfter == 7)
+    }
+
+    @Test func tooManyAttemptsIsTransient() {
+        guard case .transient = firebaseError("TOO_MANY_ATTEMPTS_TRY_LATER") else { Issue.record("expected transient"); return }
+    }
+
+    @Test(arguments: ["not json", #"{"token_type":"Bearer"}"#, #"{"id_token":"x"}"#, ""])
+    func brokenSuccessIsTransient(body: String) {
+        guard case .transient(let failure, _) = RefreshClassifier.firebase(status: 200, body: Array(body.utf8), retryAfter: nil) else {
+            Issue.record("expected transient"); return
+        }
+        #expect(failure.code == "malformed_response")
+    }
+
+    @Test func oauthCodes() {
+        func outcome(_ code: String, _ status: Int = 400) -> RefreshOutcome {
+            RefreshClassifier.oauth(status: status, body: Array(#"{"error":"\#(code)","error_description":"d"}"#.utf8), retryAfter: nil)
+        }
+        guard case .needsLogin = outcome("invalid_grant") else { Issue.record("invalid_grant"); return }
+        guard case .misconfigured = outcome("invalid_client", 401) else { Issue.record("invalid_client"); return }
+        guard case .transient = outcome("temporarily_unavailable") else { Issue.record("temporarily_unavailable"); return }
+        let success = RefreshClassifier.oauth(status: 200, body: Array(#"{"access_token":"a","expires_in":300}"#.utf8), retryAfter: nil)
+        #expect(success == .refreshed(IssuedTokens(accessToken: "a", expiresIn: 300)))
+    }
+
+    @Test func retryAfterSeconds() {
+        #expect(RefreshClassifier.retryAfter(" 30 ") == 30)
+        #expect(RefreshClassifier.retryAfter("Wed, 21 Oct 2015 07:28:00 GMT") == nil)
+        #expect(RefreshClassifier.retryAfter(nil) == nil)
+    }
+}

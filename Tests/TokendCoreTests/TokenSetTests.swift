@@ -1,0 +1,36 @@
+import Testing
+@testable import TokendCore
+
+@Suite struct TokenSetTests {
+    @Test func keyringJSONRoundTripsAndUsesSnakeCase() throws {
+        let tokens = TokenSet(refreshToken: "r", idToken: "i", idTokenExpiresAt: Date(timeIntervalSince1970: 100), accessToken: "a",
+            accessTokenExpiresAt: Date(timeIntervalSince1970: 200), issuedAt: Date(timeIntervalSince1970: 50))
+        let json = try tokens.keyringJSON()
+        #expect(json.contains(#""refresh_token":"r""#))
+        #expect(json.contains(#""expires_at":200"#))
+        #expect(try TokenSet(keyringJSON: json) == tokens)
+    }
+
+    @Test func descriptionNeverShowsATokenCanary() {
+        let canary = "CANARY-8c1f2e"
+        let tokens = TokenSet(refreshToken: canary, idToken: canary, idTokenExpiresAt: Date(), accessToken: canary, accessTokenExpiresAt: Date())
+        #expect(!"\(tokens)".contains(canary))
+        #expect(!String(reflecting: tokens).contains(canary))
+    }
+
+    @Test func jwtClaimsDecode() {
+        let header = JWTClaims.base64URLEncode(Data(#"{"alg":"none"}"#.utf8))
+        let payload = JWTClaims.base64URLEncode(Data(#"{"exp":1800003600,"iat":1800000000,"sub":"u1","email":"a@b.c"}"#.utf8))
+        let claims = JWTClaims(token: "\(header).\(payload).")
+        #expect(claims?.expiresAt == Date(timeIntervalSince1970: 1_800_003_600))
+        #expect(claims?.subject == "u1")
+        #expect(JWTClaims(token: "opaque-token") == nil)
+    }
+
+    @Test func mergingPrefersTheJWTExpiry() {
+        let payload = JWTClaims.base64URLEncode(Data(#"{"exp":1800000100}"#.utf8))
+        let jwt = "e30.\(payload)."
+        let merged = TokenSet(refreshToken: "r").merging(IssuedTokens(idToken: jwt, accessToken: jwt, expiresIn: 3600), at: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(merged.idTokenExpiresAt == Date(timeIntervalSince1970: 1_800_000_100))
+    }
+}
