@@ -86,6 +86,18 @@ public final class Daemon: Service, Sendable {
 
     /// Serves until SIGTERM/SIGINT (graceful: stop accepting, close connections, end watches).
     public func run() async throws {
+        do {
+            try await serve()
+        } catch {
+            await engine.shutdown()
+            await transport.shutdown()  // AsyncHTTPClient traps if its client is dropped unshut
+            throw error
+        }
+        await engine.shutdown()
+        await transport.shutdown()
+    }
+
+    func serve() async throws {
         _ = tokend_set_not_dumpable()
         signal(SIGPIPE, SIG_IGN)
         await loadConfiguration(initial: true)
@@ -120,8 +132,6 @@ public final class Daemon: Service, Sendable {
             listener.stop()
             Task { await engine.shutdown() }
         }
-        await engine.shutdown()
-        await transport.shutdown()
         if activated == nil { unlink(socketPath) }
     }
 

@@ -71,6 +71,9 @@ public final class SocketListener: Sendable {
         let logger = self.logger
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
+            // `echo '{"op":"hello"}' | socat - UNIX-CONNECT:…` half-closes after its line: the
+            // reply must still go out, so EOF ends reading, not the connection.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
         let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<LineFrame, ByteBuffer>> = { [self] channel in
             Self.credentials(of: channel).flatMapThrowing { credentials in
                 guard credentials.uid == uid else {

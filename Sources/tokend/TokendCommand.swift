@@ -5,6 +5,7 @@ import TokendProtocol
 import TokendServer
 
 /// `tokend`: the daemon's command line. Runs in the foreground; systemd (or a shell) supervises.
+@main
 struct TokendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tokend",
@@ -52,3 +53,6 @@ struct TokendCommand: AsyncParsableCommand {
         }
     }
 }
+
+/// `--log-level info`: swift-log's level names are the accepted values.
+extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -1,0 +1,24 @@
+# Shared by scripts/test, scripts/demo and scripts/install: installs the Debian packages a step
+# needs, only when one is missing, so every script is idempotent and cheap on a second run.
+
+# Packages to build (libsecret and GLib headers).
+BUILD_PACKAGES=(libsecret-1-dev libglib2.0-dev pkg-config)
+# Packages to run tests and the demo: a private session bus, a real gnome-keyring, secret-tool,
+# gdbus (libglib2.0-bin) to lock the keyring, socat for protocol checks, faketime for clock jumps.
+RUNTIME_PACKAGES=(dbus gnome-keyring libsecret-tools libglib2.0-bin socat faketime procps)
+
+ensure_packages() {
+  local missing=()
+  for package in "$@"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing: ${missing[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+ensure_build_deps() { ensure_packages "${BUILD_PACKAGES[@]}"; }
+ensure_runtime_deps() { ensure_packages "${RUNTIME_PACKAGES[@]}"; }
