@@ -13,6 +13,8 @@ public final class BlockingClient {
     }
 
     private let fd: Int32
+    /// The raw descriptor, for tests that must send bytes no well-behaved client would.
+    public var descriptor: Int32? { fd }
     private var framer = LineFramer()
     public let path: String
 
