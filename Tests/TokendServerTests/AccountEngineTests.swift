@@ -1,0 +1,184 @@
+import Testing
+import TokendCore
+import TokendKeyring
+import TokendProtocol
+@testable import TokendServer
+import TokendTestSupport
+
+@Suite struct AccountEngineTests {
+    @Test func importRefreshesAndPersists() async throws {
+        let fixture = try await EngineFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let session = try await fixture.importSession()
+        #expect(fixture.store.storedTokens(account: "work")?.refreshToken == session.refreshToken)
+        #expect(fixture.store.storedTokens(account: "work")?.idToken != nil)
+        let grant = try await fixture.engine.token(account: "work", kind: nil, minValid: 60, timeout: 5).get()
+        #expect(grant.kind == .id)
+        #expect(fixture.tokenRequests == 1, "the held token is served without another refresh")
+    }
+
+    /// 200 concurrent requests on an expired token: one request reaches the provider, and all
+    /// 200 get the same live token.
+    @Test func aHerdOnAnExpiredTokenCausesExactlyOneRefresh() async throws {
+        var options = FakeFirebase.Options()
+        options.latency = 0.3  // keeps the refresh in flight while the herd piles up
+        let fixture = try await EngineFixture.make(options: options)
+        defer { Task { await fixture.shutdown() } }
+        _ = try await fixture.importSession()
+        let before = fixture.tokenRequests
+        // min_valid longer than the held token has left makes every request need a refresh.
+        let tokens = await withTaskGroup(of: String?.self) { group in
+            for _ in 0..<200 {
+                group.addTask { try? await fixture.engine.token(account: "work", kind: .id, minValid: 3599, timeout: 10).get().token }
+            }
+            return await group.reduce(into: [String?]()) { $0.append($1) }
+        }
+        #expect(fixture.tokenRequests == before + 1)
+        #expect(tokens.allSatisfy { $0 != nil })
+        #expect(Set(tokens.compactMap { $0 }).count == 1)
+    }
+
+    @Test func refreshJoinsTheOneInFlight() async throws {
+        var options = FakeFirebase.Options()
+        options.latency = 0.3
+        let fixture = try await EngineFixture.make(options: options)
+        defer { Task { await fixture.shutdown() } }
+        _ = try await fixture.importSession()
+        let before = fixture.tokenRequests
+        async let first = fixture.engine.refresh(account: "work", timeout: 5)
+        async let second = fixture.engine.refresh(account: "work", timeout: 5)
+        let (a, b) = await (first, second)
+        #expect(try a.get() == b.get())
+        #expect(fixture.tokenRequests == before + 1)
+    }
+
+    @Test func logoutDuringARefreshWins() async throws {
+        var options = FakeFirebase.Options()
+        options.latency = 0.5
+        options.rotate = true
+        let fixture = try await EngineFixture.make(options: options)
+        defer { Task { await fixture.shutdown() } }
+        _ = try await fixture.importSession()
+        async let refreshing = fixture.engine.refresh(account: "work", timeout: 5)
+        try await Task.sleep(for: .milliseconds(100))  // let the refresh get in flight
+        _ = try await fixture.engine.logout(account: "work").get()
+        _ = await refreshing
+        #expect(fixture.store.storedTokens(account: "work") == nil, "a slow refresh never resurrects a logged-out session")
+        let state = try await fixture.engine.statuses(account: "work").get().first?.state
+        #expect(state == "needs_login")
+    }
+
+    @Test func importDuringARefreshWins() async throws {
+        var options = FakeFirebase.Options()
+        options.latency = 0.5
+        options.rotate = true
+        let fixture = try await EngineFixture.make(options: options)
+        defer { Task { await fixture.shutdown() } }
+        _ = try await fixture.importSession()
+        async let refreshing = fixture.engine.refresh(account: "work", timeout: 5)
+        try await Task.sleep(for: .milliseconds(100))
+        let newer = fixture.fake.createUser()
+        _ = await fixture.engine.install(account: "work", tokens: TokenSet(refreshToken: newer.refreshToken), timeout: 5)
+        _ = await refreshing
+        let stored = try #require(fixture.store.storedTokens(account: "work"))
+        #expect(stored.refreshToken == fixture.fake.newestRefreshToken(uid: newer.uid))
+    }
+
+    @Test func permanentFailureDeletesOnlyTheRefreshTokenThatFailed() async throws {
+        let fixture = try await EngineFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        _ = try await fixture.importSession()
+        fixture.fake.inject(.firebaseError("USER_DISABLED"), count: 1)
+        let result = await fixture.engine.refresh(account: "work", timeout: 5)
+        #expect((try? result.get()) == nil)
+        #expect(fixture.store.storedTokens(account: "work") == nil)
+        let before = fixture.tokenRequests
+        let answer = await fixture.engine.token(account: "work", kind: nil, minValid: 0, timeout: 5)
+        guard case .failure(let error) = answer else { Issue.record("expected needs_login"); return }
+        #expect(error.code == .needsLogin)
+        #expect(fixture.tokenRequests == before)
+    }
+
+    @Test func lockedKeyringServesFromMemoryAndWritesBackOnUnlock() async throws {
+        let store = InMemorySecretStore(timeout: 2)
+        var options = FakeFirebase.Options()
+        options.rotate = true
+        let fixture = try await EngineFixture.make(options: options, store: store)
+        defer { Task { await fixture.shutdown() } }
+        let session = try await fixture.importSession()
+        store.simulatedState = .locked
+        _ = try await fixture.engine.refresh(account: "work", timeout: 5).get()
+        let status = try #require(try await fixture.engine.statuses(account: "work").get().first)
+        #expect(status.keyring == "locked")
+        #expect(status.unsaved == true)
+        #expect(store.storedTokens(account: "work")?.refreshToken != fixture.fake.newestRefreshToken(uid: session.uid))
+        _ = try await fixture.engine.token(account: "work", kind: nil, minValid: 60, timeout: 5).get()
+        store.simulatedState = .available
+        let deadline = ContinuousClock.now + .seconds(15)
+        while store.storedTokens(account: "work")?.refreshToken != fixture.fake.newestRefreshToken(uid: session.uid), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(store.storedTokens(account: "work")?.refreshToken == fixture.fake.newestRefreshToken(uid: session.uid))
+    }
+
+    @Test func minValidLongerThanALifetimeIsABadRequestAfterOneRefresh() async throws {
+        let fixture = try await EngineFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        _ = try await fixture.importSession()
+        let before = fixture.tokenRequests
+        let answer = await fixture.engine.token(account: "work", kind: nil, minValid: 7200, timeout: 5)
+        guard case .failure(let error) = answer else { Issue.record("expected failure"); return }
+        #expect(error.code == .badRequest)
+        #expect(fixture.tokenRequests == before + 1)
+    }
+}
+
+@Suite struct RequestHandlerTests {
+    @Test func everyRequestGetsAReply() async throws {
+        let fixture = try await EngineFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        #expect(await fixture.respond(Request(op: "hello", id: .string("h"))).protocol == 1)
+        #expect(await fixture.respond(Request(op: "nope", id: .number(1))).error?.code == .unsupportedOp)
+        #expect(await fixture.respond(Request(op: "token")).error?.code == .badRequest)
+        #expect(await fixture.respond(Request(op: "token", account: "other")).error?.code == .unknownAccount)
+        #expect(await fixture.respond(Request(op: "token", account: "work")).error?.code == .needsLogin)
+        #expect(await fixture.respond(Request(op: "token", account: "work", minValid: -1)).error?.code == .badRequest)
+        #expect(await fixture.respond(Request(op: "import", account: "work")).error?.code == .badRequest)
+        #expect(await fixture.respond(Request(op: "status", account: "work")).accounts?.first?.state == "needs_login")
+    }
+
+    @Test func badLinesAreBadRequestsWithTheirID() async throws {
+        let fixture = try await EngineFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        guard case .response(let response) = await fixture.handler.handle(line: Array(#"{"op":"token","id":9,"kind":"refresh"}"#.utf8)) else {
+            Issue.record("expected a response"); return
+        }
+        #expect(response.error?.code == .badRequest)
+        #expect(response.id == .number(9))
+    }
+
+    @Test func importedJSONTokenSetsKeepOnlyTokensWithAKnownExpiry() throws {
+        let tokens = try RequestHandler.tokenSet(from: Request(op: "import", refreshToken: " r ", idToken: "opaque", accessToken: "a", expiresAt: "2030-01-01T00:00:00Z"))
+        #expect(tokens.refreshToken == "r")
+        #expect(tokens.idToken == nil)
+        #expect(tokens.accessToken == "a")
+    }
+
+    @Test func watchStreamsEventsWithoutTokens() async throws {
+        let fixture = try await EngineFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        guard case .watch(let response, let events) = await fixture.handler.handle(Request(op: "watch", account: "work")) else {
+            Issue.record("expected watch"); return
+        }
+        #expect(response.watching == ["work"])
+        let session = try await fixture.importSession()
+        var iterator = events.makeAsyncIterator()
+        var kinds: [Event.Kind] = []
+        while kinds.count < 2, let event = await iterator.next() {
+            kinds.append(event.event)
+            let line = String(decoding: WireCoding.encodeLine(event), as: UTF8.self)
+            #expect(!line.contains(session.refreshToken))
+        }
+        #expect(kinds == [.imported, .refreshed])
+    }
+}

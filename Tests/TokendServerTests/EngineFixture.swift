@@ -1,0 +1,51 @@
+import Logging
+import TokendCore
+import TokendKeyring
+import TokendProtocol
+import TokendProviders
+@testable import TokendServer
+import TokendTestSupport
+
+/// An engine wired to the in-process fake and an in-memory keyring: the daemon minus its socket.
+struct EngineFixture {
+    let fake: FakeFirebase
+    let store: InMemorySecretStore
+    let engine: AccountEngine
+    let handler: RequestHandler
+    let transport: HTTPTransport
+
+    static func make(options: FakeFirebase.Options = .init(), store: InMemorySecretStore = InMemorySecretStore(timeout: 2)) async throws -> EngineFixture {
+        let fake = try await FakeFirebase.start(options: options)
+        let transport = HTTPTransport(environment: [:])
+        let hub = EventHub()
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let engine = AccountEngine(store: store, hub: hub, logger: logger) { configuration in
+            Daemon.provider(for: configuration, transport: transport)
+        }
+        let configuration = Configuration(accounts: [
+            "work": AccountConfiguration(name: "work", provider: .firebase(apiKey: "k", emulatorHost: fake.emulatorHost), refreshBefore: 300)
+        ])
+        await engine.apply(configuration)
+        return EngineFixture(fake: fake, store: store, engine: engine, handler: RequestHandler(engine: engine, hub: hub, version: "test"), transport: transport)
+    }
+
+    func shutdown() async {
+        await engine.shutdown()
+        await transport.shutdown()
+        try? await fake.shutdown()
+    }
+
+    func importSession() async throws -> FakeFirebase.Session {
+        let session = fake.createUser()
+        _ = try await engine.install(account: "work", tokens: TokenSet(refreshToken: session.refreshToken), timeout: 10).get()
+        return session
+    }
+
+    func respond(_ request: Request) async -> Response {
+        guard case .response(let response) = await handler.handle(request) else { return Response.failure(TokendError(.internal, "watch")) }
+        return response
+    }
+
+    var tokenRequests: Int { fake.requests.filter { $0.path.contains("securetoken") }.count }
+}
