@@ -144,7 +144,11 @@ public actor AccountEngine {
             case .wait:
                 break
             case .retryAt(let retryAt):
-                if retryAt > deadline { return .failure(unavailable(account, retryAt: retryAt)) }
+                if retryAt <= now {
+                    startRefresh(name)  // the retry is due (e.g. the machine slept through it)
+                } else if retryAt > deadline {
+                    return .failure(unavailable(account, retryAt: retryAt))
+                }
             }
             if now >= deadline {
                 return .failure(TokendError(.unavailable, "no fresh token within \(Int(timeout)) s: the refresh is still running; try again"))
