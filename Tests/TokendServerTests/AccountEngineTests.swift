@@ -22,14 +22,15 @@ import TokendTestSupport
     @Test func aHerdOnAnExpiredTokenCausesExactlyOneRefresh() async throws {
         var options = FakeFirebase.Options()
         options.latency = 0.3  // keeps the refresh in flight while the herd piles up
-        let fixture = try await EngineFixture.make(options: options)
+        let clock = ManualClock()
+        let fixture = try await EngineFixture.make(options: options, clock: clock)
         defer { Task { await fixture.shutdown() } }
         _ = try await fixture.importSession()
         let before = fixture.tokenRequests
-        // min_valid longer than the held token has left makes every request need a refresh.
+        clock.advance(by: 7200)  // the held token is now two hours dead
         let tokens = await withTaskGroup(of: String?.self) { group in
             for _ in 0..<200 {
-                group.addTask { try? await fixture.engine.token(account: "work", kind: .id, minValid: 3599, timeout: 10).get().token }
+                group.addTask { try? await fixture.engine.token(account: "work", kind: .id, minValid: 60, timeout: 10).get().token }
             }
             return await group.reduce(into: [String?]()) { $0.append($1) }
         }
@@ -158,10 +159,13 @@ import TokendTestSupport
     }
 
     @Test func importedJSONTokenSetsKeepOnlyTokensWithAKnownExpiry() throws {
-        let tokens = try RequestHandler.tokenSet(from: Request(op: "import", refreshToken: " r ", idToken: "opaque", accessToken: "a", expiresAt: "2030-01-01T00:00:00Z"))
-        #expect(tokens.refreshToken == "r")
-        #expect(tokens.idToken == nil)
-        #expect(tokens.accessToken == "a")
+        let dated = try RequestHandler.tokenSet(from: Request(op: "import", refreshToken: " r ", accessToken: "a", expiresAt: "2030-01-01T00:00:00Z"))
+        #expect(dated.refreshToken == "r")
+        #expect(dated.accessToken == "a")
+        #expect(dated.accessTokenExpiresAt == Timestamp.parse("2030-01-01T00:00:00Z"))
+        let undated = try RequestHandler.tokenSet(from: Request(op: "import", refreshToken: "r", idToken: "opaque", accessToken: "a"))
+        #expect(undated.idToken == nil)
+        #expect(undated.accessToken == nil)
     }
 
     @Test func watchStreamsEventsWithoutTokens() async throws {

@@ -14,13 +14,17 @@ struct EngineFixture {
     let handler: RequestHandler
     let transport: HTTPTransport
 
-    static func make(options: FakeFirebase.Options = .init(), store: InMemorySecretStore = InMemorySecretStore(timeout: 2)) async throws -> EngineFixture {
+    static func make(
+        options: FakeFirebase.Options = .init(), store: InMemorySecretStore = InMemorySecretStore(timeout: 2), clock: (any WallClock)? = nil
+    ) async throws -> EngineFixture {
+        var options = options
+        if let clock { options.clock = clock }
         let fake = try await FakeFirebase.start(options: options)
         let transport = HTTPTransport(environment: [:])
         let hub = EventHub()
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let engine = AccountEngine(store: store, hub: hub, logger: logger) { configuration in
+        let engine = AccountEngine(store: store, clock: clock ?? SystemWallClock(), hub: hub, logger: logger) { configuration in
             Daemon.provider(for: configuration, transport: transport)
         }
         let configuration = Configuration(accounts: [

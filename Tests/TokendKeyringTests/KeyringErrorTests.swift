@@ -1,0 +1,52 @@
+import CLibsecret
+import Testing
+import TokendCore
+@testable import TokendKeyring
+
+@Suite
+struct KeyringErrorTests {
+    private func error(_ domain: GQuark, _ code: Int32, _ message: String = "message") -> KeyringError {
+        KeyringError(consuming: g_error_new_literal(domain, code, message))
+    }
+
+    @Test func gerrorsMapToCodesAndKeepTheirFields() {
+        let locked = error(secret_error_get_quark(), Int32(SECRET_ERROR_IS_LOCKED.rawValue), "Cannot create an item in a locked collection")
+        #expect(locked.code == .locked)
+        #expect(locked.domain == "secret-error")
+        #expect(locked.gerrorCode == Int32(SECRET_ERROR_IS_LOCKED.rawValue))
+        #expect(locked.message == "Cannot create an item in a locked collection")
+
+        #expect(error(g_io_error_quark(), 0, "Cannot autolaunch D-Bus without X11 $DISPLAY").code == .unavailable)
+        #expect(error(g_dbus_error_quark(), Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue)).code == .unavailable)
+        #expect(error(g_io_error_quark(), Int32(G_IO_ERROR_CANCELLED.rawValue)).code == .timedOut)
+        #expect(error(secret_error_get_quark(), Int32(SECRET_ERROR_PROTOCOL.rawValue)).code == .failed)
+    }
+
+    @Test func aVanishedServiceIsWorthARetryAndOtherErrorsAreNot() {
+        // What a call into a replaced gnome-keyring answers (measured with libsecret 0.20.5).
+        #expect(error(g_dbus_error_quark(), Int32(G_DBUS_ERROR_SERVICE_UNKNOWN.rawValue)).meansServiceWentAway)
+        #expect(error(g_io_error_quark(), Int32(G_IO_ERROR_DBUS_ERROR.rawValue), "The session wrapping the secret does not exist").meansServiceWentAway)
+        #expect(error(g_io_error_quark(), Int32(G_IO_ERROR_CLOSED.rawValue)).meansServiceWentAway)
+
+        #expect(!error(secret_error_get_quark(), Int32(SECRET_ERROR_IS_LOCKED.rawValue)).meansServiceWentAway)
+        #expect(!error(g_io_error_quark(), Int32(G_IO_ERROR_CANCELLED.rawValue)).meansServiceWentAway)
+        #expect(!KeyringError(.unavailable, "ours, no GError").meansServiceWentAway)
+    }
+
+    @Test func tokendErrorsSayWhatToDo() {
+        let locked = TokendError(KeyringError(.locked, "the item is locked"), account: "work")
+        #expect(locked.code == .keyringLocked)
+        #expect(locked.message.contains("unlock the login keyring"))
+
+        let unavailable = TokendError(KeyringError(.unavailable, "Cannot autolaunch D-Bus without X11 $DISPLAY"))
+        #expect(unavailable.code == .keyringUnavailable)
+        #expect(unavailable.message.contains("no Secret Service on the session bus: start gnome-keyring-daemon"))
+
+        #expect(TokendError(KeyringError(.timedOut, "no answer")).code == .keyringUnavailable)
+        #expect(TokendError(KeyringError(.failed, "refused")).code == .keyringUnavailable)
+
+        let corrupt = KeyringError(.corrupt, "not a token set").tokendError(account: "work")
+        #expect(corrupt.code == .needsLogin)
+        #expect(corrupt.message.contains("tokenctl login work"))
+    }
+}

@@ -1,0 +1,236 @@
+import Foundation
+import Testing
+import TokendCore
+import TokendKeyring
+import TokendTestSupport
+
+/// `LibsecretStore` against a real gnome-keyring on a private session bus.
+///
+/// Serialized: the tests lock, unlock and restart the one keyring this process's libsecret is
+/// bound to. It is always our own private keyring, even when the environment already offers a
+/// session bus, because only a keyring whose password we know can be unlocked again.
+@Suite(.serialized)
+struct LibsecretStoreTests {
+    let keyring: PrivateKeyring
+    let store = LibsecretStore()
+
+    init() throws {
+        keyring = try PrivateKeyring.sharedForThisProcess()
+        // A test that failed half-way may have left it locked or stopped.
+        if try keyring.secretsOwnerPID() == nil || keyring.loginLocked() != false {
+            try keyring.restart()
+        }
+    }
+
+    /// What `secret-tool` (another process, on the private bus) reads for the account.
+    func storedBySecretTool(_ account: String) throws -> TokenSet? {
+        try keyring.secretToolLookup(account: account).map { try TokenSet(keyringJSON: $0) }
+    }
+
+    /// The blocks `secret-tool search --all` prints, one per item.
+    func secretToolItems(_ attributes: [String]) throws -> [String] {
+        let output = try keyring.secretTool(["search", "--all"] + attributes).check().stdout
+        return output.components(separatedBy: "\n[/").filter { $0.contains("attribute.") }
+    }
+
+    @Test func saveThenLoadRoundTrips() async throws {
+        let account = TestTokens.account("roundtrip")
+        let tokens = TestTokens.tokens("roundtrip")
+        #expect(await store.load(account: account).success == .some(nil))
+
+        try await store.save(tokens, account: account).get()
+
+        #expect(try await store.load(account: account).get() == tokens)
+        // The item is where DESIGN.md §3 says, readable by the stock tools.
+        #expect(try storedBySecretTool(account) == tokens)
+        let items = try secretToolItems(["application", "tokend", "account", account])
+        #expect(items.count == 1)
+        #expect(items.first?.contains("label = tokend session: \(account)") == true)
+    }
+
+    @Test func sixteenKibibyteTokensRoundTrip() async throws {
+        let account = TestTokens.account("large")
+        let tokens = TestTokens.tokens("large", size: 16 * 1024)
+        #expect(tokens.refreshToken.utf8.count > 16 * 1024)
+        #expect(tokens.idToken!.utf8.count > 16 * 1024)
+
+        try await store.save(tokens, account: account).get()
+
+        #expect(try await store.load(account: account).get() == tokens)
+        #expect(try storedBySecretTool(account) == tokens)
+    }
+
+    @Test func saveReplacesTheItemInPlace() async throws {
+        let account = TestTokens.account("replace")
+        let first = TestTokens.tokens("first")
+        let second = TestTokens.tokens("second")
+
+        try await store.save(first, account: account).get()
+        try await store.save(second, account: account).get()
+
+        #expect(try await store.load(account: account).get() == second)
+        #expect(try secretToolItems(["application", "tokend", "account", account]).count == 1)
+    }
+
+    @Test func secretToolSearchAndAccountsListEveryAccount() async throws {
+        let names = [TestTokens.account("list-b"), TestTokens.account("list-a")]
+        for name in names { try await store.save(TestTokens.tokens(name), account: name).get() }
+
+        let listed = try await store.accounts().get()
+        #expect(Set(names).isSubset(of: listed))
+        #expect(listed == listed.sorted())
+        let search = try secretToolItems(["application", "tokend"]).joined()
+        for name in names { #expect(search.contains("attribute.account = \(name)")) }
+
+        #expect(try await store.delete(account: names[0]).get())
+        #expect(try await !store.accounts().get().contains(names[0]))
+    }
+
+    @Test func deleteAndCompareAndDelete() async throws {
+        let account = TestTokens.account("delete")
+        let tokens = TestTokens.tokens("delete")
+        try await store.save(tokens, account: account).get()
+
+        // A logout that raced a rotation: the stored refresh token is not the one it meant.
+        #expect(try await store.delete(account: account, ifRefreshToken: "some-older-refresh-token").get() == false)
+        #expect(try await store.load(account: account).get() == tokens)
+
+        #expect(try await store.delete(account: account, ifRefreshToken: tokens.refreshToken).get())
+        #expect(try await store.load(account: account).get() == nil)
+        #expect(try storedBySecretTool(account) == nil)
+        #expect(try await store.delete(account: account).get() == false)
+
+        try await store.save(tokens, account: account).get()
+        #expect(try await store.delete(account: account).get())
+        #expect(try await store.load(account: account).get() == nil)
+    }
+
+    @Test func anUnreadableItemIsCorruptAndKept() async throws {
+        let account = TestTokens.account("corrupt")
+        _ = try keyring.secretTool(
+            ["store", "--label=hand-made", "application", "tokend", "account", account], stdin: "not a token set"
+        ).check()
+
+        let error = await store.load(account: account).failure
+        #expect(error?.code == .corrupt)
+        #expect(error.map { !String(describing: $0).contains("not a token set") } == true)
+        #expect(try await store.delete(account: account, ifRefreshToken: "anything").get() == false)
+        #expect(keyring.secretToolLookup(account: account) == "not a token set")
+        #expect(try await store.accounts().get().contains(account))
+
+        // An unconditional delete (logout) still removes it.
+        #expect(try await store.delete(account: account).get())
+        #expect(keyring.secretToolLookup(account: account) == nil)
+    }
+
+    @Test func aLockedKeyringIsNeverTakenForAnEmptyOne() async throws {
+        let account = TestTokens.account("locked")
+        let tokens = TestTokens.tokens("locked")
+        try await store.save(tokens, account: account).get()
+        #expect(await store.state() == .available)
+
+        try keyring.lock()
+
+        #expect(await store.state() == .locked)
+        let loadError = await store.load(account: account).failure
+        #expect(loadError?.code == .locked)
+        // Attributes stay visible: an account that has no item is definitely absent.
+        #expect(await store.load(account: TestTokens.account("absent")).success == .some(nil))
+        #expect(await store.save(TestTokens.tokens("while-locked"), account: account).failure?.code == .locked)
+        #expect(await store.delete(account: account).failure?.code == .locked)
+        #expect(await store.delete(account: account, ifRefreshToken: tokens.refreshToken).failure?.code == .locked)
+        #expect(try await store.accounts().get().contains(account))
+        for error in [loadError].compactMap({ $0 }) {
+            let text = String(describing: error) + TokendError(error, account: account).message
+            #expect(!text.contains(tokens.refreshToken))
+            #expect(TokendError(error).code == .keyringLocked)
+        }
+
+        try keyring.unlock()
+
+        #expect(await store.state() == .available)
+        #expect(try await store.load(account: account).get() == tokens)
+        #expect(try storedBySecretTool(account) == tokens)
+    }
+
+    @Test func keepsWorkingAcrossAKeyringRestart() async throws {
+        let account = TestTokens.account("restart")
+        let before = TestTokens.tokens("before")
+        try await store.save(before, account: account).get()
+
+        try keyring.restart()
+
+        // libsecret still holds a proxy and a session of the old daemon: the store must notice
+        // and reconnect on its own, on the first call.
+        #expect(try await store.load(account: account).get() == before)
+        let after = TestTokens.tokens("after")
+        try await store.save(after, account: account).get()
+        #expect(try storedBySecretTool(account) == after)
+
+        try keyring.restart()
+        try await store.save(before, account: account).get()
+        #expect(try await store.load(account: account).get() == before)
+        #expect(await store.state() == .available)
+    }
+
+    @Test func aKeyringThatDiedComesBackLockedThroughBusActivation() async throws {
+        let account = TestTokens.account("died")
+        let tokens = TestTokens.tokens("died")
+        try await store.save(tokens, account: account).get()
+
+        keyring.stopKeyring()
+
+        // The bus starts a new gnome-keyring on demand; nobody gave it the password.
+        #expect(await store.state() == .locked)
+        #expect(await store.load(account: account).failure?.code == .locked)
+
+        try keyring.restart()
+        #expect(try await store.load(account: account).get() == tokens)
+    }
+
+    @Test func aServiceThatNeverAnswersTimesOut() async throws {
+        let account = TestTokens.account("frozen")
+        let tokens = TestTokens.tokens("frozen")
+        try await store.save(tokens, account: account).get()
+        // Deadline of the operations below: short, the answer we wait for is "no answer".
+        let impatient = LibsecretStore(timeout: 0.5)
+
+        try keyring.pauseKeyring()
+        let load = await impatient.load(account: account)
+        let state = await impatient.state()
+        try keyring.resumeKeyring()
+
+        #expect(load.failure?.code == .timedOut)
+        #expect(state == .unavailable)
+        #expect(TokendError(load.failure ?? KeyringError(.failed, "")).code == .keyringUnavailable)
+        // The stuck calls were cancelled: the same store's thread is free for the next ones.
+        let recovered = await eventually { try? await impatient.load(account: account).get() }
+        #expect(recovered == tokens)
+    }
+
+    @Test func callsFromOneActorKeepTheirOrder() async throws {
+        let account = TestTokens.account("order")
+        let first = TestTokens.tokens("first")
+        let second = TestTokens.tokens("second")
+
+        try await OrderedWriter(store: store).saveWithAnEarlierQueuedTask(
+            account: account, fromTask: first, directly: second)
+
+        // The direct call was enqueued before the actor let the task run; the task's came next.
+        #expect(try await store.load(account: account).get() == first)
+    }
+}
+
+/// An actor that starts a save in a task (which can only run once this method suspends), then
+/// saves directly. If calls enqueue before they suspend, the direct save is queued first.
+actor OrderedWriter {
+    let store: LibsecretStore
+
+    init(store: LibsecretStore) { self.store = store }
+
+    func saveWithAnEarlierQueuedTask(account: String, fromTask: TokenSet, directly: TokenSet) async throws {
+        let task = Task { await self.store.save(fromTask, account: account) }
+        try await store.save(directly, account: account).get()
+        try await task.value.get()
+    }
+}
