@@ -119,9 +119,10 @@ final class FakeDaemon: Sendable {
     }
 }
 
-/// A path in a fresh temp dir with nothing listening on it.
+/// A socket path nothing listens on: in a directory made unique by mkdtemp, then removed.
 func pathWithoutDaemon() -> String {
     var template = Array("/tmp/tokenctl-test-XXXXXX".utf8CString)
     let directory = String(cString: mkdtemp(&template)!)
+    rmdir(directory)
     return directory + "/tokend.sock"
 }

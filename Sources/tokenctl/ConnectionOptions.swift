@@ -1,0 +1,107 @@
+import ArgumentParser
+import TokendCore
+import TokendProtocol
+
+/// The options every subcommand takes: where the daemon is and how long to wait for it.
+struct ConnectionOptions: ParsableArguments {
+    /// 30 s: long enough for a refresh over a slow network and the daemon's own retries, short
+    /// enough that a script stuck on a dead provider notices within a minute.
+    static let defaultTimeout = 30.0
+
+    @Option(help: ArgumentHelp(
+        "The daemon's socket (default: $TOKEND_SOCKET, else $XDG_RUNTIME_DIR/tokend/tokend.sock).",
+        valueName: "path"))
+    var socket: String?
+
+    // Optional with the default in the help text: ArgumentParser would show "30.0".
+    @Option(
+        name: .customLong("timeout"),
+        help: ArgumentHelp("Seconds to wait for the daemon, including a refresh it has to make first (default: 30).", valueName: "seconds"))
+    var timeoutOption: Double?
+
+    var timeout: Double { timeoutOption ?? Self.defaultTimeout }
+
+    func validate() throws {
+        guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
+    }
+
+    /// Time for the daemon to say it ran out of time: its `unavailable` must reach us before we
+    /// give up and call it unreachable. 2 s covers a busy daemon on a loaded machine.
+    static let answerMargin = 2.0
+
+    /// The socket read deadline: the request's own `timeout` plus the margin.
+    var readTimeout: Double { timeout + Self.answerMargin }
+}
+
+/// The context a subcommand runs in: its console, the environment and the clock.
+struct CommandContext {
+    var console: any Console
+    var environment: [String: String]
+    var now: () -> Date = { Date() }
+}
+
+/// One request/response exchange with the daemon, failures mapped to `TokenctlError`.
+struct DaemonConnection {
+    let client: BlockingClient
+    let path: String
+    let options: ConnectionOptions
+    let environment: [String: String]
+
+    /// The request id tokenctl sends; one request per connection, so any fixed value will do.
+    static let requestID = RequestID.number(1)
+
+    init(options: ConnectionOptions, context: CommandContext) throws(TokenctlError) {
+        do {
+            path = try SocketPath.resolve(explicit: options.socket, environment: context.environment)
+        } catch {
+            let named = [options.socket, context.environment[SocketPath.environmentVariable], context.environment["XDG_RUNTIME_DIR"]]
+            guard named.contains(where: { !($0 ?? "").isEmpty }) else {
+                // Typical of cron jobs and `sudo -u`: no login session, so no runtime directory.
+                throw TokenctlError(
+                    .usage, "cannot tell where tokend's socket is: XDG_RUNTIME_DIR is not set",
+                    next: "pass --socket PATH or set TOKEND_SOCKET")
+            }
+            throw TokenctlError(.usage, error.description, next: "use a shorter socket path (--socket or TOKEND_SOCKET)")
+        }
+        do {
+            client = try BlockingClient(path: path)
+        } catch {
+            throw TokenctlError(client: error, path: path, timeout: options.timeout)
+        }
+        self.options = options
+        environment = context.environment
+    }
+
+    /// A successful answer to `request`, and the raw line it came in (for `status --json`).
+    /// A daemon error becomes the matching `TokenctlError`.
+    func call(_ request: Request) throws(TokenctlError) -> (response: Response, line: [UInt8]) {
+        var request = request
+        request.id = Self.requestID
+        request.timeout = options.timeout
+        client.setReadTimeout(seconds: options.readTimeout)
+        let line: [UInt8]
+        do {
+            try client.send(request)
+            line = try client.receiveLine()
+        } catch {
+            throw TokenctlError(client: error, path: path, timeout: options.timeout)
+        }
+        let response: Response
+        do {
+            response = try JSONDecoder().decode(Response.self, from: Data(line))
+        } catch {
+            throw .protocolMismatch("a line this tokenctl cannot read")
+        }
+        if let id = response.id, id != Self.requestID {
+            throw .protocolMismatch("the answer to another request")
+        }
+        try Self.check(response, account: request.account, environment: environment)
+        return (response, line)
+    }
+
+    static func check(_ response: Response, account: String?, environment: [String: String]) throws(TokenctlError) {
+        guard !response.ok else { return }
+        guard let error = response.error else { throw .protocolMismatch("a failure without an error") }
+        throw TokenctlError(daemon: error, account: account, environment: environment)
+    }
+}

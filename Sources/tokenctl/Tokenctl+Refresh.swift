@@ -1,0 +1,31 @@
+import ArgumentParser
+import TokendCore
+import TokendProtocol
+
+extension Tokenctl {
+    /// `tokenctl refresh ACCOUNT`: a refresh now, whatever the schedule says.
+    struct Refresh: TokenctlCommand {
+        static let configuration = CommandConfiguration(abstract: "Refresh an account's tokens now.")
+
+        @Argument(help: "The account, as named in config.toml.")
+        var account: String
+
+        @OptionGroup var connection: ConnectionOptions
+
+        func validate() throws { try validateAccount(account) }
+
+        func execute(_ context: CommandContext) throws(TokenctlError) {
+            let daemon = try DaemonConnection(options: connection, context: context)
+            let (response, _) = try daemon.call(Request(op: Op.refresh.rawValue, account: account))
+            try context.console.write("\(Text.singleLine(account)) refreshed\(expiry(of: response, now: context.now()))\n")
+        }
+    }
+}
+
+/// ", expires at 2025-01-01T12:00:00Z (in 59m 59s)" for a reply carrying an expiry, else "".
+func expiry(of response: Response, now: Date) -> String {
+    guard let expiresAt = response.expiresAt else { return "" }
+    let left = response.expiresIn ?? Timestamp.parse(expiresAt).map { Int($0.timeIntervalSince(now).rounded(.down)) }
+    let when = left.map { $0 > 0 ? " (in \(Text.duration($0)))" : " (expired)" } ?? ""
+    return ", expires at \(Text.singleLine(expiresAt))\(when)"
+}

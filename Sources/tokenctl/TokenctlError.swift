@@ -1,0 +1,138 @@
+import TokendCore
+import TokendProtocol
+
+/// Every way a tokenctl command can fail, and the only place failures become exit codes
+/// (sysexits, pinned by DESIGN.md §6). Commands throw these; `Tokenctl.run` reports them.
+struct TokenctlError: Error, Equatable, CustomStringConvertible {
+    enum Code: Equatable, CaseIterable {
+        /// Bad arguments or input, or a request the daemon called `bad_request`.
+        case usage
+        case unknownAccount
+        /// Nothing listens at the socket, or the daemon hung up or went silent.
+        case notReachable
+        /// Worth retrying: `unavailable`, `keyring_locked`, `keyring_unavailable`.
+        case temporary
+        case needsLogin
+        case configuration
+        /// Stdout's reader went away (EPIPE): `watch` ends quietly on it.
+        case outputClosed
+        /// Everything else: `internal`, `too_large`, `unsupported_op`, protocol mismatches.
+        case failure
+
+        var exitCode: Int32 {
+            switch self {
+            case .usage: 64  // EX_USAGE
+            case .unknownAccount: 67  // EX_NOUSER
+            case .notReachable: 69  // EX_UNAVAILABLE
+            case .temporary: 75  // EX_TEMPFAIL
+            case .needsLogin: 77  // EX_NOPERM
+            case .configuration: 78  // EX_CONFIG
+            case .outputClosed, .failure: 1
+            }
+        }
+    }
+
+    var code: Code
+    /// What happened, without a trailing period.
+    var message: String
+    /// What the user should do about it.
+    var nextStep: String
+
+    init(_ code: Code, _ message: String, next nextStep: String) {
+        self.code = code
+        self.message = message
+        self.nextStep = nextStep
+    }
+
+    /// The one stderr line a failure gets (no newline). Control characters are flattened so a
+    /// message from the daemon can neither add lines nor send terminal escapes.
+    var line: String { Text.singleLine("tokenctl: \(message); \(nextStep)") }
+
+    var description: String { line }
+}
+
+extension TokenctlError {
+    /// What a daemon error means for the user of `account` (nil when the request named none).
+    init(daemon error: TokendError, account: String?, environment: [String: String]) {
+        let said = Text.singleLine(error.message)
+        let detail = said.isEmpty ? "" : " (\(said))"
+        let name = account ?? "the account"
+        switch error.code {
+        case .needsLogin:
+            let command = account.map { "tokenctl import \($0)" } ?? "tokenctl import ACCOUNT"
+            self.init(.needsLogin, "\(name) needs a new login\(detail)", next: "run: \(command)")
+        case .unknownAccount:
+            self.init(.unknownAccount, "tokend has no account named \(name)\(detail)", next: "tokenctl list shows the configured accounts")
+        case .unavailable:
+            let status = account.map { "tokenctl status \($0)" } ?? "tokenctl status"
+            self.init(.temporary, "\(name) has no valid token right now\(detail)", next: "try again later (\(status) shows the last error)")
+        case .keyringLocked:
+            self.init(.temporary, "the keyring is locked\(detail)", next: "unlock your login keyring, then try again")
+        case .keyringUnavailable:
+            self.init(
+                .temporary, "no keyring (Secret Service) is available\(detail)",
+                next: "start or unlock your login keyring (gnome-keyring-daemon), then try again")
+        case .configError:
+            self.init(
+                .configuration, "tokend's configuration is wrong\(detail)",
+                next: "fix \(Self.configPath(environment)) (see the message), then: systemctl --user reload tokend")
+        case .badRequest:
+            self.init(.usage, "tokend refused the request\(detail)", next: "check the arguments (tokenctl --help)")
+        case .tooLarge:
+            self.init(.failure, "the request was too large for tokend\(detail)", next: "send at most 64 KiB")
+        case .unsupportedOp:
+            self.init(
+                .failure, "tokend does not know this operation\(detail)",
+                next: "install tokend and tokenctl from the same release, then: systemctl --user restart tokend")
+        case .internal:
+            self.init(.failure, "tokend failed internally\(detail)", next: "see its log: journalctl --user -u tokend")
+        default:
+            // A code newer than this tokenctl: still one line, still an exit status scripts can test.
+            self.init(.failure, "tokend answered \(Text.singleLine(error.code.rawValue))\(detail)", next: "see its log: journalctl --user -u tokend")
+        }
+    }
+
+    /// A failure of the connection itself: the daemon is not there, went away or went silent.
+    init(client failure: BlockingClient.Failure, path: String, timeout: Double) {
+        self.init(connection: failure.code, detail: failure.description, path: path, timeout: timeout)
+    }
+
+    init(connection code: BlockingClient.Failure.Code, detail: String, path: String, timeout: Double) {
+        switch code {
+        case .notReachable:
+            self.init(
+                .notReachable, "tokend is not running at \(path) (\(Self.reason(detail)))",
+                next: "start it: systemctl --user start tokend.socket")
+        case .closed:
+            self.init(
+                .notReachable, "tokend at \(path) closed the connection before answering",
+                next: "check that it runs: systemctl --user status tokend")
+        case .timedOut:
+            self.init(
+                .notReachable, "tokend at \(path) did not answer within \(Text.seconds(timeout))",
+                next: "check its log (journalctl --user -u tokend) or pass a longer --timeout")
+        case .protocolError:
+            self.init(
+                .failure, Text.singleLine(detail),
+                next: "install tokend and tokenctl from the same release")
+        }
+    }
+
+    static func protocolMismatch(_ what: String) -> TokenctlError {
+        TokenctlError(.failure, "tokend sent \(what)", next: "install tokend and tokenctl from the same release")
+    }
+
+    /// The config path as the daemon resolves it (DESIGN.md §1), for the config_error hint.
+    static func configPath(_ environment: [String: String]) -> String {
+        if let explicit = environment["TOKEND_CONFIG"], !explicit.isEmpty { return explicit }
+        if let base = environment["XDG_CONFIG_HOME"], !base.isEmpty { return base + "/tokend/config.toml" }
+        return "~/.config/tokend/config.toml"
+    }
+
+    /// BlockingClient says "tokend is not reachable at PATH (No such file or directory)";
+    /// keep only the errno text so the line does not repeat itself.
+    private static func reason(_ description: String) -> String {
+        guard description.hasSuffix(")"), let open = description.lastIndex(of: "(") else { return description }
+        return String(description[description.index(after: open)..<description.index(before: description.endIndex)])
+    }
+}
