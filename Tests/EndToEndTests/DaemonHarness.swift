@@ -140,25 +140,25 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
         var stderr: String
     }
 
-    /// Runs the real tokenctl against this daemon.
+    /// Runs the real tokenctl against this daemon, its output captured through files.
     func tokenctl(_ arguments: [String], stdin: String? = nil) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binDirectory + "/tokenctl")
-        process.arguments = arguments
-        process.environment = environment
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
-        try process.run()
-        if let stdin {
-            input.fileHandleForWriting.write(Data(stdin.utf8))
-            try input.fileHandleForWriting.close()
+        let scratch = keyring.root.appendingPathComponent("tokenctl-\(UUID().uuidString)").path
+        defer {
+            for suffix in [".out", ".err", ".in"] { unlink(scratch + suffix) }
         }
-        let stdoutData = out.fileHandleForReading.readDataToEndOfFile()
-        let stderrData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: String(decoding: stdoutData, as: UTF8.self), stderr: String(decoding: stderrData, as: UTF8.self))
+        var input = "/dev/null"
+        if let stdin {
+            // Test doubles' tokens only, in the test's private 0700 directory.
+            input = scratch + ".in"
+            guard FileManager.default.createFile(atPath: input, contents: Data(stdin.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw HarnessError("cannot write \(input)")
+            }
+        }
+        let status = try spawnAndWait(
+            Self.binDirectory + "/tokenctl", arguments, environment: environment, stdin: input, stdout: scratch + ".out", stderr: scratch + ".err")
+        let stdout = (try? String(contentsOfFile: scratch + ".out", encoding: .utf8)) ?? ""
+        let stderr = (try? String(contentsOfFile: scratch + ".err", encoding: .utf8)) ?? ""
+        return Run(status: status, stdout: stdout, stderr: stderr)
     }
 
     /// A user at the fake, imported into `account` with `tokenctl import` (token on stdin).

@@ -55,6 +55,7 @@ import TokendTestSupport
             #expect(next.at < expiry, "refresh at \(next.at) came after the previous token expired at \(expiry)")
         }
         #expect(try world.storedSession()?.refreshToken == refreshes.last?.issuedRefreshToken)
+        print("sixty-second run: \(answers) answers, \(failures.count) failures, \(refreshes.count) refreshes")
     }
 
     @Test func killNineAtARandomMomentThenRestartServesWithoutANewImport() async throws {
