@@ -72,7 +72,13 @@ let package = Package(
                 "TokendTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
-        .testTarget(name: "TokendCoreTests", dependencies: ["TokendCore"]),
+        // The request parser and dispatcher as one fuzzable function: Fuzz/ builds it under
+        // libFuzzer, and TokendFuzzingTests replays the corpus in every test run.
+        .target(
+            name: "TokendFuzzing",
+            dependencies: ["TokendCore", "TokendProtocol", "TokendKeyring", "TokendServer", "TokendProviders"]),
+        .testTarget(name: "TokendFuzzingTests", dependencies: ["TokendFuzzing"], resources: [.copy("Corpus")]),
+        .testTarget(name: "TokendCoreTests", dependencies: ["TokendCore", "TokendTestSupport"]),
         .testTarget(name: "TokendProtocolTests", dependencies: ["TokendProtocol"]),
         .testTarget(name: "TokendKeyringTests", dependencies: ["TokendKeyring", "TokendTestSupport"]),
         .testTarget(
