@@ -25,6 +25,8 @@ public struct AccountMachine: Sendable {
     public struct Ticket: Sendable, Equatable {
         public let generation: UInt64
         public let refreshToken: String
+        /// When the request went out: the new tokens' lifetimes count from here.
+        public let startedAt: Date
     }
 
     /// What a `token` request should do now.
@@ -130,14 +132,14 @@ public struct AccountMachine: Sendable {
         case .refreshing, .needsLogin, .awaitingKeyring: return nil
         }
         phase = .refreshing(since: now)
-        return Ticket(generation: generation, refreshToken: tokens.refreshToken)
+        return Ticket(generation: generation, refreshToken: tokens.refreshToken, startedAt: now)
     }
 
     /// The token set a successful refresh would produce, without applying it: the daemon writes
     /// it to the keyring before the machine starts serving it. Nil when the ticket is stale.
     public func tokensAfter(_ ticket: Ticket, _ issued: IssuedTokens, at now: Date) -> TokenSet? {
         guard ticket.generation == generation, case .refreshing = phase, let tokens else { return nil }
-        return tokens.merging(issued, at: now)
+        return tokens.merging(issued, sentAt: ticket.startedAt, at: now)
     }
 
     /// Records a refresh's outcome. `unit` is a fresh random draw in [0, 1) for jitter.

@@ -18,6 +18,11 @@ public enum RefreshClassifier {
     public static func firebase(status: Int, body: [UInt8], retryAfter: Double?) -> RefreshOutcome {
         if status == 200 { return success(body: body, lifetimeIsString: true) }
         let envelope = try? JSONDecoder().decode(GoogleErrorEnvelope.self, from: Data(body))
+        // Google's OAuth front ends answer in RFC 6749's shape (`"error":"invalid_grant"`), not in
+        // the API envelope: read such an answer by OAuth's rules rather than as an unknown 400.
+        if envelope == nil, (try? JSONDecoder().decode(OAuthError.self, from: Data(body))) != nil {
+            return oauth(status: status, body: body, retryAfter: retryAfter)
+        }
         let message = envelope?.error.message ?? ""
         // The code is `message` up to the first ':', trimmed ("TOKEN_EXPIRED : detail").
         let code = message.split(separator: ":", maxSplits: 1).first.map(\.trimmed) ?? ""

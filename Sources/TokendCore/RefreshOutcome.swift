@@ -46,24 +46,42 @@ extension IssuedTokens: CustomStringConvertible {
 }
 
 extension TokenSet {
+    /// Providers count lifetimes in whole seconds from a truncated `iat`: a token may be up to a
+    /// second older than its lifetime says, so that second is taken off.
+    public static let lifetimeGranularity: Double = 1
+
     /// The token set after a successful refresh: a missing refresh token keeps the old one
     /// (RFC 6749 §6); a missing ID or access token is dropped rather than kept as if fresh, unless
     /// its own expiry says it is still alive.
-    public func merging(_ issued: IssuedTokens, at now: Date) -> TokenSet {
-        let lifetimeExpiry = issued.expiresIn.map { now.addingTimeInterval($0) }
+    ///
+    /// Expiries are lifetimes — the shorter of `expires_in` and the JWT's own `exp − iat` —
+    /// counted from `sentAt`, when we sent the request: the token cannot be older than that, so
+    /// network latency never makes us overestimate its life. Relative lifetimes make a skewed
+    /// clock on either side harmless; the shorter one guards against a cached token.
+    public func merging(_ issued: IssuedTokens, sentAt: Date, at now: Date) -> TokenSet {
+        func expiry(of token: String) -> Date? {
+            let claims = JWTClaims(token: token)
+            let jwtLifetime = claims.flatMap { claims in
+                claims.expiresAt.flatMap { expiresAt in claims.issuedAt.map { expiresAt.timeIntervalSince($0) } }
+            }
+            if let lifetime = [issued.expiresIn, jwtLifetime].compactMap({ $0 }).min() {
+                return sentAt.addingTimeInterval(lifetime - Self.lifetimeGranularity)
+            }
+            return claims?.expiresAt
+        }
         var next = self
         next.refreshToken = issued.refreshToken ?? refreshToken
-        next.issuedAt = now
+        next.issuedAt = sentAt
         if let access = issued.accessToken {
             next.accessToken = access
-            next.accessTokenExpiresAt = JWTClaims(token: access)?.expiresAt ?? lifetimeExpiry
+            next.accessTokenExpiresAt = expiry(of: access)
         } else if let accessTokenExpiresAt, accessTokenExpiresAt <= now {
             next.accessToken = nil
             next.accessTokenExpiresAt = nil
         }
         if let id = issued.idToken {
             next.idToken = id
-            next.idTokenExpiresAt = JWTClaims(token: id)?.expiresAt ?? lifetimeExpiry
+            next.idTokenExpiresAt = expiry(of: id)
         } else if let idTokenExpiresAt, idTokenExpiresAt <= now {
             next.idToken = nil
             next.idTokenExpiresAt = nil

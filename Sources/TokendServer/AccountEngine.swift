@@ -43,7 +43,7 @@ public actor AccountEngine {
 
     var accounts: [String: Account] = [:]
     let store: any SecretStore
-    let clock: any WallClock
+    public nonisolated let clock: any WallClock
     let hub: EventHub
     let logger: Logger
     let makeProvider: @Sendable (AccountConfiguration) -> any TokenProvider
@@ -57,7 +57,7 @@ public actor AccountEngine {
     let timerQueue = DispatchQueue(label: "tokend.timers")
 
     public init(
-        store: any SecretStore, clock: any WallClock = SystemWallClock(), hub: EventHub, logger: Logger,
+        store: any SecretStore, clock: any WallClock = ElapsedTimeClock(), hub: EventHub, logger: Logger,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         makeProvider: @escaping @Sendable (AccountConfiguration) -> any TokenProvider
     ) {

@@ -148,7 +148,7 @@ public final class Daemon: Service, Sendable {
             await engine.setConfigurationProblem(nil)
             await engine.apply(configuration)
             if !initial { logger.info("configuration reloaded", metadata: ["accounts": "\(configuration.accounts.count)"]) }
-            hub.publish(Event(event: .configReloaded, account: nil, at: Timestamp.format(Date())))
+            hub.publish(Event(event: .configReloaded, account: nil, at: Timestamp.format(engine.clock.now())))
         } catch {
             if initial {
                 // Start anyway: with socket activation, a daemon that exits is one that no client

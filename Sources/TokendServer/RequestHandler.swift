@@ -61,7 +61,7 @@ public struct RequestHandler: Sendable {
             response.token = grant.token
             response.kind = grant.kind
             response.expiresAt = Timestamp.format(grant.expiresAt)
-            response.expiresIn = Int(grant.expiresAt.timeIntervalSince(Date()).rounded(.down))
+            response.expiresIn = Int(grant.expiresAt.timeIntervalSince(engine.clock.now()).rounded(.down))
         case .list, .status:
             response.accounts = try await engine.statuses(account: request.account).get()
         case .refresh:
@@ -96,7 +96,7 @@ public struct RequestHandler: Sendable {
         response.account = account
         if let expiresAt {
             response.expiresAt = Timestamp.format(expiresAt)
-            response.expiresIn = Int(expiresAt.timeIntervalSince(Date()).rounded(.down))
+            response.expiresIn = Int(expiresAt.timeIntervalSince(engine.clock.now()).rounded(.down))
         }
     }
 

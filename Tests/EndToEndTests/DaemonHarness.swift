@@ -170,8 +170,18 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
         return session
     }
 
+    /// The account's keyring item as `secret-tool` sees it (spawned like tokenctl: no pipes).
     func storedSession(_ account: String = "work") throws -> TokenSet? {
-        guard let json = keyring.secretToolLookup(account: account), !json.isEmpty else { return nil }
+        let scratch = keyring.root.appendingPathComponent("secret-tool-\(UUID().uuidString)").path
+        defer {
+            unlink(scratch + ".out")
+            unlink(scratch + ".err")
+        }
+        let status = try spawnAndWait(
+            "/usr/bin/secret-tool", ["lookup", "application", "tokend", "account", account], environment: keyring.childEnvironment,
+            stdin: "/dev/null", stdout: scratch + ".out", stderr: scratch + ".err")
+        let json = (try? String(contentsOfFile: scratch + ".out", encoding: .utf8)) ?? ""
+        guard status == 0, !json.isEmpty else { return nil }
         return try TokenSet(keyringJSON: json)
     }
 

@@ -72,6 +72,14 @@ import Testing
         #expect(success == .refreshed(IssuedTokens(accessToken: "a", expiresIn: 300)))
     }
 
+    @Test func oauthShapedAnswersFromFirebaseFollowOAuthRules() {
+        let revoked = RefreshClassifier.firebase(status: 400, body: Array(#"{"error":"invalid_grant","error_description":"revoked"}"#.utf8), retryAfter: nil)
+        #expect(revoked == .needsLogin(RefreshFailure(code: "invalid_grant", message: "revoked")))
+        guard case .misconfigured = RefreshClassifier.firebase(status: 401, body: Array(#"{"error":"invalid_client"}"#.utf8), retryAfter: nil) else {
+            Issue.record("expected misconfigured"); return
+        }
+    }
+
     @Test func retryAfterSeconds() {
         #expect(RefreshClassifier.retryAfter(" 30 ") == 30)
         #expect(RefreshClassifier.retryAfter("Wed, 21 Oct 2015 07:28:00 GMT") == nil)

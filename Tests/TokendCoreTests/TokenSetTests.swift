@@ -27,10 +27,25 @@ import Testing
         #expect(JWTClaims(token: "opaque-token") == nil)
     }
 
-    @Test func mergingPrefersTheJWTExpiry() {
-        let payload = JWTClaims.base64URLEncode(Data(#"{"exp":1800000100}"#.utf8))
-        let jwt = "e30.\(payload)."
-        let merged = TokenSet(refreshToken: "r").merging(IssuedTokens(idToken: jwt, accessToken: jwt, expiresIn: 3600), at: Date(timeIntervalSince1970: 1_800_000_000))
+    func jwt(_ payload: String) -> String {
+        "e30.\(JWTClaims.base64URLEncode(Data(payload.utf8)))."
+    }
+
+    @Test func expiryIsTheShorterLifetimeCountedFromReceipt() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        // The provider's clock is an hour behind ours: its exp is in our past, its lifetime is not.
+        let skewed = jwt(#"{"iat":1799996400,"exp":1800000000}"#)
+        let sent = now.addingTimeInterval(-2)
+        let merged = TokenSet(refreshToken: "r").merging(IssuedTokens(idToken: skewed, accessToken: skewed, expiresIn: 3600), sentAt: sent, at: now)
+        #expect(merged.idTokenExpiresAt == sent.addingTimeInterval(3600 - TokenSet.lifetimeGranularity), "counted from sending, less a second")
+        // A cached token: expires_in says 600 s are left although the JWT lived for an hour.
+        let cached = TokenSet(refreshToken: "r").merging(IssuedTokens(accessToken: skewed, expiresIn: 600), sentAt: now, at: now)
+        #expect(cached.accessTokenExpiresAt == now.addingTimeInterval(599))
+    }
+
+    @Test func withoutALifetimeTheAbsoluteExpIsUsed() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let merged = TokenSet(refreshToken: "r").merging(IssuedTokens(idToken: jwt(#"{"exp":1800000100}"#)), sentAt: now, at: now)
         #expect(merged.idTokenExpiresAt == Date(timeIntervalSince1970: 1_800_000_100))
     }
 }

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+import TokendCore
+import TokendProtocol
+import TokendTestSupport
+
+/// Issue 3, item 6, end to end: tokend under libfaketime (Debian's `faketime`), its clock moved
+/// at run time through FAKETIME_TIMESTAMP_FILE while the provider and the test keep real time.
+@Suite struct ClockTests {
+    static let library = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+
+    func fakedEnvironment(offsetFile: String, monotonicToo: Bool) throws -> [String: String] {
+        try "+0".write(toFile: offsetFile, atomically: true, encoding: .utf8)
+        var environment = [
+            "LD_PRELOAD": Self.library,
+            "FAKETIME_TIMESTAMP_FILE": offsetFile,
+            // Re-read the file on every call, so the test can move the clock while tokend runs.
+            "FAKETIME_NO_CACHE": "1",
+        ]
+        environment["FAKETIME_DONT_FAKE_MONOTONIC"] = monotonicToo ? "0" : "1"
+        return environment
+    }
+
+    /// The wall clock jumps forward two hours, back one, and back to true while a client keeps
+    /// asking: every token served is alive by real time, and refreshing goes on as scheduled.
+    @Test func wallClockJumpsNeverServeADeadToken() async throws {
+        var options = FakeFirebase.Options()
+        options.lifetime = 6
+        let world = try await DaemonHarness.start(options: options, startDaemon: false)
+        defer { Task { await world.shutdown() } }
+        let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
+        try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false))
+        try world.importNewUser()
+        var served = 0
+        for offset in ["+2h", "-1h", "+0", "+7d", "+0"] {
+            try offset.write(toFile: offsetFile, atomically: true, encoding: .utf8)
+            let end = Date().addingTimeInterval(4)
+            while Date() < end {
+                let asked = Date()
+                let run = try world.tokenctl(["token", "work", "--min-valid", "1"])
+                #expect(run.status == 0, "offset \(offset): \(run.stderr)")
+                if let expiry = JWTClaims(token: run.stdout.trimmingCharacters(in: .newlines))?.expiresAt {
+                    #expect(expiry.timeIntervalSince(asked) >= 0.99, "offset \(offset): served a token dying in \(expiry.timeIntervalSince(asked)) s")
+                    served += 1
+                }
+                try await Task.sleep(for: .milliseconds(200))  // client pacing
+            }
+        }
+        #expect(served > 50)
+        #expect(world.fake.requests.filter { $0.status == 200 }.count >= 4, "refreshing went on through the jumps")
+    }
+
+    /// Every clock jumps 40 s at once — what a suspend looks like to the daemon. Its 30-second
+    /// token is dead by its clock: without any client asking, it refreshes at once.
+    @Test func aSuspendThatSleptThroughTheExpiryRefreshesAtOnce() async throws {
+        var options = FakeFirebase.Options()
+        options.lifetime = 30
+        let world = try await DaemonHarness.start(options: options, startDaemon: false)
+        defer { Task { await world.shutdown() } }
+        let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
+        try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: true))
+        try world.importNewUser()
+        let before = world.fake.requests.count
+        let status = try world.status()
+        #expect(status.state == "active")
+        try "+40s".write(toFile: offsetFile, atomically: true, encoding: .utf8)
+        // The recheck runs every 10 s of the daemon's (now jumped) clock.
+        try await poll(timeout: 20, "a refresh right after the jump") { world.fake.requests.count > before }
+        let run = try world.tokenctl(["token", "work", "--min-valid", "1"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.trimmingCharacters(in: .newlines) == world.fake.requests.last?.issuedIDToken, "the token minted after the jump, not the old one")
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import Testing
+import TokendCore
+import TokendProtocol
+import TokendTestSupport
+
+/// Issue 3, item 1: every kind of provider fault, against the real daemon and keyring. For each:
+/// the held token is served while valid, a dead one is never served (exit 75 instead), refreshing
+/// resumes on its own once the provider is back, and the keyring's refresh token is
+/// byte-identical until a refresh succeeds.
+@Suite struct ProviderFaultTests {
+    static let faults: [FakeFirebase.Fault] = [
+        .refuse, .hang, .drop, .dropMidResponse,
+        .status(500), .status(502), .status(503), .status(504), .status(408),
+        .status(429, retryAfter: 3), .status(429),
+        .firebaseError("TOO_MANY_ATTEMPTS_TRY_LATER"), .malformedJSON, .missingFields,
+    ]
+
+    /// Six-second tokens: the held one dies a few seconds into a nine-second fault window.
+    static let lifetime = 6
+    static let faultWindow = 9.0
+
+    @Test(arguments: faults)
+    func transientFaultKeepsServingNeverServesDeadAndRecovers(fault: FakeFirebase.Fault) async throws {
+        var options = FakeFirebase.Options()
+        options.lifetime = Self.lifetime
+        options.rotate = true
+        let world = try await DaemonHarness.start(options: options)
+        defer { Task { await world.shutdown() } }
+        try world.importNewUser()
+        let stored = try #require(try world.storedSession())
+        let heldExpiry = try #require(stored.idTokenExpiresAt)
+        world.fake.inject(fault, forSeconds: Self.faultWindow)
+        let windowEnd = Date().addingTimeInterval(Self.faultWindow)
+        var served = 0
+        var refused = 0
+        while Date() < windowEnd.addingTimeInterval(-0.5) {
+            let asked = Date()
+            let run = try world.tokenctl(["token", "work", "--min-valid", "1", "--timeout", "1"])
+            if run.status == 0 {
+                let expiry = try #require(JWTClaims(token: run.stdout.trimmingCharacters(in: .newlines))?.expiresAt)
+                #expect(expiry.timeIntervalSince(asked) >= 1 - 0.01, "served a token that dies within min_valid")
+                served += 1
+            } else {
+                #expect(run.status == 75, "\(fault): \(run.stderr)")
+                #expect(asked > heldExpiry.addingTimeInterval(-1.5), "refused while the held token was still good")
+                refused += 1
+            }
+            let now = try world.storedSession()?.refreshToken
+            #expect(now == stored.refreshToken, "a transient fault touched the refresh token: \(now == nil ? "lookup found nothing" : "changed"); requests: \(world.fake.requests.map { "\($0.at.timeIntervalSince1970) \($0.status.map(String.init) ?? "-") \($0.fault.map { "\($0)" } ?? "")" })")
+            try await Task.sleep(for: .milliseconds(250))  // client pacing
+        }
+        #expect(served > 0)
+        #expect(refused > 0, "the held token died during the fault and was not served")
+        // Recovery within the backoff cap, by itself.
+        try await poll(timeout: 330, interval: 0.25, "refresh after \(fault)") {
+            world.fake.requests.contains { $0.status == 200 && $0.at > windowEnd }
+        }
+        let run = try world.tokenctl(["token", "work", "--min-valid", "1"])
+        #expect(run.status == 0, "\(run.stderr)")
+        try await poll(timeout: 10, "keyring catches up") {
+            try world.storedSession()?.refreshToken != stored.refreshToken
+        }
+    }
+
+    /// A port where nothing listens: connection refused for real. The session is kept, the
+    /// answer is 75, and pointing the account at a live provider (SIGHUP) resumes refreshing.
+    @Test func connectionRefusedThenReloadToALiveProvider() async throws {
+        let world = try await DaemonHarness.start(startDaemon: false)
+        defer { Task { await world.shutdown() } }
+        try world.writeConfig("[account.work]\nprovider = \"firebase\"\napi_key = \"k\"\nemulator = \"127.0.0.1:1\"\n")
+        try await world.startDaemon()
+        let session = world.fake.createUser()
+        let imported = try world.tokenctl(["import", "work"], stdin: session.refreshToken)
+        #expect(imported.status == 75, "\(imported.stderr)")
+        #expect(try world.storedSession()?.refreshToken == session.refreshToken, "the import is stored even though the provider is down")
+        let token = try world.tokenctl(["token", "work", "--timeout", "1"])
+        #expect(token.status == 75)
+        #expect(try world.status().lastError?.code == "network")
+        try world.writeConfig(world.firebaseAccount("work"))
+        world.signalDaemon(SIGHUP)
+        try await poll(timeout: 330, interval: 0.25, "refresh after reload") { world.fake.requests.contains { $0.status == 200 } }
+        #expect(try world.tokenctl(["token", "work"]).status == 0)
+    }
+}
+
+/// Issue 3, item 2: permanent and configuration failures.
+@Suite struct PermanentFailureTests {
+    static let needsLogin: [FakeFirebase.Fault] = [
+        .oauthError("invalid_grant"), .firebaseError("TOKEN_EXPIRED"), .firebaseError("USER_DISABLED"),
+        .firebaseError("USER_NOT_FOUND"), .firebaseError("INVALID_REFRESH_TOKEN"),
+    ]
+
+    /// The proactive refresh meets the verdict: needs_login, exit 77, and no further requests.
+    @Test(arguments: needsLogin)
+    func permanentFailureNeedsLogin(fault: FakeFirebase.Fault) async throws {
+        var options = FakeFirebase.Options()
+        options.lifetime = 3
+        let world = try await DaemonHarness.start(options: options)
+        defer { Task { await world.shutdown() } }
+        try world.importNewUser()
+        world.fake.inject(fault, count: 100)
+        try await poll(timeout: 30, "needs_login after \(fault)") { try world.status().state == "needs_login" }
+        let requests = world.fake.requests.count
+        for _ in 0..<3 {
+            let run = try world.tokenctl(["token", "work"])
+            #expect(run.status == 77)
+            #expect(run.stderr.contains("tokenctl import work"), "\(run.stderr)")
+        }
+        // Longer than the token lived and than the first retries would take: nothing more is asked.
+        try await Task.sleep(for: .seconds(4))
+        #expect(world.fake.requests.count == requests)
+        #expect(try world.storedSession() == nil)
+    }
+
+    @Test(arguments: [FakeFirebase.Fault.firebaseError("PROJECT_NUMBER_MISMATCH"), .oauthError("invalid_client", status: 401)])
+    func configurationFailureIsExit78WithTheProvidersMessage(fault: FakeFirebase.Fault) async throws {
+        let world = try await DaemonHarness.start()
+        defer { Task { await world.shutdown() } }
+        let session = try world.importNewUser()
+        world.fake.inject(fault, count: 100)
+        let run = try world.tokenctl(["refresh", "work"])
+        #expect(run.status == 78, "\(run.stderr)")
+        let code = try #require(try world.status().lastError?.code)
+        #expect(run.stderr.contains(code))
+        #expect(try world.storedSession()?.refreshToken == session.refreshToken, "a configuration error is not a revoked session")
+    }
+
+    @Test func badAPIKeyIsExit78() async throws {
+        let world = try await DaemonHarness.start(startDaemon: false)
+        defer { Task { await world.shutdown() } }
+        try world.writeConfig(world.firebaseAccount("work", apiKey: "invalid-key"))
+        try await world.startDaemon()
+        let session = world.fake.createUser()
+        let run = try world.tokenctl(["import", "work"], stdin: session.refreshToken)
+        #expect(run.status == 78)
+        #expect(run.stderr.contains("API key not valid"), "\(run.stderr)")
+        let token = try world.tokenctl(["token", "work"])
+        #expect(token.status == 78)
+    }
+}
+
+extension FakeFirebase.Fault: CustomTestStringConvertible {
+    public var testDescription: String { description }
+}
