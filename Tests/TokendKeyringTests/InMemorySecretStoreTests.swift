@@ -21,6 +21,20 @@ struct InMemorySecretStoreTests {
         #expect(store.operationCount == 7)
     }
 
+    /// The engine holds `any SecretStore` and calls the short forms.
+    @Test func theShortFormsWorkThroughTheProtocol() async throws {
+        let memory = InMemorySecretStore()
+        let store: any SecretStore = memory
+        let tokens = TestTokens.tokens("protocol")
+
+        try await store.save(tokens, account: "work").get()
+        #expect(try await store.load(account: "work").get() == tokens)
+        #expect(try await store.accounts().get() == ["work"])
+        #expect(await store.state() == .available)
+        #expect(try await store.delete(account: "work", ifRefreshToken: tokens.refreshToken).get())
+        #expect(memory.operationCount == 5)
+    }
+
     @Test func compareAndDelete() async throws {
         let tokens = TestTokens.tokens("delete")
         let store = InMemorySecretStore(items: ["work": tokens])

@@ -5,11 +5,11 @@ import TokendKeyring
 
 /// `LibsecretStore` with no usable session bus. libsecret binds to one bus per process, so each
 /// case runs in a child: this test binary again, filtered to `report()`, with the environment
-/// under test. The child prints what the store answered; the assertions are made here.
+/// under test. The child writes what the store answered to a file; the assertions are made here.
 @Suite
 struct NoSessionBusTests {
-    static let modeVariable = "TOKEND_KEYRING_TEST_NO_BUS_CHILD"
-    static let marker = "TOKEND-NO-BUS-RESULT "
+    /// Set in the child only: where to write the report.
+    static let reportVariable = "TOKEND_KEYRING_TEST_NO_BUS_REPORT"
 
     struct Report: Codable {
         var state: String
@@ -40,8 +40,11 @@ struct NoSessionBusTests {
     }
 
     /// The child's side: only does something in a child started by `runChild`.
-    @Test(.enabled(if: ProcessInfo.processInfo.environment[NoSessionBusTests.modeVariable] != nil))
+    @Test(.enabled(if: ProcessInfo.processInfo.environment[NoSessionBusTests.reportVariable] != nil))
     func report() async throws {
+        let path = try #require(ProcessInfo.processInfo.environment[Self.reportVariable])
+        // Longer than the default: the failures under test are fast ones, and a slow CI machine
+        // must not turn them into timeouts.
         let store = LibsecretStore(timeout: 10)
         let state = await store.state()
         let load = await store.load(account: "nobody")
@@ -56,12 +59,14 @@ struct NoSessionBusTests {
         let report = Report(
             state: state.rawValue, codes: results.map { $0?.code.rawValue ?? "success" }, domain: error.domain,
             message: error.message, tokendCode: mapped.code.rawValue, tokendMessage: mapped.message)
-        print(Self.marker + String(decoding: try JSONEncoder().encode(report), as: UTF8.self))
+        try JSONEncoder().encode(report).write(to: URL(fileURLWithPath: path))
     }
 
     private func runChild(busAddress: String?) throws -> Report {
+        let reportFile = FileManager.default.temporaryDirectory.appendingPathComponent("tokend-no-bus-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: reportFile) }
         var environment = ProcessInfo.processInfo.environment
-        environment[Self.modeVariable] = "1"
+        environment[Self.reportVariable] = reportFile.path
         environment["DBUS_SESSION_BUS_ADDRESS"] = busAddress
         // Without a display GDBus cannot autolaunch a bus: the no-bus case stays a no-bus case.
         environment["DISPLAY"] = nil
@@ -70,16 +75,15 @@ struct NoSessionBusTests {
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe")
         child.arguments = ["--testing-library", "swift-testing", "--filter", "NoSessionBusTests/report"]
         child.environment = environment
-        let output = Pipe()
-        child.standardOutput = output
+        // A file, not a pipe: a pipe's write end can leak into daemons other tests spawn at the
+        // same moment, and then EOF never comes.
+        child.standardOutput = FileHandle.nullDevice
         child.standardError = FileHandle.nullDevice
         try child.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        // Bounded: every store call in the child has a deadline.
         child.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        let line = try #require(
-            text.split(separator: "\n").first { $0.hasPrefix(Self.marker) }, "child printed no report:\n\(text)")
         #expect(child.terminationStatus == 0)
-        return try JSONDecoder().decode(Report.self, from: Data(line.dropFirst(Self.marker.count).utf8))
+        let data = try #require(try? Data(contentsOf: reportFile), "the child wrote no report")
+        return try JSONDecoder().decode(Report.self, from: data)
     }
 }

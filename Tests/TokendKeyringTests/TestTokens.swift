@@ -40,6 +40,7 @@ func eventually<T>(within seconds: Double = 10, _ attempt: () async -> T?) async
     while true {
         if let value = await attempt() { return value }
         if ContinuousClock.now >= deadline { return nil }
+        // Often enough not to slow the tests, rarely enough not to load two shared cores.
         try? await Task.sleep(for: .milliseconds(50))
     }
 }

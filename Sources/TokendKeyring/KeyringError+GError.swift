@@ -1,0 +1,56 @@
+import CLibsecret
+
+extension KeyringError {
+    /// Takes a GError over (it is freed here), keeping its domain, code and message verbatim.
+    init(consuming error: UnsafeMutablePointer<GError>) {
+        defer { g_error_free(error) }
+        let domainQuark = error.pointee.domain
+        let gerrorCode = error.pointee.code
+        let code: Code
+        switch domainQuark {
+        case secret_error_get_quark():
+            code = gerrorCode == Int32(SECRET_ERROR_IS_LOCKED.rawValue) ? .locked : .failed
+        case g_io_error_quark() where gerrorCode == Int32(G_IO_ERROR_CANCELLED.rawValue):
+            // Only our deadline cancels an operation.
+            code = .timedOut
+        case g_dbus_error_quark(), g_io_error_quark():
+            // Transport trouble: no bus, a closed connection, no service owning the name.
+            code = .unavailable
+        default:
+            code = .failed
+        }
+        self.init(
+            code,
+            error.pointee.message.map { String(cString: $0) } ?? "unknown error",
+            domain: g_quark_to_string(domainQuark).map { String(cString: $0) },
+            gerrorCode: gerrorCode)
+    }
+
+    /// The error says the Secret Service we had a proxy and session for is gone (gnome-keyring
+    /// was restarted or replaced): worth one retry on a fresh connection.
+    var meansServiceWentAway: Bool {
+        guard let domain, let gerrorCode else { return false }
+        switch domain {
+        case Self.dbusDomain:
+            return Self.staleDBusErrors.contains(gerrorCode)
+        case Self.ioDomain:
+            // CLOSED: the bus connection dropped. DBUS_ERROR: a remote error GIO has no mapping for,
+            // e.g. org.freedesktop.Secret.Error.NoSession ("the session … does not exist").
+            return gerrorCode == Int32(G_IO_ERROR_CLOSED.rawValue) || gerrorCode == Int32(G_IO_ERROR_DBUS_ERROR.rawValue)
+        case Self.secretDomain:
+            return gerrorCode == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue)
+        default:
+            return false
+        }
+    }
+
+    private static let dbusDomain = String(cString: g_quark_to_string(g_dbus_error_quark()))
+    private static let ioDomain = String(cString: g_quark_to_string(g_io_error_quark()))
+    private static let secretDomain = String(cString: g_quark_to_string(secret_error_get_quark()))
+    /// Measured after `gnome-keyring-daemon --replace`: calls to the old unique name answer
+    /// SERVICE_UNKNOWN; the others are what a vanished peer or object path produces.
+    private static let staleDBusErrors: Set<Int32> = [
+        G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER, G_DBUS_ERROR_DISCONNECTED,
+        G_DBUS_ERROR_UNKNOWN_OBJECT, G_DBUS_ERROR_UNKNOWN_INTERFACE, G_DBUS_ERROR_UNKNOWN_METHOD,
+    ].reduce(into: []) { $0.insert(Int32($1.rawValue)) }
+}

@@ -1,0 +1,46 @@
+import TokendCore
+
+extension TokendError {
+    /// The error a client sees for a keyring failure: `keyring_locked` or `keyring_unavailable`
+    /// with what to do about it. `account` names the item when there is one.
+    public init(_ keyring: KeyringError, account: String? = nil) {
+        let item = account.map { "the keyring item of account \"\($0)\"" } ?? "the keyring"
+        switch keyring.code {
+        case .locked:
+            self.init(
+                .keyringLocked,
+                "\(item) is locked: unlock the login keyring (e.g. log in to the desktop session, or run "
+                    + "`gnome-keyring-daemon --replace --unlock` with the password on stdin); tokend keeps the "
+                    + "tokens it holds in memory and writes them back once the keyring is unlocked")
+        case .unavailable:
+            self.init(
+                .keyringUnavailable,
+                "no Secret Service on the session bus: start gnome-keyring-daemon (e.g. "
+                    + "`gnome-keyring-daemon --start --components=secrets`) in this login session and check "
+                    + "DBUS_SESSION_BUS_ADDRESS (\(keyring.message))")
+        case .timedOut:
+            self.init(
+                .keyringUnavailable,
+                "the Secret Service did not answer in time: check that gnome-keyring-daemon is running and "
+                    + "responsive, or restart it with `gnome-keyring-daemon --replace` (\(keyring.message))")
+        case .failed:
+            self.init(
+                .keyringUnavailable,
+                "the Secret Service refused the operation on \(item): \(keyring.message)")
+        case .corrupt:
+            // The item is kept (it might be something the user wants back); only a new sign-in or
+            // import replaces it, which is what needs_login tells the caller to do.
+            let name = account ?? "ACCOUNT"
+            self.init(
+                .needsLogin,
+                "\(item) does not hold a token set tokend can read and was left untouched: inspect it with "
+                    + "`secret-tool search --all application tokend account \(name)`, then run "
+                    + "`tokenctl login \(name)` or `tokenctl import \(name)` to replace it")
+        }
+    }
+}
+
+extension KeyringError {
+    /// Shorthand for `TokendError(self, account:)`.
+    public func tokendError(account: String? = nil) -> TokendError { TokendError(self, account: account) }
+}

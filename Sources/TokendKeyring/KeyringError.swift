@@ -1,0 +1,36 @@
+/// Why a keyring operation did not happen. Never carries a secret: the message is a GError's
+/// message (libsecret and GDBus never put secret values in them) or one of ours.
+public struct KeyringError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// The item or the collection is locked; nothing was read, written or deleted.
+        case locked
+        /// No session bus, or no Secret Service on it.
+        case unavailable
+        /// The operation did not finish before its deadline (it may still finish later).
+        case timedOut = "timed_out"
+        /// The Secret Service answered with an error that is none of the above.
+        case failed
+        /// The item exists but its secret is not a token set tokend can read; it is left alone.
+        case corrupt
+    }
+
+    public var code: Code
+    /// The GError's domain (`g_quark_to_string`), verbatim, when the error came from GLib.
+    public var domain: String?
+    /// The GError's code, when the error came from GLib.
+    public var gerrorCode: Int32?
+    public var message: String
+
+    public init(_ code: Code, _ message: String, domain: String? = nil, gerrorCode: Int32? = nil) {
+        self.code = code
+        self.message = message
+        self.domain = domain
+        self.gerrorCode = gerrorCode
+    }
+
+    public var description: String {
+        var text = "keyring \(code.rawValue): \(message)"
+        if let domain, let gerrorCode { text += " [\(domain) \(gerrorCode)]" }
+        return text
+    }
+}

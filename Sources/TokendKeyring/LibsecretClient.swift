@@ -1,0 +1,263 @@
+import CLibsecret
+import TokendCore
+
+/// The libsecret calls behind `LibsecretStore`, one method per operation.
+///
+/// Never unlocks and never prompts: searches go without `SECRET_SEARCH_UNLOCK`, secrets are read
+/// through a search with `SECRET_SEARCH_LOAD_SECRETS` (libsecret loads them for unlocked items
+/// only) rather than `secret_password_lookup`, which would try to unlock a locked item, and
+/// writes check the collection first because a store into a locked one asks for an unlock.
+final class LibsecretClient: @unchecked Sendable {  // confined to the keyring thread: only its jobs call it
+    /// Items carry it as `xdg:schema`; matching ignores it, so `secret-tool` searches by attribute
+    /// (and items written by hand with `secret-tool store`) are found too.
+    static let schemaName = "org.tokend.Session"
+    static let applicationAttribute = "application"
+    static let applicationName = "tokend"
+    static let accountAttribute = "account"
+
+    private var schema: UnsafeMutablePointer<SecretSchema>?
+
+    init() {}
+
+    /// Frees what the client holds; on the keyring thread, as it ends.
+    func close() {
+        if let schema { secret_schema_unref(schema) }
+        schema = nil
+    }
+
+    // MARK: operations
+
+    func load(account: String, cancellable: UnsafeMutablePointer<GCancellable>) -> Result<TokenSet?, KeyringError> {
+        retryingOnce { () throws(KeyringError) -> TokenSet? in
+            let service = try self.service(cancellable)
+            let items = try self.search(service, account: account, loadSecrets: true, cancellable)
+            guard !items.isEmpty else { return nil }
+            // Should another collection hold a second copy, an unlocked one is readable now.
+            guard let item = items.first(where: { !$0.locked }) else {
+                throw KeyringError(.locked, "the item is locked")
+            }
+            guard let secret = item.secret else {
+                throw KeyringError(.failed, "the Secret Service returned no secret for an unlocked item")
+            }
+            return try Self.decode(secret)
+        }
+    }
+
+    func save(_ json: String, account: String, cancellable: UnsafeMutablePointer<GCancellable>) -> Result<Void, KeyringError> {
+        retryingOnce { () throws(KeyringError) in
+            let service = try self.service(cancellable)
+            try self.requireUnlockedDefaultCollection(service, cancellable)
+            let attributes = Self.attributes(account: account)
+            defer { g_hash_table_unref(attributes) }
+            var error: UnsafeMutablePointer<GError>?
+            // With the same attributes, the Secret Service replaces the item's secret in place:
+            // one write, so refresh and ID tokens can never be torn apart.
+            let stored = secret_password_storev_sync(
+                try self.sessionSchema(), attributes, nil, "tokend session: \(account)", json, cancellable, &error)
+            if let error { throw KeyringError(consuming: error) }
+            guard stored != 0 else { throw KeyringError(.failed, "the Secret Service did not store the item") }
+        }
+    }
+
+    func delete(account: String, ifRefreshToken: String?, cancellable: UnsafeMutablePointer<GCancellable>) -> Result<Bool, KeyringError> {
+        retryingOnce { () throws(KeyringError) -> Bool in
+            let service = try self.service(cancellable)
+            try self.requireUnlockedDefaultCollection(service, cancellable)
+            let items = try self.search(service, account: account, loadSecrets: ifRefreshToken != nil, cancellable)
+            if items.contains(where: \.locked) { throw KeyringError(.locked, "the item is locked") }
+            let doomed = items.filter { item in
+                guard let ifRefreshToken else { return true }
+                // An unreadable item is not the token the caller meant: keep it.
+                guard let secret = item.secret, let tokens = try? Self.decode(secret) else { return false }
+                return tokens.refreshToken == ifRefreshToken
+            }
+            for item in doomed {
+                var error: UnsafeMutablePointer<GError>?
+                _ = secret_item_delete_sync(item.object.pointer, cancellable, &error)
+                if let error { throw KeyringError(consuming: error) }
+            }
+            return !doomed.isEmpty
+        }
+    }
+
+    func accounts(cancellable: UnsafeMutablePointer<GCancellable>) -> Result<[String], KeyringError> {
+        retryingOnce { () throws(KeyringError) -> [String] in
+            let service = try self.service(cancellable)
+            let items = try self.search(service, account: nil, loadSecrets: false, cancellable)
+            return Set(items.compactMap(\.account)).sorted()
+        }
+    }
+
+    func state(cancellable: UnsafeMutablePointer<GCancellable>) -> Result<KeyringState, KeyringError> {
+        retryingOnce { () throws(KeyringError) -> KeyringState in
+            let service = try self.service(cancellable)
+            return try self.defaultCollectionLocked(service, cancellable) == false ? .available : .locked
+        }
+    }
+
+    // MARK: building blocks
+
+    /// Runs `body`; if it failed because the Secret Service it was talking to went away (a
+    /// restarted gnome-keyring: libsecret keeps a proxy and a session bound to the old one),
+    /// drops libsecret's cached service and runs it once more.
+    private func retryingOnce<T>(_ body: () throws(KeyringError) -> T) -> Result<T, KeyringError> {
+        do {
+            return .success(try body())
+        } catch where error.meansServiceWentAway {
+            secret_service_disconnect()
+            do { return .success(try body()) } catch { return .failure(error) }
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func service(_ cancellable: UnsafeMutablePointer<GCancellable>) throws(KeyringError) -> GObjectRef<SecretService> {
+        var error: UnsafeMutablePointer<GError>?
+        let pointer = secret_service_get_sync(SECRET_SERVICE_NONE, cancellable, &error)
+        if let error {
+            if let pointer { g_object_unref(pointer) }
+            var failure = KeyringError(consuming: error)
+            // Whatever stops us reaching the service (no bus, a dead socket, no autolaunch) is
+            // "unavailable", whichever GLib domain reports it.
+            if failure.code == .failed { failure.code = .unavailable }
+            throw failure
+        }
+        guard let pointer else { throw KeyringError(.unavailable, "libsecret returned no Secret Service") }
+        // GDBus exits the process when a shared bus connection closes, if anyone runs the default
+        // main context: a daemon must outlive its session bus's hiccups and report them instead.
+        pointer.withMemoryRebound(to: GDBusProxy.self, capacity: 1) { proxy in
+            g_dbus_connection_set_exit_on_close(g_dbus_proxy_get_connection(proxy), 0)
+        }
+        return GObjectRef(pointer)
+    }
+
+    /// Whether the default collection (the login keyring) is locked; nil if there is none.
+    private func defaultCollectionLocked(
+        _ service: GObjectRef<SecretService>, _ cancellable: UnsafeMutablePointer<GCancellable>
+    ) throws(KeyringError) -> Bool? {
+        var error: UnsafeMutablePointer<GError>?
+        let collection = secret_collection_for_alias_sync(
+            service.pointer, SECRET_COLLECTION_DEFAULT, SECRET_COLLECTION_NONE, cancellable, &error)
+        if let error {
+            if let collection { g_object_unref(collection) }
+            throw KeyringError(consuming: error)
+        }
+        guard let collection else { return nil }
+        defer { g_object_unref(collection) }
+        return secret_collection_get_locked(collection) != 0
+    }
+
+    private func requireUnlockedDefaultCollection(
+        _ service: GObjectRef<SecretService>, _ cancellable: UnsafeMutablePointer<GCancellable>
+    ) throws(KeyringError) {
+        switch try defaultCollectionLocked(service, cancellable) {
+        case false: return
+        case true: throw KeyringError(.locked, "the default collection (login keyring) is locked")
+        case nil:
+            // Writing would make the Secret Service prompt for a new keyring's password.
+            throw KeyringError(.locked, "the Secret Service has no default collection (login keyring)")
+        }
+    }
+
+    private struct FoundItem {
+        let object: GObjectRef<SecretItem>
+        let locked: Bool
+        let account: String?
+        /// Only when asked for, and only for unlocked items.
+        let secret: String?
+    }
+
+    /// Every item of ours (of one account, or all), locked ones included. Never unlocks.
+    private func search(
+        _ service: GObjectRef<SecretService>, account: String?, loadSecrets: Bool,
+        _ cancellable: UnsafeMutablePointer<GCancellable>
+    ) throws(KeyringError) -> [FoundItem] {
+        let attributes = Self.attributes(account: account)
+        defer { g_hash_table_unref(attributes) }
+        var flags = SECRET_SEARCH_ALL.rawValue
+        if loadSecrets { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }
+        var error: UnsafeMutablePointer<GError>?
+        let list = secret_service_search_sync(
+            service.pointer, try sessionSchema(), attributes, SecretSearchFlags(rawValue: flags), cancellable, &error)
+        defer { g_list_free_full(list, g_object_unref) }
+        if let error { throw KeyringError(consuming: error) }
+
+        var found: [FoundItem] = []
+        var node = list
+        while let current = node {
+            if let data = current.pointee.data {
+                let item = data.assumingMemoryBound(to: SecretItem.self)
+                g_object_ref(item)
+                found.append(
+                    FoundItem(
+                        object: GObjectRef(item),
+                        locked: secret_item_get_locked(item) != 0,
+                        account: Self.attribute(Self.accountAttribute, of: item),
+                        secret: loadSecrets ? Self.secretText(of: item) : nil))
+            }
+            node = current.pointee.next
+        }
+        return found
+    }
+
+    private func sessionSchema() throws(KeyringError) -> UnsafeMutablePointer<SecretSchema> {
+        if let schema { return schema }
+        let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil)
+        defer { g_hash_table_unref(types) }
+        for name in [Self.applicationAttribute, Self.accountAttribute] {
+            // SECRET_SCHEMA_ATTRIBUTE_STRING is 0, which GINT_TO_POINTER makes a null value.
+            g_hash_table_insert(types, g_strdup(name), UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)))
+        }
+        guard let made = secret_schema_newv(Self.schemaName, SECRET_SCHEMA_DONT_MATCH_NAME, types) else {
+            throw KeyringError(.failed, "libsecret refused the item schema")
+        }
+        schema = made
+        return made
+    }
+
+    /// The attributes of one account's item, or of all of ours; the caller unrefs the table.
+    private static func attributes(account: String?) -> OpaquePointer {
+        let table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
+        g_hash_table_insert(table, g_strdup(applicationAttribute), g_strdup(applicationName))
+        if let account { g_hash_table_insert(table, g_strdup(accountAttribute), g_strdup(account)) }
+        return table
+    }
+
+    private static func attribute(_ name: String, of item: UnsafeMutablePointer<SecretItem>) -> String? {
+        guard let table = secret_item_get_attributes(item) else { return nil }
+        defer { g_hash_table_unref(table) }
+        guard let value = g_hash_table_lookup(table, name) else { return nil }
+        return String(cString: value.assumingMemoryBound(to: CChar.self))
+    }
+
+    private static func secretText(of item: UnsafeMutablePointer<SecretItem>) -> String? {
+        guard let value = secret_item_get_secret(item) else { return nil }
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        var length = 0
+        guard let bytes = secret_value_get(value, &length) else { return nil }
+        // Read as bytes, not secret_value_get_text: that is nil unless the content type is
+        // text/plain, and other tools may have written the item.
+        return bytes.withMemoryRebound(to: UInt8.self, capacity: length) { base in
+            String(decoding: UnsafeBufferPointer(start: base, count: length), as: UTF8.self)
+        }
+    }
+
+    private static func decode(_ secret: String) throws(KeyringError) -> TokenSet {
+        do {
+            return try TokenSet(keyringJSON: secret)
+        } catch {
+            // Not the decoder's message: it can quote pieces of the secret.
+            throw KeyringError(.corrupt, "the item's secret is not a tokend token set (JSON with a refresh_token)")
+        }
+    }
+}
+
+/// An owned reference to a GObject, released when the Swift value goes (on the keyring thread:
+/// these never leave it).
+final class GObjectRef<Object> {
+    let pointer: UnsafeMutablePointer<Object>
+
+    init(_ pointer: UnsafeMutablePointer<Object>) { self.pointer = pointer }
+
+    deinit { g_object_unref(pointer) }
+}

@@ -1,0 +1,54 @@
+import TokendCore
+
+/// Where each account's token set lives between daemon runs (DESIGN.md §3).
+///
+/// Every method enqueues its operation synchronously, before its first suspension, so calls made
+/// from one actor reach the store in the order they were made (a save followed by a load sees the
+/// save). Each operation has a deadline; one that has not finished by then answers `.timedOut`.
+/// No method ever deletes or overwrites anything because of a locked or unreachable keyring.
+public protocol SecretStore: AnyObject, Sendable {
+    /// The account's token set; `nil` means there is definitely no item. A locked item answers
+    /// `.failure(.locked)`, never `nil`; an unreadable one `.failure(.corrupt)`.
+    func load(account: String, isolation: isolated (any Actor)?) async -> Result<TokenSet?, KeyringError>
+
+    /// Replaces the account's item in one atomic write. A locked collection answers `.locked`
+    /// without trying (trying would prompt for a password).
+    func save(_ tokens: TokenSet, account: String, isolation: isolated (any Actor)?) async -> Result<Void, KeyringError>
+
+    /// Deletes the account's item; with `ifRefreshToken` only if the stored refresh token is that
+    /// one (compare-and-delete: a logout racing a rotation must not delete the new token).
+    /// `true` if an item was deleted.
+    func delete(account: String, ifRefreshToken: String?, isolation: isolated (any Actor)?) async -> Result<Bool, KeyringError>
+
+    /// The names of all accounts that have an item, locked ones included (attributes stay
+    /// readable when locked), sorted.
+    func accounts(isolation: isolated (any Actor)?) async -> Result<[String], KeyringError>
+
+    /// Whether the Secret Service is reachable and its default collection unlocked.
+    func state(isolation: isolated (any Actor)?) async -> KeyringState
+}
+
+// Convenience forms that pick up the caller's isolation, so `await store.load(account: "work")`
+// keeps the ordering guarantee. The isolation parameter is unlabelled here: with the label these
+// would become default implementations of the requirements and could recurse forever.
+extension SecretStore {
+    public func load(account: String, _ isolation: isolated (any Actor)? = #isolation) async -> Result<TokenSet?, KeyringError> {
+        await load(account: account, isolation: isolation)
+    }
+
+    public func save(_ tokens: TokenSet, account: String, _ isolation: isolated (any Actor)? = #isolation) async -> Result<Void, KeyringError> {
+        await save(tokens, account: account, isolation: isolation)
+    }
+
+    public func delete(account: String, ifRefreshToken: String? = nil, _ isolation: isolated (any Actor)? = #isolation) async -> Result<Bool, KeyringError> {
+        await delete(account: account, ifRefreshToken: ifRefreshToken, isolation: isolation)
+    }
+
+    public func accounts(_ isolation: isolated (any Actor)? = #isolation) async -> Result<[String], KeyringError> {
+        await accounts(isolation: isolation)
+    }
+
+    public func state(_ isolation: isolated (any Actor)? = #isolation) async -> KeyringState {
+        await state(isolation: isolation)
+    }
+}

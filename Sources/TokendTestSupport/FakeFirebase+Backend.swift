@@ -1,0 +1,196 @@
+import Foundation
+import Synchronization
+
+extension FakeFirebase {
+    /// Everything the fake knows and decides, behind one lock; no sockets. The connection layer
+    /// asks it what to do with a request and performs the answer.
+    ///
+    /// Sendable through `Mutex`: every piece of mutable state lives inside it.
+    final class Backend: Sendable {
+        struct Waiter: Sendable {
+            var count: Int
+            var continuation: CheckedContinuation<Bool, Never>
+            /// Answers false at the deadline; cancelled when the log gets there first.
+            var timer: Task<Void, Never>
+        }
+
+        struct State: Sendable {
+            var options: Options
+            var ledger = Ledger()
+            var faults = FaultSchedule()
+            var log: [Request] = []
+            var waiters: [UInt64: Waiter] = [:]
+            var nextWaiterID: UInt64 = 0
+            var observers: [@Sendable (Request) -> Void] = []
+            var isShutDown = false
+        }
+
+        let state: Mutex<State>
+
+        init(options: Options) {
+            state = Mutex(State(options: options))
+        }
+
+        /// Runs `body` under the lock. What it logs is appended to the request log, and waiters
+        /// and observers hear of it once the lock is released (they may call back into the fake).
+        func transact<T: Sendable>(_ body: (inout State, inout [Request]) -> T) -> T {
+            let (result, logged, ready, observers) = state.withLock { state in
+                var logged: [Request] = []
+                let result = body(&state, &logged)
+                state.log.append(contentsOf: logged)
+                let count = state.log.count
+                let ready = state.waiters.filter { $0.value.count <= count }
+                for id in ready.keys { state.waiters.removeValue(forKey: id) }
+                return (result, logged, Array(ready.values), logged.isEmpty ? [] : state.observers)
+            }
+            for waiter in ready {
+                waiter.timer.cancel()
+                waiter.continuation.resume(returning: true)
+            }
+            for entry in logged { for observer in observers { observer(entry) } }
+            return result
+        }
+
+        // MARK: Options, faults, log
+
+        var options: Options { state.withLock { $0.options } }
+
+        func update(_ change: (inout Options) -> Void) {
+            state.withLock { change(&$0.options) }
+        }
+
+        func inject(_ fault: Fault, budget: FaultSchedule.Budget) {
+            state.withLock { state in state.faults.add(fault, budget: budget, now: state.options.clock.now()) }
+        }
+
+        func clearFaults() {
+            state.withLock { $0.faults.removeAll() }
+        }
+
+        /// Spends the fault for a request to `route`, decided when its head arrives (so that
+        /// `refuse` can act before the body is read). Only the token endpoint takes faults.
+        func takeFault(for route: Route) -> Fault? {
+            guard route.takesFaults else { return nil }
+            return state.withLock { state in state.faults.take(at: state.options.clock.now()) }
+        }
+
+        var requests: [Request] { state.withLock { $0.log } }
+
+        func addObserver(_ observer: @escaping @Sendable (Request) -> Void) {
+            state.withLock { $0.observers.append(observer) }
+        }
+
+        func waitForRequests(count: Int, timeout: Double) async -> Bool {
+            await withCheckedContinuation { continuation in
+                // Registered under the same lock that appends to the log, so no wake-up is lost.
+                let registered = state.withLock { locked in
+                    guard locked.log.count < count, !locked.isShutDown else { return false }
+                    let id = locked.nextWaiterID
+                    locked.nextWaiterID += 1
+                    let timer = Task { [self] in
+                        guard (try? await Task.sleep(for: .seconds(max(timeout, 0)))) != nil else { return }
+                        let expired = state.withLock { $0.waiters.removeValue(forKey: id) }
+                        expired?.continuation.resume(returning: false)
+                    }
+                    locked.waiters[id] = Waiter(count: count, continuation: continuation, timer: timer)
+                    return true
+                }
+                if !registered { continuation.resume(returning: requests.count >= count) }
+            }
+        }
+
+        func cancelWaiters() {
+            let waiters = state.withLock { state in
+                state.isShutDown = true
+                defer { state.waiters.removeAll() }
+                return Array(state.waiters.values)
+            }
+            for waiter in waiters {
+                waiter.timer.cancel()
+                waiter.continuation.resume(returning: false)
+            }
+        }
+
+        // MARK: Users
+
+        /// A new user, signed in. An email already taken signs that user in again when
+        /// `reuseExisting`, and answers nil otherwise.
+        func createUser(email: String?, password: String?, reuseExisting: Bool = true) -> Ledger.Minted? {
+            state.withLock { state in
+                let now = state.options.clock.now()
+                let existing = email.flatMap(state.ledger.user(withEmail:))
+                if existing != nil, !reuseExisting { return nil }
+                let user = existing ?? state.ledger.addUser(email: email, password: password)
+                let provider = user.email == nil ? "anonymous" : "password"
+                return state.ledger.signIn(uid: user.uid, provider: provider, now: now, options: state.options)
+            }
+        }
+
+        func disableUser(_ uid: String) -> Bool { state.withLock { $0.ledger.disable(uid) } }
+        func deleteUser(_ uid: String) -> Bool { state.withLock { $0.ledger.delete(uid) } }
+        func revokeTokens(_ uid: String) -> Bool { state.withLock { $0.ledger.revokeTokens(of: uid) } }
+        func newestRefreshToken(uid: String) -> String? { state.withLock { $0.ledger.newestRefreshToken(uid: uid) } }
+
+        // MARK: Requests
+
+        /// What to do with a complete request. `fault` is what `takeFault` chose at its head.
+        func handle(_ request: IncomingRequest, fault: Fault?) -> Decision {
+            let route = Route(path: request.path)
+            switch route {
+            case .control(let segments):
+                return Decision(action: .reply(control(request, segments: segments)))
+            case .secureToken:
+                return transact { state, log in secureToken(request, fault: fault, state: &state, log: &log) }
+            case .identityToolkit(let method):
+                return transact { state, log in identityToolkit(method, request, state: &state, log: &log) }
+            case .unknown:
+                return transact { state, log in
+                    var entry = Request(at: state.options.clock.now(), method: request.method, path: request.path)
+                    let rejection = FirebaseRejection.http(404)
+                    entry.status = rejection.status
+                    entry.errorCode = rejection.code
+                    log.append(entry)
+                    return Decision(action: .reply(.rejection(rejection)), delay: state.options.latency)
+                }
+            }
+        }
+
+        /// Logs a request reset by `refuse` before its body was read.
+        func logRefused(method: String, path: String) {
+            transact { state, log in
+                var entry = Request(at: state.options.clock.now(), method: method, path: path)
+                entry.fault = .refuse
+                log.append(entry)
+            }
+        }
+    }
+}
+
+/// A complete request as the connection layer hands it over.
+struct IncomingRequest: Sendable {
+    var method: String
+    /// Percent-decoded path, without the query.
+    var path: String
+    var query: [String: String]
+    /// `?key=` or else the `X-Goog-Api-Key` header, both of which Google accepts.
+    var apiKey: String?
+    var contentType: String?
+    var body: [UInt8]
+}
+
+/// What the connection layer should do, and after how long.
+struct Decision: Sendable {
+    enum Action: Sendable, Equatable {
+        case reply(Reply)
+        /// Close without answering.
+        case drop
+        /// Send the head and half the body of this reply, then close.
+        case dropMidResponse(Reply)
+        /// Never answer; leave the connection open.
+        case hang
+    }
+
+    var action: Action
+    /// Seconds to hold the answer back (`Options.latency`).
+    var delay: Double = 0
+}

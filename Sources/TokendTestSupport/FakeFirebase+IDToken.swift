@@ -1,0 +1,61 @@
+import Foundation
+import TokendCore
+
+/// Mints ID tokens the way the Auth emulator does: unsigned JWTs (`alg: none`, empty signature
+/// segment) carrying production's claims, plus a `jti` so that every token is unique.
+enum IDTokenMinter {
+    struct Header: Encodable {
+        var alg = "none"
+        var typ = "JWT"
+    }
+
+    struct Claims: Encodable {
+        struct FirebaseClaim: Encodable {
+            var identities: [String: [String]]
+            var sign_in_provider: String
+        }
+
+        var iss: String
+        var aud: String
+        var auth_time: Int
+        var user_id: String
+        var sub: String
+        var iat: Int
+        var exp: Int
+        var email: String?
+        var email_verified: Bool?
+        var firebase: FirebaseClaim
+        var jti: String
+    }
+
+    /// What a sign-in fixed and every refresh of it carries forward.
+    struct Subject: Sendable {
+        var uid: String
+        var email: String?
+        /// `password`, `anonymous` or `custom`: firebase.sign_in_provider.
+        var provider: String
+        /// Seconds since the epoch of the sign-in: `auth_time`, unchanged across refreshes.
+        var authTime: Int
+    }
+
+    /// The token and its expiry. `iat` is whole seconds (JWT NumericDate), so `exp - iat` is
+    /// exactly `lifetime`.
+    static func mint(for subject: Subject, issuedAt now: Date, lifetime: Int, projectID: String) -> (token: String, expiresAt: Date) {
+        let iat = Int(now.timeIntervalSince1970.rounded(.down))
+        let exp = iat + lifetime
+        var identities: [String: [String]] = [:]
+        if let email = subject.email { identities["email"] = [email] }
+        let claims = Claims(
+            iss: "https://securetoken.google.com/\(projectID)", aud: projectID, auth_time: subject.authTime,
+            user_id: subject.uid, sub: subject.uid, iat: iat, exp: exp,
+            email: subject.email, email_verified: subject.email.map { _ in false },
+            firebase: .init(identities: identities, sign_in_provider: subject.provider),
+            jti: FakeIdentifiers.nonce())
+        let token = segment(Header()) + "." + segment(claims) + "."
+        return (token, Date(timeIntervalSince1970: Double(exp)))
+    }
+
+    private static func segment(_ value: some Encodable) -> String {
+        JWTClaims.base64URLEncode(FakeJSON.encode(value))
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+
+/// JSON in and out for the fake: one encoder configuration for every body it writes.
+enum FakeJSON {
+    /// Sorted keys make bodies byte-stable for tests; unescaped slashes keep `iss` readable.
+    static func encode(_ value: some Encodable) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return try encoder.encode(value)
+        } catch {
+            // Only the fake's own structs of strings, numbers and dictionaries come here; they
+            // cannot fail to encode, so a failure is a bug in the fake, not in the code under test.
+            preconditionFailure("FakeFirebase could not encode its own JSON: \(error)")
+        }
+    }
+
+    /// Decodes a request body; an empty body decodes as `{}` (signUp with no body is anonymous).
+    static func decode<T: Decodable>(_ type: T.Type, from body: [UInt8]) throws(BodyError) -> T {
+        let isBlank = body.allSatisfy { [0x20, 0x09, 0x0A, 0x0D].contains($0) }  // JSON's four whitespace bytes
+        let bytes = isBlank ? Array("{}".utf8) : body
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
+        } catch {
+            throw BodyError.invalidJSON
+        }
+    }
+}
+
+/// A request body the fake could not read.
+enum BodyError: Error, Equatable {
+    case invalidJSON
+}

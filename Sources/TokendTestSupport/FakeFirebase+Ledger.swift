@@ -1,0 +1,121 @@
+import Foundation
+
+/// The fake's accounts and refresh tokens, and the rules that decide what a refresh answers.
+/// Pure state: the backend holds it under its lock and supplies the options and the time.
+struct Ledger: Sendable {
+    struct User: Sendable {
+        var uid: String
+        var email: String?
+        var password: String?
+        var disabled = false
+    }
+
+    /// What a refresh token is good for.
+    enum GrantState: Sendable, Equatable {
+        case live
+        /// Replaced under `revokePrevious` rotation: answers `INVALID_REFRESH_TOKEN`.
+        case superseded
+        /// Cut off by `revokeTokens`: answers `TOKEN_EXPIRED`, as production does.
+        case revoked
+    }
+
+    /// One refresh token: the sign-in it continues and whether it still works.
+    struct Grant: Sendable {
+        var subject: IDTokenMinter.Subject
+        var state: GrantState
+    }
+
+    /// A sign-in or refresh that succeeded.
+    struct Minted: Sendable, Equatable {
+        var uid: String
+        var email: String?
+        var refreshToken: String
+        var idToken: String
+        var expiresAt: Date
+        var lifetime: Int
+
+        var session: FakeFirebase.Session {
+            FakeFirebase.Session(uid: uid, refreshToken: refreshToken, idToken: idToken, expiresAt: expiresAt)
+        }
+    }
+
+    private(set) var users: [String: User] = [:]
+    private var grants: [String: Grant] = [:]
+    /// Survives `deleteUser`, so a test can still ask which token the deleted user last held.
+    private var newest: [String: String] = [:]
+
+    func newestRefreshToken(uid: String) -> String? { newest[uid] }
+
+    func user(withEmail email: String) -> User? {
+        users.values.first { $0.email?.lowercased() == email.lowercased() }
+    }
+
+    /// Adds a user; the caller has checked that the email is free.
+    mutating func addUser(email: String?, password: String?, uid: String = FakeIdentifiers.uid()) -> User {
+        let user = User(uid: uid, email: email, password: password)
+        users[uid] = user
+        return user
+    }
+
+    /// A new session for an existing user: a fresh refresh token and ID token, `auth_time` now.
+    mutating func signIn(uid: String, provider: String, now: Date, options: FakeFirebase.Options) -> Minted {
+        let subject = IDTokenMinter.Subject(
+            uid: uid, email: users[uid]?.email, provider: provider,
+            authTime: Int(now.timeIntervalSince1970.rounded(.down)))
+        return issue(for: subject, now: now, options: options)
+    }
+
+    /// What the Secure Token API does with a presented refresh token.
+    mutating func refresh(_ presented: String, now: Date, options: FakeFirebase.Options) -> Result<Minted, FirebaseRejection> {
+        guard let grant = grants[presented], grant.state != .superseded else {
+            return .failure(.firebase("INVALID_REFRESH_TOKEN"))
+        }
+        guard let user = users[grant.subject.uid] else { return .failure(.firebase("USER_NOT_FOUND")) }
+        if user.disabled { return .failure(.firebase("USER_DISABLED")) }
+        if grant.state == .revoked { return .failure(.firebase("TOKEN_EXPIRED")) }
+
+        var subject = grant.subject
+        subject.email = user.email
+        guard options.rotate else {
+            let (idToken, expiresAt) = IDTokenMinter.mint(
+                for: subject, issuedAt: now, lifetime: options.lifetime, projectID: options.projectID)
+            return .success(Minted(
+                uid: user.uid, email: user.email, refreshToken: presented, idToken: idToken, expiresAt: expiresAt,
+                lifetime: options.lifetime))
+        }
+        if options.revokePrevious { grants[presented]?.state = .superseded }
+        return .success(issue(for: subject, now: now, options: options))
+    }
+
+    /// The uid a refresh token belongs to, if the fake ever issued it.
+    func uid(of refreshToken: String) -> String? { grants[refreshToken]?.subject.uid }
+
+    mutating func disable(_ uid: String) -> Bool {
+        guard users[uid] != nil else { return false }
+        users[uid]?.disabled = true
+        return true
+    }
+
+    mutating func delete(_ uid: String) -> Bool {
+        users.removeValue(forKey: uid) != nil
+    }
+
+    mutating func revokeTokens(of uid: String) -> Bool {
+        guard users[uid] != nil else { return false }
+        for (token, grant) in grants where grant.subject.uid == uid && grant.state == .live {
+            grants[token]?.state = .revoked
+        }
+        return true
+    }
+
+    private mutating func issue(for subject: IDTokenMinter.Subject, now: Date, options: FakeFirebase.Options) -> Minted {
+        let refreshToken = FakeIdentifiers.refreshToken()
+        grants[refreshToken] = Grant(subject: subject, state: .live)
+        newest[subject.uid] = refreshToken
+        let (idToken, expiresAt) = IDTokenMinter.mint(
+            for: subject, issuedAt: now, lifetime: options.lifetime, projectID: options.projectID)
+        return Minted(
+            uid: subject.uid, email: subject.email, refreshToken: refreshToken, idToken: idToken, expiresAt: expiresAt,
+            lifetime: options.lifetime)
+    }
+}

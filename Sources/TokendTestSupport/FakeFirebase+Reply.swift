@@ -1,0 +1,148 @@
+import Foundation
+import NIOHTTP1
+
+/// An HTTP answer the backend decided on, before the connection layer writes it (or half of it).
+struct Reply: Sendable, Equatable {
+    var status: Int
+    var contentType: String
+    var extraHeaders: [String: String] = [:]
+    var body: [UInt8]
+
+    /// Google's APIs answer `application/json; charset=UTF-8`; clients must accept the parameter.
+    static let jsonContentType = "application/json; charset=UTF-8"
+
+    static func json(_ status: Int, _ value: some Encodable) -> Reply {
+        Reply(status: status, contentType: jsonContentType, body: Array(FakeJSON.encode(value)))
+    }
+
+    static func rejection(_ rejection: FirebaseRejection) -> Reply {
+        json(rejection.status, GoogleErrorEnvelope(rejection))
+    }
+
+    /// RFC 6749 §5.2, what a generic OAuth server (or Google's own oauth2 endpoint) answers.
+    static func oauthError(_ code: String, status: Int) -> Reply {
+        json(status, ["error": code, "error_description": OAuthErrorText.description(for: code)])
+    }
+
+    static func text(_ status: Int, _ text: String, contentType: String = "text/plain; charset=UTF-8") -> Reply {
+        Reply(status: status, contentType: contentType, body: Array(text.utf8))
+    }
+}
+
+/// A refusal in Google's terms: the HTTP status, the canonical status name, and `message`, which
+/// for Firebase is `CODE` or `CODE : detail` (firebase-rest.md).
+struct FirebaseRejection: Error, Sendable, Equatable {
+    var status: Int
+    var message: String
+    /// `errors[0].reason` in Google's legacy list.
+    var legacyReason: String
+    /// `details[0].reason` (`google.rpc.ErrorInfo`), where Google sends one.
+    var errorInfoReason: String?
+    /// `details[0].metadata.service`.
+    var service: String?
+
+    /// A short code for the request log (never sent): the Firebase code, the ErrorInfo reason,
+    /// or the status name.
+    var code: String
+
+    /// A Firebase error (`TOKEN_EXPIRED`, `WEAK_PASSWORD : …`), 400 unless told otherwise.
+    static func firebase(_ message: String, status: Int = 400) -> FirebaseRejection {
+        // The code a client extracts: `message` up to the first colon, trimmed (firebase-rest.md).
+        let code = String(message.split(separator: ":", maxSplits: 1).first ?? "").trimmingCharacters(in: .whitespaces)
+        return FirebaseRejection(status: status, message: message, legacyReason: "invalid", code: code)
+    }
+
+    /// A key listed in `Options.invalidAPIKeys`: 400 with reason `API_KEY_INVALID`.
+    static func apiKeyInvalid(service: String) -> FirebaseRejection {
+        FirebaseRejection(
+            status: 400, message: "API key not valid. Please pass a valid API key.", legacyReason: "badRequest",
+            errorInfoReason: "API_KEY_INVALID", service: service, code: "API_KEY_INVALID")
+    }
+
+    /// No `key` parameter at all: Google's frontend answers 403 before the service sees it.
+    static let missingAPIKey = FirebaseRejection(
+        status: 403,
+        message: "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+        legacyReason: "forbidden", code: "PERMISSION_DENIED")
+
+    /// A plain HTTP failure with Google's wording for the status.
+    static func http(_ status: Int) -> FirebaseRejection {
+        FirebaseRejection(
+            status: status, message: HTTPResponseStatus(statusCode: status).reasonPhrase,
+            legacyReason: GoogleStatus.name(for: status).lowercased(), code: GoogleStatus.name(for: status))
+    }
+}
+
+/// `{"error":{"code":…,"message":…,"errors":[…],"status":…,"details":[…]}}`.
+struct GoogleErrorEnvelope: Encodable {
+    struct Body: Encodable {
+        var code: Int
+        var message: String
+        var errors: [LegacyError]
+        var status: String
+        var details: [ErrorInfo]?
+    }
+
+    struct LegacyError: Encodable {
+        var message: String
+        var domain = "global"
+        var reason: String
+    }
+
+    struct ErrorInfo: Encodable {
+        var type = "type.googleapis.com/google.rpc.ErrorInfo"
+        var reason: String
+        var domain = "googleapis.com"
+        var metadata: [String: String]?
+
+        enum CodingKeys: String, CodingKey {
+            case type = "@type"
+            case reason, domain, metadata
+        }
+    }
+
+    var error: Body
+
+    init(_ rejection: FirebaseRejection) {
+        let details = rejection.errorInfoReason.map { reason in
+            [ErrorInfo(reason: reason, metadata: rejection.service.map { ["service": $0] })]
+        }
+        error = Body(
+            code: rejection.status, message: rejection.message,
+            errors: [LegacyError(message: rejection.message, reason: rejection.legacyReason)],
+            status: GoogleStatus.name(for: rejection.status), details: details)
+    }
+}
+
+/// google.rpc.Code names as Google's HTTP mapping uses them.
+enum GoogleStatus {
+    static func name(for httpStatus: Int) -> String {
+        switch httpStatus {
+        case 400: "INVALID_ARGUMENT"
+        case 401: "UNAUTHENTICATED"
+        case 403: "PERMISSION_DENIED"
+        case 404: "NOT_FOUND"
+        case 409: "ALREADY_EXISTS"
+        case 429: "RESOURCE_EXHAUSTED"
+        case 499: "CANCELLED"
+        case 500: "INTERNAL"
+        case 501: "UNIMPLEMENTED"
+        case 503: "UNAVAILABLE"
+        case 504, 408: "DEADLINE_EXCEEDED"
+        default: "UNKNOWN"
+        }
+    }
+}
+
+/// RFC 6749 §5.2 descriptions, worded like the servers tests imitate.
+enum OAuthErrorText {
+    static func description(for code: String) -> String {
+        switch code {
+        case "invalid_grant": "Token has been expired or revoked."
+        case "invalid_client": "The OAuth client was not found."
+        case "temporarily_unavailable": "The service is temporarily unavailable."
+        case "server_error": "Internal server error."
+        default: "Injected by FakeFirebase."
+        }
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import TokendCore
+
+/// A Firebase Authentication look-alike on loopback, for tests and demos.
+///
+/// It follows the Auth emulator's convention (plain HTTP, the production host as the first path
+/// segment) and the shapes in firebase-rest.md to the letter, then goes further than the emulator:
+/// rotating refresh tokens, revocation, disabled and deleted users, and injected faults, so that
+/// every branch of the refresh policy (DESIGN.md §4) can be driven from a test.
+///
+/// It is a test double: it keeps every token it mints in memory and hands them out through
+/// `requests` and the control plane. Never point anything real at it.
+public final class FakeFirebase: Sendable {
+    /// Knobs that take effect on the next request (see `update(_:)`).
+    public struct Options: Sendable {
+        /// Seconds an ID token lives. Production and the emulator say 3600; tests shorten it to
+        /// watch proactive refreshes happen.
+        public var lifetime: Int = 3600
+        /// Hand out a new refresh token on every refresh. Off by default, like the emulator.
+        public var rotate = false
+        /// With `rotate`, the refresh token just replaced stops working (`INVALID_REFRESH_TOKEN`):
+        /// a strictly rotating provider, where losing the newest token loses the session.
+        public var revokePrevious = false
+        /// Seconds every Firebase API answer is held back (control-plane answers are not).
+        public var latency: Double = 0
+        /// Goes into `iss` and `aud`; the emulator's projects are named `demo-…`.
+        public var projectID = "demo-tokend"
+        /// What the Secure Token API reports as `project_id`: the project's number, not its ID.
+        public var projectNumber = "123456789012"
+        /// API keys answered with `API_KEY_INVALID`; any other non-empty key is accepted.
+        public var invalidAPIKeys: Set<String> = ["invalid-key"]
+        /// The fake's notion of now, for `iat`/`exp` and for fault windows. A `ManualClock` here
+        /// lets a test expire a `forSeconds` fault without waiting for it.
+        public var clock: any WallClock = SystemWallClock()
+
+        public init() {}
+    }
+
+    /// A signed-in user as a test sees it: what a login would have handed the daemon.
+    public struct Session: Sendable, Equatable {
+        public var uid: String
+        public var refreshToken: String
+        public var idToken: String
+        public var expiresAt: Date
+
+        public init(uid: String, refreshToken: String, idToken: String, expiresAt: Date) {
+            self.uid = uid
+            self.refreshToken = refreshToken
+            self.idToken = idToken
+            self.expiresAt = expiresAt
+        }
+    }
+
+    /// Port the listener is bound to (the real one when started with port 0).
+    public let port: Int
+    /// The interface it listens on, as given to `start`.
+    public let host: String
+    let backend: Backend
+    private let channel: any Channel
+    private let group: MultiThreadedEventLoopGroup
+
+    private init(host: String, port: Int, backend: Backend, channel: any Channel, group: MultiThreadedEventLoopGroup) {
+        self.host = host
+        self.port = port
+        self.backend = backend
+        self.channel = channel
+        self.group = group
+    }
+
+    /// Starts listening. Port 0 asks the kernel for a free port, so parallel tests never collide.
+    public static func start(host: String = "127.0.0.1", port: Int = 0, options: Options = .init()) async throws -> FakeFirebase {
+        // One loop thread per fake: shutting the group down then closes every connection,
+        // including ones a `hang` fault keeps open, without bookkeeping of our own.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let backend = Backend(options: options)
+        let channel: any Channel
+        do {
+            channel = try await ServerBootstrap(group: group)
+                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+                .childChannelInitializer { child in
+                    child.eventLoop.makeCompletedFuture {
+                        try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                        try child.pipeline.syncOperations.addHandler(FakeFirebaseHTTPHandler(backend: backend))
+                    }
+                }
+                .bind(host: host, port: port)
+                .get()
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        guard let boundPort = channel.localAddress?.port else {
+            try? await channel.close()
+            try? await group.shutdownGracefully()
+            throw FakeFirebaseError.noLocalAddress(host: host)
+        }
+        return FakeFirebase(host: host, port: boundPort, backend: backend, channel: channel, group: group)
+    }
+
+    /// `host:port`, what `FIREBASE_AUTH_EMULATOR_HOST` and the config's `emulator` key take
+    /// (no scheme). IPv6 literals get brackets so the value still splits at the last colon.
+    public var emulatorHost: String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// Stops listening and closes every connection; pending `waitForRequests` calls answer false.
+    public func shutdown() async throws {
+        backend.cancelWaiters()
+        try? await channel.close()
+        try await group.shutdownGracefully()
+    }
+
+    // MARK: - Users
+
+    /// Creates a user and signs it in: a password user when `email` is given, else an anonymous
+    /// one. An email already taken signs that user in again instead (a new session, same uid).
+    public func createUser(email: String? = nil, password: String? = nil) -> Session {
+        // Only a duplicate email without reuse answers nil, and reuse is on here.
+        backend.createUser(email: email, password: password, reuseExisting: true)!.session
+    }
+
+    /// Every refresh of the user's tokens now answers `USER_DISABLED`.
+    public func disableUser(_ uid: String) { _ = backend.disableUser(uid) }
+
+    /// Every refresh of the user's tokens now answers `USER_NOT_FOUND`.
+    public func deleteUser(_ uid: String) { _ = backend.deleteUser(uid) }
+
+    /// Every refresh token issued to the user so far now answers `TOKEN_EXPIRED` (what
+    /// `revokeRefreshTokens` in the Admin SDK does); a new sign-in works again.
+    public func revokeTokens(_ uid: String) { _ = backend.revokeTokens(uid) }
+
+    /// The most recent refresh token issued to the user, by sign-in or rotation.
+    public func newestRefreshToken(uid: String) -> String? {
+        backend.newestRefreshToken(uid: uid)
+    }
+
+    // MARK: - Behaviour
+
+    /// Changes options; the next request sees the change.
+    public func update(_ change: (inout Options) -> Void) {
+        backend.update(change)
+    }
+
+    /// The current options.
+    public var options: Options { backend.options }
+
+    /// The next `count` token-endpoint requests get `fault`. Injections queue up in order.
+    public func inject(_ fault: Fault, count: Int) {
+        backend.inject(fault, budget: .requests(count))
+    }
+
+    /// Every token-endpoint request in the next `forSeconds` seconds (by `Options.clock`) gets
+    /// `fault`, once the injections queued before it are used up or expired.
+    public func inject(_ fault: Fault, forSeconds: Double) {
+        backend.inject(fault, budget: .seconds(forSeconds))
+    }
+
+    /// Forgets every injected fault.
+    public func clearFaults() {
+        backend.clearFaults()
+    }
+
+    // MARK: - Observing
+
+    /// Every Firebase API request seen, in the order they were answered (or refused, dropped,
+    /// left hanging). Control-plane requests are not listed. Holds live tokens: a test double.
+    public var requests: [Request] { backend.requests }
+
+    /// Calls `handler` with each Firebase API request as it is logged, on the fake's event-loop
+    /// thread: keep it quick. For the executable's log line; tests should prefer `waitForRequests`.
+    public func onRequest(_ handler: @escaping @Sendable (Request) -> Void) {
+        backend.addObserver(handler)
+    }
+
+    /// Waits until at least `count` requests have been logged; false when `timeout` seconds pass
+    /// first or the fake shuts down. Woken by the log itself, not by polling.
+    public func waitForRequests(count: Int, timeout: Double) async -> Bool {
+        await backend.waitForRequests(count: count, timeout: timeout)
+    }
+}
+
+/// Why the fake could not start.
+public enum FakeFirebaseError: Error, Equatable, CustomStringConvertible {
+    /// The listener came up without a local address, so its port is unknown.
+    case noLocalAddress(host: String)
+
+    public var description: String {
+        switch self {
+        case .noLocalAddress(let host): "the fake's listener on \(host) has no local address"
+        }
+    }
+}

@@ -1,0 +1,532 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// Why a private keyring could not be started or driven.
+public struct PrivateKeyringError: Error, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// A program it needs is not installed.
+        case toolMissing = "tool_missing"
+        /// A command exited with a failure status.
+        case commandFailed = "command_failed"
+        /// Something did not become ready before its deadline.
+        case timedOut = "timed_out"
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "private keyring \(code.rawValue): \(message)" }
+}
+
+/// A session bus and an unlocked gnome-keyring of its own, for tests: never the user's.
+///
+/// Everything lives under one temporary directory (HOME, XDG_RUNTIME_DIR, the bus socket, the
+/// keyring files, the daemons' logs) that `stop()` removes. The bus is run by a small shell
+/// watchdog that reads our end of a pipe: if the test process dies without `stop()`, the pipe
+/// closes and the watchdog stops the bus, and gnome-keyring exits with its bus.
+public final class PrivateKeyring: Sendable {
+    /// The temporary directory that holds everything.
+    public let root: URL
+    /// The variables a child process needs to use this keyring (and not the user's).
+    public let environment: [String: String]
+    /// The login keyring's password: fed on stdin, never in argv.
+    private let password: String
+    private let state = Mutex(State())
+
+    private struct State {
+        var watchdog: Daemon?
+        /// Our end of the watchdog's stdin.
+        var watchdogPipe: Int32 = -1
+        var keyring: Daemon?
+        var stopped = false
+    }
+
+    /// How long to wait for a daemon to come up or a command to finish. Generous: the CI
+    /// machine has two shared cores and everything else builds at the same time.
+    static let readyTimeout: Double = 20
+    /// Between two readiness probes: each runs `gdbus`, a few milliseconds.
+    static let pollInterval: Double = 0.02
+    static let secretsName = "org.freedesktop.secrets"
+    static let loginCollection = "/org/freedesktop/secrets/collection/login"
+    /// Variables that could lead a child to the user's own session or display.
+    static let inheritedVariablesToDrop = [
+        "DBUS_SESSION_BUS_ADDRESS", "DBUS_SESSION_BUS_PID", "DISPLAY", "WAYLAND_DISPLAY",
+        "GNOME_KEYRING_CONTROL", "SSH_AUTH_SOCK", "XDG_SESSION_ID",
+    ]
+
+    private init(root: URL, environment: [String: String], password: String) {
+        self.root = root
+        self.environment = environment
+        self.password = password
+    }
+
+    /// Starts a bus and an unlocked keyring with a login collection, and waits until both answer.
+    public static func start() throws -> PrivateKeyring {
+        for tool in ["dbus-daemon", "gnome-keyring-daemon", "gdbus", "secret-tool"] where which(tool) == nil {
+            throw PrivateKeyringError(
+                .toolMissing, "\(tool) not found on PATH (Debian: apt install dbus gnome-keyring libglib2.0-bin libsecret-tools)")
+        }
+        let root = try makeTemporaryDirectory()
+        let home = root.appendingPathComponent("home")
+        let runtime = root.appendingPathComponent("run")
+        let manager = FileManager.default
+        for directory in [home, runtime, home.appendingPathComponent(".local/share"), home.appendingPathComponent(".config"),
+                          home.appendingPathComponent(".cache")] {
+            try manager.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        let environment = [
+            "HOME": home.path,
+            "XDG_RUNTIME_DIR": runtime.path,
+            "XDG_DATA_HOME": home.appendingPathComponent(".local/share").path,
+            "XDG_CONFIG_HOME": home.appendingPathComponent(".config").path,
+            "XDG_CACHE_HOME": home.appendingPathComponent(".cache").path,
+            "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(runtime.appendingPathComponent("bus").path)",
+        ]
+        let keyring = PrivateKeyring(root: root, environment: environment, password: UUID().uuidString)
+        do {
+            try keyring.state.withLock { state in
+                try keyring.startBus(&state)
+                try keyring.startKeyring(&state, replace: false)
+            }
+            // Makes sure the login collection exists and takes writes.
+            _ = try keyring.secretTool(["store", "--label=probe", "tokend-probe", "1"], stdin: "x").check()
+            _ = try keyring.secretTool(["clear", "tokend-probe", "1"]).check()
+        } catch {
+            keyring.stop()
+            throw error
+        }
+        return keyring
+    }
+
+    deinit { stop() }
+
+    /// The environment for a child process: this process's, minus anything pointing at the
+    /// user's session, plus `environment`.
+    public var childEnvironment: [String: String] {
+        var merged = ProcessInfo.processInfo.environment
+        for name in Self.inheritedVariablesToDrop { merged[name] = nil }
+        merged.merge(environment) { _, ours in ours }
+        return merged
+    }
+
+    // MARK: driving the keyring
+
+    /// Locks the login collection, as a screen lock or a headless boot leaves it.
+    public func lock() throws {
+        // `secret-tool lock` of libsecret 0.20.5 trips a GLib assertion; the D-Bus call does not.
+        _ = try gdbus([
+            "call", "--session", "--dest", Self.secretsName, "--object-path", "/org/freedesktop/secrets",
+            "--method", "org.freedesktop.Secret.Service.Lock", "['\(Self.loginCollection)']",
+        ]).check()
+        try waitUntil("the login collection locked") { try loginLocked() == true }
+    }
+
+    /// Unlocks the login collection the way a login does: a new gnome-keyring replaces the
+    /// running one and gets the password on stdin.
+    public func unlock() throws {
+        try state.withLock { state in try startKeyring(&state, replace: true) }
+    }
+
+    /// Stops gnome-keyring and starts a fresh, unlocked one: what a crash and restart of the
+    /// keyring daemon looks like to its clients.
+    public func restart() throws {
+        try state.withLock { state in
+            try stopKeyring(&state)
+            // --replace: should a client have had a (locked) keyring D-Bus-activated meanwhile.
+            try startKeyring(&state, replace: true)
+        }
+    }
+
+    /// Stops gnome-keyring only; the bus stays. The bus may D-Bus-activate a new (locked) one
+    /// when a client asks for the Secret Service.
+    public func stopKeyring() {
+        state.withLock { state in try? stopKeyring(&state) }
+    }
+
+    /// Freezes gnome-keyring (SIGSTOP): the bus stays up, the Secret Service never answers.
+    public func pauseKeyring() throws {
+        guard let pid = try secretsOwnerPID() else { throw PrivateKeyringError(.commandFailed, "no Secret Service to pause") }
+        kill(pid, SIGSTOP)
+    }
+
+    /// Undoes `pauseKeyring()`.
+    public func resumeKeyring() throws {
+        guard let pid = try secretsOwnerPID() else { throw PrivateKeyringError(.commandFailed, "no Secret Service to resume") }
+        kill(pid, SIGCONT)
+    }
+
+    /// Stops the keyring and the bus and removes the temporary directory. Idempotent.
+    public func stop() {
+        state.withLock { state in
+            guard !state.stopped else { return }
+            state.stopped = true
+            try? stopKeyring(&state)
+            let busPID = try? connectionPID(of: "org.freedesktop.DBus")
+            if state.watchdogPipe >= 0 {
+                // EOF on its stdin makes the watchdog stop the bus and exit.
+                close(state.watchdogPipe)
+                state.watchdogPipe = -1
+            }
+            if var watchdog = state.watchdog, !watchdog.waitForExit(timeout: Self.readyTimeout) {
+                if let busPID { kill(busPID, SIGKILL) }
+                watchdog.kill(SIGKILL)
+                _ = watchdog.waitForExit(timeout: Self.readyTimeout)
+            }
+            state.watchdog = nil
+            try? FileManager.default.removeItem(at: root)
+        }
+    }
+
+    // MARK: inspecting it with the command-line tools
+
+    /// The secret `secret-tool lookup application tokend account NAME` prints, nil if none.
+    public func secretToolLookup(account: String) -> String? {
+        guard let result = try? secretTool(["lookup", "application", "tokend", "account", account]), result.status == 0 else {
+            return nil
+        }
+        return result.stdout
+    }
+
+    /// Runs `secret-tool` with this keyring's environment.
+    public func secretTool(_ arguments: [String], stdin: String? = nil) throws -> CommandResult {
+        try Self.run("secret-tool", arguments, environment: childEnvironment, stdin: stdin)
+    }
+
+    /// Runs `gdbus` with this keyring's environment.
+    public func gdbus(_ arguments: [String]) throws -> CommandResult {
+        try Self.run("gdbus", arguments, environment: childEnvironment)
+    }
+
+    /// The login collection's `Locked` property; nil when there is no such collection (yet).
+    public func loginLocked() throws -> Bool? {
+        let result = try gdbus([
+            "call", "--session", "--dest", Self.secretsName, "--object-path", Self.loginCollection,
+            "--method", "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Secret.Collection", "Locked",
+        ])
+        guard result.status == 0 else { return nil }
+        if result.stdout.contains("true") { return true }
+        if result.stdout.contains("false") { return false }
+        return nil
+    }
+
+    /// The process that owns the Secret Service name on this bus, if any.
+    public func secretsOwnerPID() throws -> pid_t? {
+        try connectionPID(of: Self.secretsName)
+    }
+
+    // MARK: process-wide use
+
+    private static let processWide = Mutex<PrivateKeyring?>(nil)
+
+    /// One private keyring for the whole test process, started on first use, with this
+    /// process's `DBUS_SESSION_BUS_ADDRESS` pointed at it. libsecret binds to the session bus
+    /// the first time it is used and never lets go, so every suite that calls libsecret in
+    /// process must call this before its first keyring call. Stopped when the process exits.
+    public static func sharedForThisProcess() throws -> PrivateKeyring {
+        try processWide.withLock { shared in
+            if let shared { return shared }
+            let keyring = try PrivateKeyring.start()
+            // Only the bus address: HOME and XDG_* changed under other suites' feet would be
+            // worse than useless, and libsecret needs nothing else.
+            setenv("DBUS_SESSION_BUS_ADDRESS", keyring.environment["DBUS_SESSION_BUS_ADDRESS"]!, 1)
+            shared = keyring
+            atexit { PrivateKeyring.processWide.withLock { $0?.stop() } }
+            return keyring
+        }
+    }
+
+    // MARK: daemons
+
+    private func startBus(_ state: inout State) throws {
+        let input = try Self.pipe()
+        defer { close(input.read) }
+        // `read` returns at EOF: when we close the pipe, or when this process dies.
+        let watchdog = try Daemon.spawn(
+            "/bin/sh",
+            [
+                "-c", #"dbus-daemon --session --nofork --address="$1" & pid=$!; read -r _; kill "$pid"; wait "$pid""#,
+                "tokend-private-bus", environment["DBUS_SESSION_BUS_ADDRESS"]!,
+            ],
+            environment: childEnvironment, stdin: input.read, log: root.appendingPathComponent("dbus.log").path)
+        state.watchdog = watchdog
+        state.watchdogPipe = input.write
+        try waitUntil("the session bus at \(environment["DBUS_SESSION_BUS_ADDRESS"]!)") {
+            if state.watchdog?.hasExited() == true {
+                throw PrivateKeyringError(.commandFailed, "dbus-daemon exited; see \(root.path)/dbus.log")
+            }
+            return try connectionPID(of: "org.freedesktop.DBus") != nil
+        }
+    }
+
+    private func startKeyring(_ state: inout State, replace: Bool) throws {
+        var previous = state.keyring
+        let input = try Self.pipe()
+        let keyring: Daemon
+        do {
+            defer { close(input.read) }
+            keyring = try Daemon.spawn(
+                Self.which("gnome-keyring-daemon")!,
+                ["--foreground", "--unlock", "--components=secrets"] + (replace ? ["--replace"] : []),
+                environment: childEnvironment, stdin: input.read, log: root.appendingPathComponent("keyring.log").path)
+        } catch {
+            close(input.write)
+            throw error
+        }
+        // --unlock reads the password up to EOF.
+        let written = Array(password.utf8).withUnsafeBytes { write(input.write, $0.baseAddress, $0.count) }
+        close(input.write)
+        guard written == password.utf8.count else {
+            throw PrivateKeyringError(.commandFailed, "could not hand gnome-keyring its password: errno \(errno)")
+        }
+        state.keyring = keyring
+        try waitUntil("gnome-keyring (pid \(keyring.pid)) serving an unlocked login collection") {
+            if state.keyring?.hasExited() == true {
+                throw PrivateKeyringError(.commandFailed, "gnome-keyring-daemon exited; see \(root.path)/keyring.log")
+            }
+            return try secretsOwnerPID() == keyring.pid && loginLocked() == false
+        }
+        // The replaced daemon exits by itself; reap it (or make sure of it).
+        if previous != nil, previous?.waitForExit(timeout: Self.readyTimeout) == false {
+            previous?.kill(SIGKILL)
+            _ = previous?.waitForExit(timeout: Self.readyTimeout)
+        }
+    }
+
+    private func stopKeyring(_ state: inout State) throws {
+        if let pid = try secretsOwnerPID(), pid != state.keyring?.pid {
+            // One the bus activated: not our child, but on our private bus.
+            kill(pid, SIGCONT)
+            kill(pid, SIGTERM)
+        }
+        if var keyring = state.keyring {
+            // SIGCONT first: a paused keyring would never act on the SIGTERM.
+            keyring.kill(SIGCONT)
+            keyring.kill(SIGTERM)
+            if !keyring.waitForExit(timeout: Self.readyTimeout) {
+                keyring.kill(SIGKILL)
+                _ = keyring.waitForExit(timeout: Self.readyTimeout)
+            }
+        }
+        state.keyring = nil
+        try waitUntil("the Secret Service gone from the bus") { try secretsOwnerPID() == nil }
+    }
+
+    // MARK: helpers
+
+    private func connectionPID(of name: String) throws -> pid_t? {
+        let result = try gdbus([
+            "call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+            "--method", "org.freedesktop.DBus.GetConnectionUnixProcessID", name,
+        ])
+        // Success prints "(uint32 1234,)".
+        guard result.status == 0 else { return nil }
+        let digits = result.stdout.split(whereSeparator: { !$0.isNumber }).last
+        return digits.flatMap { pid_t($0) }
+    }
+
+    /// Polls `condition` until it holds; throws `.timedOut` after `readyTimeout`.
+    private func waitUntil(_ what: String, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(Self.readyTimeout)
+        while true {
+            if try condition() { return }
+            if Date() >= deadline {
+                throw PrivateKeyringError(.timedOut, "\(what) not ready within \(Self.readyTimeout) s (logs in \(root.path))")
+            }
+            Thread.sleep(forTimeInterval: Self.pollInterval)
+        }
+    }
+
+    private static func waitForExit(_ process: Process, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning {
+            if Date() >= deadline { return false }
+            Thread.sleep(forTimeInterval: pollInterval)
+        }
+        return true
+    }
+
+    /// A pipe whose ends are not inherited by the children other code in this process spawns.
+    private static func pipe() throws -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [-1, -1]
+        guard Glibc.pipe(&fds) == 0 else { throw PrivateKeyringError(.commandFailed, "pipe failed: errno \(errno)") }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        return (fds[0], fds[1])
+    }
+
+    private static func makeTemporaryDirectory() throws -> URL {
+        // Short: the bus socket lives inside, and a Unix socket path has 107 bytes at most.
+        var template = Array("/tmp/tokend-privkr.XXXXXX".utf8)
+        template.append(0)
+        let made = template.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { mkdtemp($0.baseAddress!) != nil }
+        }
+        guard made else { throw PrivateKeyringError(.commandFailed, "mkdtemp failed: errno \(errno)") }
+        return URL(fileURLWithPath: String(decoding: template.dropLast(), as: UTF8.self), isDirectory: true)
+    }
+
+    static func which(_ tool: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for directory in path.split(separator: ":") {
+            let candidate = "\(directory)/\(tool)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+
+    /// Runs a short-lived tool to completion (killed after `readyTimeout`), collecting its output.
+    static func run(
+        _ tool: String, _ arguments: [String], environment: [String: String], stdin: String? = nil
+    ) throws -> CommandResult {
+        guard let executable = which(tool) else { throw PrivateKeyringError(.toolMissing, "\(tool) not found on PATH") }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment
+        let output = Pipe()
+        let errors = Pipe()
+        let input = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = input
+        try process.run()
+        // Both pipes are drained concurrently so that neither can fill up and stall the tool.
+        let collected = Mutex<(out: Data, err: Data)>((Data(), Data()))
+        let readers = DispatchGroup()
+        for (pipe, isError) in [(output, false), (errors, true)] {
+            readers.enter()
+            DispatchQueue.global().async {
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                collected.withLock { if isError { $0.err = data } else { $0.out = data } }
+                readers.leave()
+            }
+        }
+        if let stdin { try? input.fileHandleForWriting.write(contentsOf: Data(stdin.utf8)) }
+        try? input.fileHandleForWriting.close()
+        if !waitForExit(process, timeout: readyTimeout) {
+            // SIGKILL: Process passes on a signal mask that may block SIGTERM.
+            kill(process.processIdentifier, SIGKILL)
+            _ = waitForExit(process, timeout: readyTimeout)
+        }
+        _ = readers.wait(timeout: .now() + readyTimeout)
+        let (out, err) = collected.withLock { $0 }
+        return CommandResult(
+            command: ([tool] + arguments).joined(separator: " "), status: process.terminationStatus,
+            stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+    }
+}
+
+/// What a finished command printed and how it exited.
+public struct CommandResult: Sendable {
+    public var command: String
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+
+    /// Self if the command succeeded; else a `commandFailed` error with its stderr.
+    public func check() throws -> CommandResult {
+        guard status == 0 else {
+            throw PrivateKeyringError(.commandFailed, "`\(command)` exited with \(status): \(stderr)")
+        }
+        return self
+    }
+}
+
+extension PrivateKeyring {
+    /// A long-running child started with `posix_spawn`, not Foundation's `Process`: that one
+    /// passes on the spawning thread's signal mask, in which SIGTERM is blocked on Swift's worker
+    /// threads (measured: a gnome-keyring started so ignores SIGTERM forever), and every open
+    /// descriptor of this process. Here the child gets an empty mask, default dispositions, and
+    /// only stdin, stdout and stderr.
+    struct Daemon {
+        let pid: pid_t
+        private var exited = false
+
+        private init(pid: pid_t) { self.pid = pid }
+
+        static func spawn(
+            _ executable: String, _ arguments: [String], environment: [String: String], stdin: Int32, log: String
+        ) throws -> Daemon {
+            let logFD = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+            guard logFD >= 0 else { throw PrivateKeyringError(.commandFailed, "cannot open \(log): errno \(errno)") }
+            defer { close(logFD) }
+
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, stdin, 0)
+            posix_spawn_file_actions_adddup2(&actions, logFD, 1)
+            posix_spawn_file_actions_adddup2(&actions, logFD, 2)
+            if let closeFrom = closeFromAction {
+                _ = closeFrom(&actions, 3)
+            } else {
+                // Racy (a descriptor opened meanwhile leaks), but glibc before 2.34 has no better.
+                // It ignores closing a descriptor that is no longer open by then.
+                for fd in openDescriptors() where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
+            }
+
+            var attributes = posix_spawnattr_t()
+            posix_spawnattr_init(&attributes)
+            defer { posix_spawnattr_destroy(&attributes) }
+            var none = sigset_t()
+            sigemptyset(&none)
+            var all = sigset_t()
+            sigfillset(&all)
+            posix_spawnattr_setsigmask(&attributes, &none)
+            posix_spawnattr_setsigdefault(&attributes, &all)
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+            let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+            let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+            defer { for pointer in argv + envp { free(pointer) } }
+            var pid: pid_t = 0
+            let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+            guard status == 0 else {
+                throw PrivateKeyringError(.commandFailed, "cannot start \(executable): error \(status)")
+            }
+            return Daemon(pid: pid)
+        }
+
+        /// Reaps the child if it has exited.
+        mutating func hasExited() -> Bool {
+            if exited { return true }
+            var status: Int32 = 0
+            let waited = waitpid(pid, &status, WNOHANG)
+            // ECHILD: reaped already (it can be no one else's child).
+            if waited == pid || (waited < 0 && errno == ECHILD) { exited = true }
+            return exited
+        }
+
+        mutating func waitForExit(timeout: Double) -> Bool {
+            let deadline = Date().addingTimeInterval(timeout)
+            while !hasExited() {
+                if Date() >= deadline { return false }
+                Thread.sleep(forTimeInterval: PrivateKeyring.pollInterval)
+            }
+            return true
+        }
+
+        mutating func kill(_ signal: Int32) {
+            if !hasExited() { _ = Glibc.kill(pid, signal) }
+        }
+
+        /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+): closes every descriptor
+        /// from 3 up in the child, including ones other threads open while we spawn. Looked up at
+        /// run time because Swift's Glibc module leaves out the _GNU_SOURCE declarations.
+        private static let closeFromAction: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+            guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+            return unsafeBitCast(
+                symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+        }()
+
+        private static func openDescriptors() -> [Int32] {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            return names.compactMap { Int32($0) }
+        }
+    }
+}
