@@ -26,8 +26,10 @@ public final class BlockingClient {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
+        // Failure paths below do not close `fd`: once every stored property is set, a throwing
+        // class initializer still runs `deinit`, which closes it. Closing here too would close a
+        // descriptor number that another thread may already have been handed again.
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
             throw Failure(code: .notReachable, description: "socket path too long: \(path)")
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
@@ -40,13 +42,13 @@ public final class BlockingClient {
             }
         }
         guard result == 0 else {
-            let reason = Self.errnoText()
-            close(fd)
-            throw Failure(code: .notReachable, description: "tokend is not reachable at \(path) (\(reason))")
+            throw Failure(code: .notReachable, description: "tokend is not reachable at \(path) (\(Self.errnoText()))")
         }
     }
 
-    deinit { close(fd) }
+    deinit {
+        if fd >= 0 { close(fd) }
+    }
 
     /// Bounds every read, so a stuck daemon cannot hang a shell script forever. Zero: no bound.
     public func setReadTimeout(seconds: Double) {

@@ -342,15 +342,6 @@ public final class PrivateKeyring: Sendable {
         }
     }
 
-    private static func waitForExit(_ process: Process, timeout: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning {
-            if Date() >= deadline { return false }
-            Thread.sleep(forTimeInterval: pollInterval)
-        }
-        return true
-    }
-
     /// A pipe whose ends are not inherited by the children other code in this process spawns.
     private static func pipe() throws -> (read: Int32, write: Int32) {
         var fds: [Int32] = [-1, -1]
@@ -384,40 +375,8 @@ public final class PrivateKeyring: Sendable {
         _ tool: String, _ arguments: [String], environment: [String: String], stdin: String? = nil
     ) throws -> CommandResult {
         guard let executable = which(tool) else { throw PrivateKeyringError(.toolMissing, "\(tool) not found on PATH") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        let output = Pipe()
-        let errors = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = input
-        try process.run()
-        // Both pipes are drained concurrently so that neither can fill up and stall the tool.
-        let collected = Mutex<(out: Data, err: Data)>((Data(), Data()))
-        let readers = DispatchGroup()
-        for (pipe, isError) in [(output, false), (errors, true)] {
-            readers.enter()
-            DispatchQueue.global().async {
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                collected.withLock { if isError { $0.err = data } else { $0.out = data } }
-                readers.leave()
-            }
-        }
-        if let stdin { try? input.fileHandleForWriting.write(contentsOf: Data(stdin.utf8)) }
-        try? input.fileHandleForWriting.close()
-        if !waitForExit(process, timeout: readyTimeout) {
-            // SIGKILL: Process passes on a signal mask that may block SIGTERM.
-            kill(process.processIdentifier, SIGKILL)
-            _ = waitForExit(process, timeout: readyTimeout)
-        }
-        _ = readers.wait(timeout: .now() + readyTimeout)
-        let (out, err) = collected.withLock { $0 }
-        return CommandResult(
-            command: ([tool] + arguments).joined(separator: " "), status: process.terminationStatus,
-            stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+        let result = try ChildProcess.run(executable, arguments, environment: environment, stdin: stdin, timeout: readyTimeout)
+        return CommandResult(command: ([tool] + arguments).joined(separator: " "), status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 }
 

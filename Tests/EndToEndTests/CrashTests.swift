@@ -32,7 +32,7 @@ import TokendTestSupport
         options.revokePrevious = providerRevokesOldTokens
         let world = try await DaemonHarness.start(options: options)
         defer { Task { await world.shutdown() } }
-        var session = try world.importNewUser()
+        var session = try await world.importNewUser()
         for round in 0..<Self.rounds {
             let answered = world.fake.requests.filter { $0.status == 200 }.count
             var background: Task<Void, Never>? = nil
@@ -41,16 +41,16 @@ import TokendTestSupport
                 break
             case .inFlight:
                 world.fake.update { $0.latency = 5 }
-                background = Task.detached { _ = try? world.tokenctl(["refresh", "work"]) }
-                try await poll(timeout: 10, "refresh in flight") { try world.status().state == "refreshing" }
+                background = Task.detached { _ = try? await world.tokenctl(["refresh", "work"]) }
+                try await poll(timeout: 10, "refresh in flight") { try await world.status().state == "refreshing" }
             case .afterResponseBeforeWrite:
                 try world.keyring.pauseKeyring()
-                background = Task.detached { _ = try? world.tokenctl(["refresh", "work"]) }
+                background = Task.detached { _ = try? await world.tokenctl(["refresh", "work"]) }
                 try await poll(timeout: 10, "the provider answered") { world.fake.requests.filter { $0.status == 200 }.count > answered }
             case .afterWrite:
-                #expect(try world.tokenctl(["refresh", "work"]).status == 0)
+                #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
                 try await poll(timeout: 10, "rotated token stored") {
-                    try world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
+                    try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
                 }
             }
             world.kill9()
@@ -60,21 +60,21 @@ import TokendTestSupport
             try await world.startDaemon()
 
             // The held token (an hour long) is alive: it is served, and it is not dead.
-            let token = try world.tokenctl(["token", "work", "--min-valid", "1"])
+            let token = try await world.tokenctl(["token", "work", "--min-valid", "1"])
             #expect(token.status == 0, "round \(round): \(token.stderr)")
             if let expiry = JWTClaims(token: token.stdout.trimmingCharacters(in: .newlines))?.expiresAt {
                 #expect(expiry.timeIntervalSinceNow > 1, "a dead token was served")
             }
             // The next refresh tells whether the stored refresh token is still the current one.
-            let refresh = try world.tokenctl(["refresh", "work"])
+            let refresh = try await world.tokenctl(["refresh", "work"])
             if step.losesTheResponse && providerRevokesOldTokens {
                 #expect(refresh.status == 77, "round \(round): the lost response left a revoked token, which must be reported: \(refresh.stderr)")
-                #expect(try world.tokenctl(["token", "work"]).status == 77)
-                session = try world.importNewUser()
+                #expect(try await world.tokenctl(["token", "work"]).status == 77)
+                session = try await world.importNewUser()
             } else {
                 #expect(refresh.status == 0, "round \(round): \(refresh.stderr)")
                 try await poll(timeout: 10, "keyring holds the newest refresh token") {
-                    try world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
+                    try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
                 }
             }
         }

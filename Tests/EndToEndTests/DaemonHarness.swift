@@ -89,11 +89,13 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
         process.standardError = log
         process.standardOutput = log
         process.standardInput = FileHandle.nullDevice
+        _ = reapDaemonsAtExit
         try process.run()
         daemon.withLock { $0 = process }
+        spawnedDaemons.withLock { _ = $0.insert(process.processIdentifier) }
         try await poll(timeout: Self.startTimeout, "tokend did not answer on \(socketPath); log:\n\(daemonLog)") {
             guard process.isRunning else { throw HarnessError("tokend exited with \(process.terminationStatus); log:\n\(self.daemonLog)") }
-            return (try? self.call(Request(op: "hello"))) != nil
+            return (try? await self.call(Request(op: "hello"))) != nil
         }
     }
 
@@ -103,6 +105,7 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
         guard let process = daemon.withLock({ $0 }) else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+        spawnedDaemons.withLock { _ = $0.remove(process.processIdentifier) }
     }
 
     /// SIGTERM and wait; returns the exit status.
@@ -111,6 +114,7 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
         guard let process = daemon.withLock({ $0 }), process.isRunning else { return nil }
         process.terminate()
         process.waitUntilExit()
+        spawnedDaemons.withLock { _ = $0.remove(process.processIdentifier) }
         return process.terminationStatus
     }
 
@@ -128,10 +132,13 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
 
     // MARK: clients
 
-    func call(_ request: Request, timeout: Double = 30) throws -> Response {
-        let client = try BlockingClient(path: socketPath)
-        client.setReadTimeout(seconds: timeout)
-        return try client.call(request)
+    func call(_ request: Request, timeout: Double = 30) async throws -> Response {
+        let socketPath = self.socketPath
+        return try await offPool {
+            let client = try BlockingClient(path: socketPath)
+            client.setReadTimeout(seconds: timeout)
+            return try client.call(request)
+        }
     }
 
     struct Run: Sendable {
@@ -141,55 +148,61 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
     }
 
     /// Runs the real tokenctl against this daemon, its output captured through files.
-    func tokenctl(_ arguments: [String], stdin: String? = nil) throws -> Run {
-        let scratch = keyring.root.appendingPathComponent("tokenctl-\(UUID().uuidString)").path
-        defer {
-            for suffix in [".out", ".err", ".in"] { unlink(scratch + suffix) }
-        }
-        var input = "/dev/null"
-        if let stdin {
-            // Test doubles' tokens only, in the test's private 0700 directory.
-            input = scratch + ".in"
-            guard FileManager.default.createFile(atPath: input, contents: Data(stdin.utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw HarnessError("cannot write \(input)")
-            }
-        }
-        let status = try spawnAndWait(
-            Self.binDirectory + "/tokenctl", arguments, environment: environment, stdin: input, stdout: scratch + ".out", stderr: scratch + ".err")
-        let stdout = (try? String(contentsOfFile: scratch + ".out", encoding: .utf8)) ?? ""
-        let stderr = (try? String(contentsOfFile: scratch + ".err", encoding: .utf8)) ?? ""
-        return Run(status: status, stdout: stdout, stderr: stderr)
+    func tokenctl(_ arguments: [String], stdin: String? = nil) async throws -> Run {
+        try await offPool { try self.tokenctlBlocking(arguments, stdin: stdin) }
+    }
+
+    private func tokenctlBlocking(_ arguments: [String], stdin: String?) throws -> Run {
+        let result = try ChildProcess.run(Self.binDirectory + "/tokenctl", arguments, environment: environment, stdin: stdin)
+        return Run(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 
     /// A user at the fake, imported into `account` with `tokenctl import` (token on stdin).
     @discardableResult
-    func importNewUser(into account: String = "work") throws -> FakeFirebase.Session {
+    func importNewUser(into account: String = "work") async throws -> FakeFirebase.Session {
         let session = fake.createUser()
-        let run = try tokenctl(["import", account], stdin: session.refreshToken + "\n")
+        let run = try await tokenctl(["import", account], stdin: session.refreshToken + "\n")
         guard run.status == 0 else { throw HarnessError("import failed (\(run.status)): \(run.stderr)") }
         return session
     }
 
     /// The account's keyring item as `secret-tool` sees it (spawned like tokenctl: no pipes).
-    func storedSession(_ account: String = "work") throws -> TokenSet? {
-        let scratch = keyring.root.appendingPathComponent("secret-tool-\(UUID().uuidString)").path
-        defer {
-            unlink(scratch + ".out")
-            unlink(scratch + ".err")
-        }
-        let status = try spawnAndWait(
-            "/usr/bin/secret-tool", ["lookup", "application", "tokend", "account", account], environment: keyring.childEnvironment,
-            stdin: "/dev/null", stdout: scratch + ".out", stderr: scratch + ".err")
-        let json = (try? String(contentsOfFile: scratch + ".out", encoding: .utf8)) ?? ""
-        guard status == 0, !json.isEmpty else { return nil }
-        return try TokenSet(keyringJSON: json)
+    func storedSession(_ account: String = "work") async throws -> TokenSet? {
+        try await offPool { try self.storedSessionBlocking(account) }
     }
 
-    func status(_ account: String = "work") throws -> AccountStatus {
-        guard let status = try call(Request(op: "status", account: account)).accounts?.first else { throw HarnessError("no status for \(account)") }
+    private func storedSessionBlocking(_ account: String) throws -> TokenSet? {
+        let result = try ChildProcess.run(
+            "/usr/bin/secret-tool", ["lookup", "application", "tokend", "account", account], environment: keyring.childEnvironment)
+        guard result.status == 0, !result.stdout.isEmpty else { return nil }
+        return try TokenSet(keyringJSON: result.stdout)
+    }
+
+    func status(_ account: String = "work") async throws -> AccountStatus {
+        guard let status = try await call(Request(op: "status", account: account)).accounts?.first else { throw HarnessError("no status for \(account)") }
         return status
     }
 }
+
+/// Runs blocking work (waitpid, socket reads) on a thread of its own. Swift's cooperative pool
+/// has one thread per core — two here — and parallel tests blocking it starve everything else,
+/// background tasks of the same test included.
+func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
+
+/// Every tokend a harness started and has not stopped. A test that fails or ends without
+/// awaiting `shutdown()` must not leave its daemon running after the test process exits.
+let spawnedDaemons = Mutex<Set<pid_t>>([])
+
+/// Installed once: SIGKILLs whatever is left in `spawnedDaemons` when the test process exits.
+let reapDaemonsAtExit: Void = {
+    atexit {
+        for pid in spawnedDaemons.withLock({ $0 }) { kill(pid, SIGKILL) }
+    }
+}()
 
 struct HarnessError: Error, CustomStringConvertible {
     var description: String
@@ -198,12 +211,12 @@ struct HarnessError: Error, CustomStringConvertible {
 
 /// Polls `condition` until it holds or the deadline passes: how tests wait for events they
 /// cannot subscribe to, instead of sleeping a guessed amount.
-func poll(timeout: Double, interval: Double = 0.05, _ message: @autoclosure () -> String, _ condition: () throws -> Bool) async throws {
+func poll(timeout: Double, interval: Double = 0.05, _ message: @autoclosure () -> String, _ condition: () async throws -> Bool) async throws {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
-        if try condition() { return }
+        if try await condition() { return }
         try await Task.sleep(for: .milliseconds(Int(interval * 1000)))
     }
-    if try condition() { return }
+    if try await condition() { return }
     throw HarnessError("timed out after \(timeout) s: \(message())")
 }

@@ -11,8 +11,8 @@ import TokendTestSupport
     @Test func tokenPrintsOnlyTheTokenAndItLivesAtLeastMinValid() async throws {
         let world = try await DaemonHarness.start()
         defer { Task { await world.shutdown() } }
-        try world.importNewUser()
-        let run = try world.tokenctl(["token", "work", "--min-valid", "120"])
+        try await world.importNewUser()
+        let run = try await world.tokenctl(["token", "work", "--min-valid", "120"])
         #expect(run.status == 0)
         #expect(run.stderr.isEmpty)
         let lines = run.stdout.split(separator: "\n", omittingEmptySubsequences: false)
@@ -30,13 +30,13 @@ import TokendTestSupport
         options.rotate = true
         let world = try await DaemonHarness.start(options: options)
         defer { Task { await world.shutdown() } }
-        try world.importNewUser()
+        try await world.importNewUser()
         let end = Date().addingTimeInterval(60)
         var answers = 0
         var failures: [String] = []
         while Date() < end {
             let asked = Date()
-            let run = try world.tokenctl(["token", "work", "--min-valid", "1"])
+            let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
             let token = run.stdout.trimmingCharacters(in: .newlines)
             if run.status != 0 {
                 failures.append("exit \(run.status): \(run.stderr)")
@@ -54,7 +54,7 @@ import TokendTestSupport
             let expiry = try #require(previous.issuedExpiresAt)
             #expect(next.at < expiry, "refresh at \(next.at) came after the previous token expired at \(expiry)")
         }
-        #expect(try world.storedSession()?.refreshToken == refreshes.last?.issuedRefreshToken)
+        #expect(try await world.storedSession()?.refreshToken == refreshes.last?.issuedRefreshToken)
         print("sixty-second run: \(answers) answers, \(failures.count) failures, \(refreshes.count) refreshes")
     }
 
@@ -64,22 +64,22 @@ import TokendTestSupport
         options.rotate = true
         let world = try await DaemonHarness.start(options: options)
         defer { Task { await world.shutdown() } }
-        let session = try world.importNewUser()
+        let session = try await world.importNewUser()
         let end = Date().addingTimeInterval(Double.random(in: 3...12))
         while Date() < end {
-            _ = try world.tokenctl(["token", "work", "--min-valid", "1"])
+            _ = try await world.tokenctl(["token", "work", "--min-valid", "1"])
             try await Task.sleep(for: .milliseconds(Int.random(in: 20...150)))
         }
         world.kill9()
         try await world.startDaemon()
-        let run = try world.tokenctl(["token", "work", "--min-valid", "1"])
+        let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
         #expect(run.status == 0, "\(run.stderr)")
         // After the next refresh (a 5-second token makes one due within seconds), the keyring
         // holds the newest refresh token the fake issued.
         let seen = world.fake.requests.count
         try await poll(timeout: 30, "a refresh after the restart") { world.fake.requests.count > seen }
         try await poll(timeout: 10, "keyring catches up with the fake") {
-            try world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
+            try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
         }
     }
 
@@ -89,17 +89,17 @@ import TokendTestSupport
         options.rotate = true
         let world = try await DaemonHarness.start(options: options)
         defer { Task { await world.shutdown() } }
-        try world.importNewUser()
-        let stored = try #require(try world.storedSession()?.refreshToken)
+        try await world.importNewUser()
+        let stored = try #require(try await world.storedSession()?.refreshToken)
         world.fake.inject(.status(503), forSeconds: 20)
         let outageEnd = Date().addingTimeInterval(20)
         // Forced refreshes fail with "try later", the held token keeps being served.
-        let forced = try world.tokenctl(["refresh", "work"])
+        let forced = try await world.tokenctl(["refresh", "work"])
         #expect(forced.status == 75, "\(forced.stderr)")
         while Date() < outageEnd.addingTimeInterval(-1) {
-            let run = try world.tokenctl(["token", "work", "--min-valid", "1"])
+            let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
             #expect(run.status == 0, "\(run.stderr)")
-            #expect(try world.storedSession()?.refreshToken == stored, "a transient failure never touches the refresh token")
+            #expect(try await world.storedSession()?.refreshToken == stored, "a transient failure never touches the refresh token")
             try await Task.sleep(for: .milliseconds(500))
         }
         #expect(world.fake.requests.contains { $0.status == 503 })
@@ -107,45 +107,47 @@ import TokendTestSupport
         try await poll(timeout: 300, interval: 0.5, "a successful refresh after the outage") {
             world.fake.requests.contains { $0.status == 200 && $0.at > outageEnd }
         }
-        try await poll(timeout: 10, "rotated token saved") { try world.storedSession()?.refreshToken != stored }
-        #expect(try world.status().state == "active")
+        try await poll(timeout: 10, "rotated token saved") { try await world.storedSession()?.refreshToken != stored }
+        #expect(try await world.status().state == "active")
     }
 
     @Test func tokenExpiredMeansNeedsLoginExit77AndNoMoreRequests() async throws {
         let world = try await DaemonHarness.start()
         defer { Task { await world.shutdown() } }
-        try world.importNewUser()
+        try await world.importNewUser()
         world.fake.inject(.firebaseError("TOKEN_EXPIRED"), count: 1000)
-        let forced = try world.tokenctl(["refresh", "work"])
+        let forced = try await world.tokenctl(["refresh", "work"])
         #expect(forced.status == 77)
         let before = world.fake.requests.count
-        #expect(try world.status().state == "needs_login")
+        #expect(try await world.status().state == "needs_login")
         for _ in 0..<5 {
-            let run = try world.tokenctl(["token", "work"])
+            let run = try await world.tokenctl(["token", "work"])
             #expect(run.status == 77)
             #expect(run.stdout.isEmpty)
             #expect(run.stderr.contains("tokenctl import work") || run.stderr.contains("tokenctl login work"), "\(run.stderr)")
             #expect(run.stderr.split(separator: "\n").count == 1)
         }
         #expect(world.fake.requests.count <= before + 1)
-        #expect(try world.storedSession() == nil, "the revoked refresh token is deleted")
+        #expect(try await world.storedSession() == nil, "the revoked refresh token is deleted")
     }
 
     @Test func oversizedAndGarbageLinesAreRefusedWhileOthersAreServed() async throws {
         let world = try await DaemonHarness.start()
         defer { Task { await world.shutdown() } }
-        try world.importNewUser()
+        try await world.importNewUser()
         let served = Atomic<Int>(0)
         let failed = Atomic<Int>(0)
         let socket = world.socketPath
-        let busy = Task.detached {
+        let stop = Atomic<Bool>(false)
+        // A second client hammering the daemon, on a thread of its own (blocking reads).
+        let busy = Task { try await offPool {
             let client = try BlockingClient(path: socket)
             client.setReadTimeout(seconds: 30)
-            while !Task.isCancelled {
+            while !stop.load(ordering: .relaxed) {
                 let response = try client.call(Request(op: "token", account: "work", minValid: 1))
                 if response.ok { served.add(1, ordering: .relaxed) } else { failed.add(1, ordering: .relaxed) }
             }
-        }
+        } }
         let big = try BlockingClient(path: socket)
         big.setReadTimeout(seconds: 30)
         let line = Array(#"{"op":"hello","pad":""#.utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: 1 << 20) + Array("\"}\n".utf8)
@@ -164,9 +166,10 @@ import TokendTestSupport
         #expect(try garbage.call(Request(op: "hello", id: .number(2))).ok, "the connection survives a bad line")
 
         try await poll(timeout: 10, "the busy client is served") { served.load(ordering: .relaxed) > 20 }
-        busy.cancel()
+        stop.store(true, ordering: .relaxed)
+        try await busy.value
         #expect(failed.load(ordering: .relaxed) == 0)
-        #expect(try world.call(Request(op: "hello")).ok, "the daemon keeps running")
+        #expect(try await world.call(Request(op: "hello")).ok, "the daemon keeps running")
     }
 
     /// Canary check: no token the fake issued shows up in tokend's output, in tokenctl's
@@ -177,15 +180,15 @@ import TokendTestSupport
         options.rotate = true
         let world = try await DaemonHarness.start(options: options)
         defer { Task { await world.shutdown() } }
-        try world.importNewUser()
+        try await world.importNewUser()
         var stderrs = ""
         for _ in 0..<20 {
-            stderrs += try world.tokenctl(["token", "work", "--min-valid", "1"]).stderr
-            stderrs += try world.tokenctl(["status"]).stdout
+            stderrs += try await world.tokenctl(["token", "work", "--min-valid", "1"]).stderr
+            stderrs += try await world.tokenctl(["status"]).stdout
             try await Task.sleep(for: .milliseconds(200))
         }
         world.fake.inject(.firebaseError("TOKEN_EXPIRED"), count: 1)
-        stderrs += try world.tokenctl(["refresh", "work"]).stderr
+        stderrs += try await world.tokenctl(["refresh", "work"]).stderr
         world.stopDaemon()
         let secrets = Set(world.fake.requests.flatMap { [$0.issuedRefreshToken, $0.issuedIDToken, $0.presentedRefreshToken] }.compactMap { $0 })
         #expect(secrets.count > 5)

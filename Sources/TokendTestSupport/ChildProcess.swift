@@ -1,0 +1,87 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a short-lived program to completion, for tests: posix_spawn with stdin, stdout and stderr
+/// redirected to files the child opens itself. Foundation's `Process` proved unfit here: it
+/// leaks pipe ends into unrelated children (so end-of-file never comes), passes on a signal mask
+/// that blocks SIGTERM, and under heavy parallel spawning its `terminationStatus` can trap.
+public enum ChildProcess {
+    public struct Result: Sendable {
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
+    }
+
+    /// A hung child is killed after this long: generous for two shared cores.
+    public static let defaultTimeout: Double = 60
+
+    /// Runs `path` with `arguments`; `stdin` is fed from a 0600 file in a private directory.
+    public static func run(
+        _ path: String, _ arguments: [String], environment: [String: String], stdin: String? = nil, timeout: Double = defaultTimeout
+    ) throws -> Result {
+        var template = Array("/tmp/tokend-child.XXXXXX".utf8CString)
+        guard let directory = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }).map({ String(cString: $0) }) else {
+            throw ChildProcessError("cannot create a temporary directory: \(String(cString: strerror(errno)))")
+        }
+        defer {
+            for name in ["in", "out", "err"] { unlink(directory + "/" + name) }
+            rmdir(directory)
+        }
+        var input = "/dev/null"
+        if let stdin {
+            input = directory + "/in"
+            guard FileManager.default.createFile(atPath: input, contents: Data(stdin.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw ChildProcessError("cannot write \(input)")
+            }
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, directory + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, directory + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        // A clean signal mask: the spawning thread may block signals the child must receive.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        guard spawned == 0 else { throw ChildProcessError("posix_spawn \(path): \(String(cString: strerror(spawned)))") }
+        let status = try wait(for: pid, timeout: timeout)
+        let stdout = (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? ""
+        let stderr = (try? String(contentsOfFile: directory + "/err", encoding: .utf8)) ?? ""
+        return Result(status: status, stdout: stdout, stderr: stderr)
+    }
+
+    /// The child's exit status (128 + signal when killed), SIGKILLing it past the timeout.
+    static func wait(for pid: pid_t, timeout: Double) throws -> Int32 {
+        let deadline = Date().addingTimeInterval(timeout)
+        var status: Int32 = 0
+        while true {
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == pid { break }
+            if result < 0, errno != EINTR { throw ChildProcessError("waitpid: \(String(cString: strerror(errno)))") }
+            if Date() > deadline { kill(pid, SIGKILL) }
+            usleep(2_000)  // 2 ms: short tools finish in tens of milliseconds
+        }
+        // WIFEXITED / WEXITSTATUS spelled out: the C macros are not imported into Swift.
+        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    }
+}
+
+public struct ChildProcessError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
