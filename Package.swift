@@ -10,6 +10,9 @@ let package = Package(
         .executable(name: "tokend", targets: ["tokend"]),
         .executable(name: "tokenctl", targets: ["tokenctl"]),
         .executable(name: "tokend-fake-firebase", targets: ["tokend-fake-firebase"]),
+        // For Fuzz/, a separate package (libFuzzer needs its own build flags): packages can only
+        // depend on products.
+        .library(name: "TokendFuzzing", targets: ["TokendFuzzing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),

@@ -73,6 +73,9 @@ public struct AccountMachine: Sendable {
     }
 
     public static let noSessionReason = "no session is stored for this account"
+    /// Proactive refreshes are at least this far apart (found by the fuzzer, docs/fuzzing.md):
+    /// far below any real token's life, so only a provider misbehaving ever meets it.
+    public static let minimumRefreshInterval: Double = 1
 
     // MARK: - Asking
 
@@ -81,8 +84,12 @@ public struct AccountMachine: Sendable {
         switch phase {
         case .idle:
             guard let tokens else { return nil }
-            guard let expiresAt = tokens.expiresAt else { return .distantPast }  // nothing but a refresh token
-            return policy.refreshAt(expiresAt: expiresAt, issuedAt: tokens.issuedAt, unit: jitterUnit)
+            // Nothing but a refresh token: refresh at once.
+            let due = tokens.expiresAt.map { policy.refreshAt(expiresAt: $0, issuedAt: tokens.issuedAt, unit: jitterUnit) } ?? .distantPast
+            // Tokens dead on arrival (a lifetime of a second or less) would make that "at once"
+            // again, in a tight loop against the provider: one proactive refresh a second at most.
+            guard let lastRefresh else { return due }
+            return max(due, lastRefresh.addingTimeInterval(Self.minimumRefreshInterval))
         case .backingOff(let until, _):
             return until
         case .refreshing, .needsLogin, .misconfigured, .awaitingKeyring:

@@ -9,6 +9,9 @@ public enum RefreshClassifier {
     /// OAuth codes (RFC 6749 §5.2) that say the server, not the session, has trouble.
     public static let oauthTransient: Set<String> = ["temporarily_unavailable", "server_error"]
 
+    /// Ten years: far beyond any token lifetime a provider grants, far below what a date can hold.
+    public static let maximumLifetime: Double = 10 * 365 * 86_400
+
     /// HTTP statuses that are worth retrying whatever the body says: 408, 429, 5xx.
     public static func isTransientStatus(_ status: Int) -> Bool {
         status == 408 || status == 429 || (500...599).contains(status)
@@ -63,7 +66,8 @@ public enum RefreshClassifier {
         guard idToken != nil || accessToken != nil else {
             return .transient(RefreshFailure(code: "malformed_response", message: "the provider answered 200 without a token"), retryAfter: nil)
         }
-        let lifetime = answer.expires_in?.seconds
+        // A lifetime outside (0, ten years] is a broken answer, not a token to keep for ever.
+        let lifetime = answer.expires_in?.seconds.flatMap { $0 > 0 && $0 <= maximumLifetime ? $0 : nil }
         guard lifetime != nil || [idToken, accessToken].contains(where: { $0.flatMap { JWTClaims(token: $0)?.expiresAt } != nil }) else {
             return .transient(RefreshFailure(code: "malformed_response", message: "the provider answered 200 without expires_in"), retryAfter: nil)
         }

@@ -26,6 +26,9 @@ public actor AccountEngine {
         /// The session in memory has not reached the keyring yet (it was locked or unavailable
         /// when we wrote): written back as soon as the keyring answers again.
         var unsaved = false
+        /// When the timer will start a proactive refresh: the machine's instant, possibly moved
+        /// earlier by `RefreshSpreading`. Nil when no proactive refresh is scheduled.
+        var proactiveRefresh: Date?
     }
 
     /// Default wait for a refresh when a request names no `timeout`: long enough for a slow
@@ -365,15 +368,24 @@ public actor AccountEngine {
 
     // MARK: - Timers
 
-    /// Arms the account's timer for its next wake-up, on the wall clock.
+    /// Arms the account's timer for its next wake-up. A proactive refresh is spread away from
+    /// seconds that other accounts' refreshes already fill.
     func schedule(_ name: String) {
         guard var account = accounts[name] else { return }
         account.timer?.cancel()
         account.timer = nil
-        if let wake = account.machine.nextWake {
-            let delay = max(0, wake.timeIntervalSince(clock.now()))
+        account.proactiveRefresh = nil
+        let now = clock.now()
+        if var wake = account.machine.nextWake {
+            if case .idle = account.machine.phase, wake > now, let tokens = account.machine.tokens, let expiresAt = tokens.expiresAt {
+                let lifetime = tokens.issuedAt.map { expiresAt.timeIntervalSince($0) } ?? account.machine.policy.refreshBefore * 3
+                let margin = account.machine.policy.margin(lifetime: lifetime)
+                let taken = accounts.compactMap { $0.key == name ? nil : $0.value.proactiveRefresh }
+                wake = RefreshSpreading.slot(desired: wake, earliest: max(now, wake.addingTimeInterval(-margin)), taken: taken)
+                account.proactiveRefresh = wake
+            }
             let timer = DispatchSource.makeTimerSource(queue: timerQueue)
-            timer.schedule(wallDeadline: .now() + delay, leeway: Self.timerLeeway)
+            timer.schedule(wallDeadline: .now() + max(0, wake.timeIntervalSince(now)), leeway: Self.timerLeeway)
             timer.setEventHandler { [weak self] in
                 Task { await self?.timerFired(name) }
             }
@@ -385,7 +397,8 @@ public actor AccountEngine {
 
     func timerFired(_ name: String) {
         guard let account = accounts[name] else { return }
-        if account.machine.isRefreshDue(at: clock.now()) {
+        let now = clock.now()
+        if account.machine.isRefreshDue(at: now) || account.proactiveRefresh.map({ $0 <= now }) == true {
             startRefresh(name)
         } else {
             schedule(name)  // woke early (the clock moved back): sleep again until the true instant

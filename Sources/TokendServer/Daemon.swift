@@ -99,6 +99,7 @@ public final class Daemon: Service, Sendable {
 
     func serve() async throws {
         _ = tokend_set_not_dumpable()
+        Self.raiseDescriptorLimit()
         signal(SIGPIPE, SIG_IGN)
         await loadConfiguration(initial: true)
         let activated = SystemdIntegration.activatedDescriptor(environment: options.environment)
@@ -133,6 +134,15 @@ public final class Daemon: Service, Sendable {
             Task { await engine.shutdown() }
         }
         if activated == nil { unlink(socketPath) }
+    }
+
+    /// Raises the soft descriptor limit to the hard one (often 1024 → 524288 under systemd), so
+    /// that the listener's connection cap, not the kernel, is what turns a flood away.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
     }
 
     /// SIGHUP: re-read the configuration; a broken file keeps the last good one.

@@ -88,6 +88,11 @@ public final class SocketListener: Sendable {
                 try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: Self.partialLineTimeout))
                 try channel.pipeline.syncOperations.addHandler(LineFrameHandler())
                 return try NIOAsyncChannel<LineFrame, ByteBuffer>(wrappingChannelSynchronously: channel)
+            }.flatMapError { error in
+                // NIO leaves a channel whose initializer failed open: without this, a refused
+                // peer keeps its descriptor (and its client waits) until it hangs up itself.
+                channel.close(promise: nil)
+                return channel.eventLoop.makeFailedFuture(error)
             }
         }
         let listener: NIOAsyncChannel<NIOAsyncChannel<LineFrame, ByteBuffer>, Never>

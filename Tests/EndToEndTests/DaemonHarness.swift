@@ -83,7 +83,7 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
             process.arguments = Array(launcher.dropFirst()) + [Self.binDirectory + "/tokend"] + arguments
         }
         process.environment = environment.merging(extraEnvironment) { $1 }
-        if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
         process.standardError = log

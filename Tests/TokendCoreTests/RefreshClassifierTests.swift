@@ -53,7 +53,8 @@ import Testing
         guard case .transient = firebaseError("TOO_MANY_ATTEMPTS_TRY_LATER") else { Issue.record("expected transient"); return }
     }
 
-    @Test(arguments: ["not json", #"{"token_type":"Bearer"}"#, #"{"id_token":"x"}"#, ""])
+    @Test(arguments: ["not json", #"{"token_type":"Bearer"}"#, #"{"id_token":"x"}"#, "", #"{"id_token":"x","expires_in":"1e300"}"#,
+                      #"{"id_token":"x","expires_in":"-5"}"#, #"{"id_token":"x","expires_in":"nan"}"#])
     func brokenSuccessIsTransient(body: String) {
         guard case .transient(let failure, _) = RefreshClassifier.firebase(status: 200, body: Array(body.utf8), retryAfter: nil) else {
             Issue.record("expected transient"); return

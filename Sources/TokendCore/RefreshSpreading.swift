@@ -1,0 +1,38 @@
+/// Keeps many accounts from refreshing in the same second.
+///
+/// Jitter alone is 10 % of the margin (DESIGN.md §4): 30 s for hour-long tokens, but a single
+/// second for 30-second ones, too little to part a hundred accounts that started together. So a
+/// proactive refresh whose second is full moves to an earlier second with room, never later (a
+/// later refresh eats into the margin) and never more than one margin earlier. Refreshes that a
+/// request waits for are never moved.
+public enum RefreshSpreading {
+    /// Proactive refreshes allowed to start in one second. Five a second is one account every
+    /// 200 ms — polite to any provider, and enough for a hundred 30-second accounts (5 per
+    /// second × a 20-second cycle).
+    public static let perSecond = 5
+
+    /// The instant to refresh at: `desired` if its second has room, else the same sub-second
+    /// offset in the latest earlier second with room, not before `earliest`. If every second in
+    /// the range is full, the least crowded one.
+    public static func slot(desired: Date, earliest: Date, taken: [Date], perSecond: Int = perSecond) -> Date {
+        let desiredSecond = desired.timeIntervalSince1970.rounded(.down)
+        let offset = desired.timeIntervalSince1970 - desiredSecond
+        var counts: [Double: Int] = [:]
+        for instant in taken { counts[instant.timeIntervalSince1970.rounded(.down), default: 0] += 1 }
+        var best = desired
+        var bestCount = Int.max
+        var second = desiredSecond
+        while true {
+            let candidate = Date(timeIntervalSince1970: second + offset)
+            guard candidate >= earliest || second == desiredSecond else { break }
+            let count = counts[second, default: 0]
+            if count < perSecond { return candidate }
+            if count < bestCount {
+                best = candidate
+                bestCount = count
+            }
+            second -= 1
+        }
+        return best
+    }
+}
