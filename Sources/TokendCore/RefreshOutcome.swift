@@ -69,23 +69,18 @@ extension TokenSet {
             }
             return claims?.expiresAt
         }
+        /// One kind of token after the answer: the issued one with its lifetime, else the held
+        /// one only while it still lives.
+        func after(_ issuedToken: String?, held: String?, heldExpiry: Date?) -> (String?, Date?) {
+            if let issuedToken { return (issuedToken, expiry(of: issuedToken)) }
+            if let heldExpiry, heldExpiry > now { return (held, heldExpiry) }
+            return (nil, nil)
+        }
         var next = self
         next.refreshToken = issued.refreshToken ?? refreshToken
         next.issuedAt = sentAt
-        if let access = issued.accessToken {
-            next.accessToken = access
-            next.accessTokenExpiresAt = expiry(of: access)
-        } else if let accessTokenExpiresAt, accessTokenExpiresAt <= now {
-            next.accessToken = nil
-            next.accessTokenExpiresAt = nil
-        }
-        if let id = issued.idToken {
-            next.idToken = id
-            next.idTokenExpiresAt = expiry(of: id)
-        } else if let idTokenExpiresAt, idTokenExpiresAt <= now {
-            next.idToken = nil
-            next.idTokenExpiresAt = nil
-        }
+        (next.accessToken, next.accessTokenExpiresAt) = after(issued.accessToken, held: accessToken, heldExpiry: accessTokenExpiresAt)
+        (next.idToken, next.idTokenExpiresAt) = after(issued.idToken, held: idToken, heldExpiry: idTokenExpiresAt)
         return next
     }
 }

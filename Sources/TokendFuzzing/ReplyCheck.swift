@@ -26,9 +26,9 @@ struct ReplyCheck {
         invariant(encoded.last == UInt8(ascii: "\n"), "a reply without its newline: \(what)")
         invariant(encoded.dropLast().firstIndex(of: UInt8(ascii: "\n")) == nil, "a reply of two lines: \(what)")
         invariant(encoded.count <= 6 * line.count + Self.fixedReplyAllowance, "a reply of \(encoded.count) bytes to a line of \(line.count): \(what)")
-        let shape: JSONShape
+        let shape: AnyJSON
         do {
-            shape = try JSONDecoder().decode(JSONShape.self, from: Data(encoded.dropLast()))
+            shape = try JSONDecoder().decode(AnyJSON.self, from: Data(encoded.dropLast()))
         } catch {
             invariantBroken("a reply that is not JSON (\(error)): \(what)")
         }
@@ -68,33 +68,6 @@ struct ReplyCheck {
         guard encoded.firstRange(of: SecretLedger.marker.utf8) != nil else { return }
         for secret in secrets where encoded.firstRange(of: secret.value.utf8) != nil && line.firstRange(of: secret.value.utf8) == nil {
             invariant(ok && op == .token && secret.kind == .bearer, "a reply leaked a held secret: \(what)")
-        }
-    }
-}
-
-/// Any JSON value: reads a reply without trusting the types that wrote it.
-indirect enum JSONShape: Decodable, Equatable {
-    case object([String: JSONShape])
-    case array([JSONShape])
-    case string(String)
-    case number(Double)
-    case bool(Bool)
-    case null
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONShape].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONShape].self))
         }
     }
 }

@@ -231,22 +231,10 @@ public actor AccountEngine {
             hub.publish(event)
         case .willRetry(let failure, let retryAt):
             accounts[name] = account
-            logger.warning("refresh failed, will retry", metadata: [
-                "account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)",
-                "retry_in_s": "\(Int(retryAt.timeIntervalSince(now)))", "took_ms": "\(took)",
-            ])
-            var event = Event(event: .refreshFailed, account: name, at: Timestamp.format(now))
-            event.error = failure
-            event.retryAt = Timestamp.format(retryAt)
-            hub.publish(event)
+            report(failure, of: name, as: .refreshFailed, level: .warning, "refresh failed, will retry", at: now, took: took, retryAt: retryAt)
         case .loggedOut(let failure, let refreshToken):
             accounts[name] = account
-            logger.error("the provider ended the session; the account needs a new login", metadata: [
-                "account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)",
-            ])
-            var event = Event(event: .needsLogin, account: name, at: Timestamp.format(now))
-            event.error = failure
-            hub.publish(event)
+            report(failure, of: name, as: .needsLogin, level: .error, "the provider ended the session; the account needs a new login", at: now, took: took)
             schedule(name)
             wake(name)
             // Only if it is still the refresh token that failed: an import may have replaced it.
@@ -255,15 +243,24 @@ public actor AccountEngine {
             return
         case .misconfigured(let failure):
             accounts[name] = account
-            logger.error("the provider rejects the account's configuration", metadata: [
-                "account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)",
-            ])
-            var event = Event(event: .configError, account: name, at: Timestamp.format(now))
-            event.error = failure
-            hub.publish(event)
+            report(failure, of: name, as: .configError, level: .error, "the provider rejects the account's configuration", at: now, took: took)
         }
         schedule(name)
         wake(name)
+    }
+
+    /// A failed refresh, told once to the log and once to watchers: names and codes, never a token.
+    func report(
+        _ failure: RefreshFailure, of name: String, as kind: Event.Kind, level: Logger.Level, _ message: Logger.Message,
+        at now: Date, took: Int, retryAt: Date? = nil
+    ) {
+        var metadata: Logger.Metadata = ["account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)", "took_ms": "\(took)"]
+        if let retryAt { metadata["retry_in_s"] = "\(Int(retryAt.timeIntervalSince(now)))" }
+        logger.log(level: level, message, metadata: metadata)
+        var event = Event(event: kind, account: name, at: Timestamp.format(now))
+        event.error = failure
+        event.retryAt = retryAt.map(Timestamp.format)
+        hub.publish(event)
     }
 
     /// Forces a refresh now (or joins the one in flight) and waits for its outcome.

@@ -40,7 +40,7 @@ extension Tokenctl {
         /// daemon's extra fields survive.
         static func accountsJSON(_ line: [UInt8]) throws(TokenctlError) -> String {
             do {
-                guard case .object(let reply) = try JSONDecoder().decode(RawJSON.self, from: Data(line)),
+                guard case .object(let reply) = try JSONDecoder().decode(AnyJSON.self, from: Data(line)),
                     let accounts = reply["accounts"]
                 else { throw TokenctlError.protocolMismatch("a status reply without accounts") }
                 let encoder = JSONEncoder()

@@ -1,17 +1,18 @@
 import TokendCore
 
-/// Any JSON value, decoded without a schema: lets `status --json` pass the daemon's output on
-/// without dropping fields this tokenctl does not know.
-enum RawJSON: Codable, Equatable {
+/// Any JSON value, decoded without a schema: lets `tokenctl status --json` pass the daemon's
+/// output on without dropping fields it does not know, and lets the fuzzer check that every
+/// reply is well-formed JSON whatever its fields.
+public indirect enum AnyJSON: Codable, Equatable, Sendable {
     case null
     case bool(Bool)
     case integer(Int64)
     case number(Double)
     case string(String)
-    case array([RawJSON])
-    case object([String: RawJSON])
+    case array([AnyJSON])
+    case object([String: AnyJSON])
 
-    init(from decoder: any Decoder) throws {
+    public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -24,14 +25,14 @@ enum RawJSON: Codable, Equatable {
             self = .number(value)
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
-        } else if let value = try? container.decode([RawJSON].self) {
+        } else if let value = try? container.decode([AnyJSON].self) {
             self = .array(value)
         } else {
-            self = .object(try container.decode([String: RawJSON].self))
+            self = .object(try container.decode([String: AnyJSON].self))
         }
     }
 
-    func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
