@@ -6,7 +6,7 @@ extension Tokenctl {
     /// `tokenctl logout ACCOUNT`: the daemon forgets the session, keyring included.
     struct Logout: TokenctlCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Forget an account's tokens (keyring too) and revoke them where the provider can.")
+            abstract: "Forget an account's tokens, keyring item included.")
 
         @Argument(help: "The account, as named in config.toml.")
         var account: String
