@@ -19,9 +19,14 @@ public struct RefreshPolicy: Sendable, Equatable {
 
     /// The proactive refresh instant: `expiresAt - margin - jitter`, `unit` drawn from [0, 1).
     /// Jitter moves the refresh earlier, never later, so it can never push past the margin.
+    /// The margin for a token issued at `issuedAt`; with no issue time known, as if it lived
+    /// three full margins (so the margin is `refresh_before` itself).
+    public func margin(expiresAt: Date, issuedAt: Date?) -> Double {
+        margin(lifetime: issuedAt.map { expiresAt.timeIntervalSince($0) } ?? refreshBefore * 3)
+    }
+
     public func refreshAt(expiresAt: Date, issuedAt: Date?, unit: Double) -> Date {
-        let lifetime = issuedAt.map { expiresAt.timeIntervalSince($0) } ?? refreshBefore * 3
-        let margin = margin(lifetime: lifetime)
+        let margin = margin(expiresAt: expiresAt, issuedAt: issuedAt)
         let jitter = margin * Self.jitterShare * min(max(unit, 0), 1)
         return expiresAt.addingTimeInterval(-(margin + jitter))
     }

@@ -193,8 +193,7 @@ public actor AccountEngine {
         guard var account = accounts[name] else { return false }
         let startedAt = clock.now()
         guard let ticket = account.machine.startRefresh(at: startedAt, force: force) else { return false }
-        account.timer?.cancel()
-        account.timer = nil
+        disarm(&account)
         accounts[name] = account
         wake(name)
         let provider = account.provider
@@ -298,8 +297,7 @@ public actor AccountEngine {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         let start = clock.now()
         account.machine.install(tokens, unit: random())
-        account.timer?.cancel()
-        account.timer = nil
+        disarm(&account)
         accounts[name] = account
         wake(name)
         let saved = await store.save(tokens, account: name)
@@ -314,8 +312,7 @@ public actor AccountEngine {
     public func logout(account name: String) async -> Result<Void, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         account.machine.forget(reason: "logged out; run: tokenctl import \(name)")
-        account.timer?.cancel()
-        account.timer = nil
+        disarm(&account)
         account.unsaved = false
         accounts[name] = account
         wake(name)
@@ -365,18 +362,22 @@ public actor AccountEngine {
 
     // MARK: - Timers
 
+    /// No timer and no claimed refresh slot for the account until `schedule` arms one again.
+    func disarm(_ account: inout Account) {
+        account.timer?.cancel()
+        account.timer = nil
+        account.proactiveRefresh = nil
+    }
+
     /// Arms the account's timer for its next wake-up. A proactive refresh is spread away from
     /// seconds that other accounts' refreshes already fill.
     func schedule(_ name: String) {
         guard var account = accounts[name] else { return }
-        account.timer?.cancel()
-        account.timer = nil
-        account.proactiveRefresh = nil
+        disarm(&account)
         let now = clock.now()
         if var wake = account.machine.nextWake {
             if case .idle = account.machine.phase, wake > now, let tokens = account.machine.tokens, let expiresAt = tokens.expiresAt {
-                let lifetime = tokens.issuedAt.map { expiresAt.timeIntervalSince($0) } ?? account.machine.policy.refreshBefore * 3
-                let margin = account.machine.policy.margin(lifetime: lifetime)
+                let margin = account.machine.policy.margin(expiresAt: expiresAt, issuedAt: tokens.issuedAt)
                 let taken = accounts.compactMap { $0.key == name ? nil : $0.value.proactiveRefresh }
                 wake = RefreshSpreading.slot(desired: wake, earliest: max(now, wake.addingTimeInterval(-margin)), taken: taken)
                 account.proactiveRefresh = wake

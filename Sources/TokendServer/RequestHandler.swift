@@ -57,11 +57,9 @@ public struct RequestHandler: Sendable {
             let name = try account(of: request)
             let minValid = try number(request.minValid, "min_valid", default: Self.defaultMinValid, maximum: Self.maximumMinValid)
             let grant = try await engine.token(account: name, kind: request.kind, minValid: minValid, timeout: try timeout(of: request)).get()
-            response.account = name
+            fill(&response, account: name, expiresAt: grant.expiresAt)
             response.token = grant.token
             response.kind = grant.kind
-            response.expiresAt = Timestamp.format(grant.expiresAt)
-            response.expiresIn = Int(grant.expiresAt.timeIntervalSince(engine.clock.now()).rounded(.down))
         case .list, .status:
             response.accounts = try await engine.statuses(account: request.account).get()
         case .refresh:
