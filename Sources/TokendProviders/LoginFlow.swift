@@ -1,0 +1,114 @@
+import TokendCore
+
+// The shape every interactive sign-in shares. A provider owns its flows and returns token sets
+// as a stream of steps; the engine only sequences them, persists the result and serves it, and
+// the request handler turns steps into the `login` op's progress lines (docs/protocol.md).
+
+/// What a user asked for with `tokenctl login ACCOUNT …` (the `login` op).
+public struct LoginRequest: Sendable {
+    public enum Method: String, Sendable, CaseIterable {
+        /// OpenID Connect: authorization code with PKCE S256, redirected to a loopback listener.
+        case browser
+        /// OpenID Connect: the device authorization grant (RFC 8628), for boxes with no browser.
+        case device
+        /// Firebase: email and password (`create` signs up instead of signing in).
+        case email
+        /// Firebase: a new anonymous user.
+        case anonymous
+        /// Firebase: a custom token minted by the project's backend, read from stdin.
+        case customToken = "custom_token"
+        /// Firebase: a Google sign-in (the browser flow against Google) exchanged at signInWithIdp.
+        case google
+    }
+
+    public var method: Method
+    /// Firebase `email` sign-in, sign-up and upgrade.
+    public var email: String?
+    /// Firebase `email`: create the user (`accounts:signUp`) instead of signing in.
+    public var create: Bool
+    /// A password or custom token. It travels only from tokenctl's stdin to the provider: never
+    /// logged, echoed, or put in an event or error message.
+    public var secret: String?
+    /// Scopes to ask for instead of the account's configured ones (OIDC).
+    public var scopes: [String]?
+    /// How long the user has to finish (browser and device flows).
+    public var timeout: Double
+
+    /// Five minutes: long enough to find a password manager, short enough that a forgotten
+    /// login does not hold a loopback port open for long.
+    public static let defaultTimeout: Double = 300
+
+    public init(method: Method, email: String? = nil, create: Bool = false, secret: String? = nil, scopes: [String]? = nil, timeout: Double = defaultTimeout) {
+        self.method = method
+        self.email = email
+        self.create = create
+        self.secret = secret
+        self.scopes = scopes
+        self.timeout = timeout
+    }
+}
+
+/// One step of a sign-in as the client sees it. Never a token, code, verifier or password.
+public enum LoginStep: Sendable, Equatable {
+    /// The user should open this URL in a browser (tokenctl opens it when there is a display).
+    case openURL(String)
+    /// The device grant: go to `verificationURI` and enter `userCode`.
+    case userCode(verificationURI: String, verificationURIComplete: String?, userCode: String, expiresIn: Double?)
+    /// Still waiting for the user; `message` says for what.
+    case waiting(String)
+    /// Signed in: the engine stores and serves these. The client only learns that it is done.
+    case done(SignedIn)
+}
+
+/// The session a successful sign-in produced.
+public struct SignedIn: Sendable, Equatable {
+    public var tokens: IssuedTokens
+    /// The scopes the provider granted, when it said (OIDC); stored with the session.
+    public var grantedScopes: [String]?
+    /// How the user signed in (`password`, `anonymous`, `custom`, `google.com`, `oidc`): for events.
+    public var signInProvider: String?
+
+    public init(tokens: IssuedTokens, grantedScopes: [String]? = nil, signInProvider: String? = nil) {
+        self.tokens = tokens
+        self.grantedScopes = grantedScopes
+        self.signInProvider = signInProvider
+    }
+}
+
+/// Why a sign-in did not finish, in words safe to show: never a secret.
+public struct LoginFailure: Error, Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// The provider or the user said no (wrong password, access denied, code expired): try
+        /// again. tokenctl exits 77.
+        case denied
+        /// The account's configuration is wrong (client, API key, a method the project has
+        /// disabled). Exit 78.
+        case misconfigured
+        /// The provider could not be reached or asked us to wait. Exit 75.
+        case transient
+        /// The request itself is wrong (a malformed email, a method this provider lacks). Exit 64.
+        case badRequest
+        /// The user did not finish in time. Exit 75.
+        case timedOut
+    }
+
+    public var kind: Kind
+    /// The provider's own code (`INVALID_LOGIN_CREDENTIALS`, `access_denied`, …) or ours.
+    public var code: String
+    /// What happened and what to do next.
+    public var message: String
+
+    public init(_ kind: Kind, code: String, message: String) {
+        self.kind = kind
+        self.code = code
+        self.message = message
+    }
+}
+
+/// What revoking a refresh token at the provider (RFC 7009) came to.
+public enum RevocationOutcome: Sendable, Equatable {
+    case revoked
+    /// The provider has no way to revoke from a client (Firebase): said honestly, not faked.
+    case unsupported(String)
+    case failed(RefreshFailure)
+}
