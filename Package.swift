@@ -61,10 +61,12 @@ let package = Package(
                 "TokendProtocol", "CTokendShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
+        // The manual clock alone, so that pure-logic tests link nothing but the core.
+        .target(name: "TokendTestClock", dependencies: ["TokendCore"]),
         .target(
             name: "TokendTestSupport",
             dependencies: [
-                "TokendCore",
+                "TokendCore", "TokendTestClock",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -81,7 +83,7 @@ let package = Package(
             name: "TokendFuzzing",
             dependencies: ["TokendCore", "TokendProtocol", "TokendKeyring", "TokendServer", "TokendProviders"]),
         .testTarget(name: "TokendFuzzingTests", dependencies: ["TokendFuzzing"], resources: [.copy("Corpus")]),
-        .testTarget(name: "TokendCoreTests", dependencies: ["TokendCore", "TokendTestSupport"]),
+        .testTarget(name: "TokendCoreTests", dependencies: ["TokendCore", "TokendTestClock"]),
         .testTarget(name: "TokendProtocolTests", dependencies: ["TokendProtocol"]),
         .testTarget(name: "TokendKeyringTests", dependencies: ["TokendKeyring", "TokendTestSupport"]),
         .testTarget(
