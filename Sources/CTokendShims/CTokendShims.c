@@ -15,3 +15,5 @@ int tokend_peer_credentials_of(int fd, tokend_peer_credentials *out) {
 int tokend_so_peercred(void) { return SO_PEERCRED; }
 
 int tokend_set_not_dumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+
+int tokend_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }

@@ -4,9 +4,23 @@ import TokendKeyring
 import TokendProtocol
 
 extension AccountEngine {
+    /// Reads the stored sessions of `names` all at once, not one after another: behind a frozen
+    /// Secret Service every read ends at the same keyring timeout instead of one timeout each.
+    public func restore(_ names: [String]) async {
+        await withTaskGroup(of: Void.self) { group in
+            for name in names { group.addTask { await self.restore(name) } }
+        }
+    }
+
+    /// What an account says until its first keyring read has answered.
+    static func notReadYet(_ name: String) -> TokendError {
+        TokendError(.keyringUnavailable, "the keyring item of account \"\(name)\" is still being read; try again in a moment")
+    }
+
     /// Loads the account's stored session at start (or when it is added by a reload).
     func restore(_ name: String) async {
         let loaded = await store.load(account: name)
+        defer { restoring.remove(name) }
         guard var account = accounts[name] else { return }
         switch loaded {
         case .success(let tokens?):

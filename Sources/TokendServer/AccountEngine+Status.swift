@@ -34,4 +34,18 @@ extension AccountEngine {
             return status
         })
     }
+
+    /// One line for systemd's STATUS=: "3 accounts: 2 active, 1 needs login; keyring locked".
+    public func statusSummary() -> String {
+        let now = clock.now()
+        var counts: [String: Int] = [:]
+        for account in accounts.values { counts[account.machine.stateName(at: now), default: 0] += 1 }
+        let states = counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }
+            .map { "\($0.value) \($0.key.split(separator: "_").joined(separator: " "))" }
+        var summary = "\(accounts.count) account\(accounts.count == 1 ? "" : "s")"
+        if !states.isEmpty { summary += ": " + states.joined(separator: ", ") }
+        if configurationProblem != nil { summary += "; configuration broken" }
+        if keyringState != .available { summary += "; keyring \(keyringState.rawValue)" }
+        return summary
+    }
 }

@@ -57,6 +57,9 @@ public actor AccountEngine {
     var recheckTimer: (any DispatchSourceTimer)?
     var nextWaiterID: UInt64 = 0
     var configurationProblem: ConfigurationError?
+    /// Accounts whose stored session is being read for the first time: a `token` request waits
+    /// for that read (within its timeout) instead of being told the keyring is unreadable.
+    var restoring: Set<String> = []
     let timerQueue = DispatchQueue(label: "tokend.timers")
 
     public init(
@@ -78,6 +81,14 @@ public actor AccountEngine {
     /// keyring items stay); changed ones get a new provider and policy; added ones load their
     /// session from the keyring.
     public func apply(_ configuration: Configuration) async {
+        await restore(adopt(configuration))
+    }
+
+    /// The part of `apply` that never waits on the keyring: accounts are added (showing
+    /// `waiting_for_keyring`), changed and removed at once. Returns the added accounts, whose
+    /// stored sessions `restore(_:)` then reads — the daemon does that after it listens, so a
+    /// stuck Secret Service can never keep the socket closed.
+    public func adopt(_ configuration: Configuration) -> [String] {
         for name in accounts.keys where configuration.accounts[name] == nil {
             guard var account = accounts.removeValue(forKey: name) else { continue }
             account.timer?.cancel()
@@ -98,14 +109,15 @@ public actor AccountEngine {
                 wake(name)
                 logger.info("account configuration changed", metadata: ["account": "\(name)"])
             } else {
-                accounts[name] = Account(
-                    configuration: accountConfiguration, machine: AccountMachine(policy: accountConfiguration.policy),
-                    provider: makeProvider(accountConfiguration))
+                var machine = AccountMachine(policy: accountConfiguration.policy)
+                machine.markKeyringUnreadable(Self.notReadYet(name))
+                accounts[name] = Account(configuration: accountConfiguration, machine: machine, provider: makeProvider(accountConfiguration))
+                restoring.insert(name)
                 added.append(name)
             }
         }
-        for name in added { await restore(name) }
         startRecheckTimer()
+        return added
     }
 
     public var accountNames: [String] { accounts.keys.sorted() }
@@ -137,7 +149,7 @@ public actor AccountEngine {
             case .token(let token, let expiresAt):
                 return .success(TokenGrant(token: token, kind: kind, expiresAt: expiresAt))
             case .refuse(let error):
-                return .failure(error)
+                guard restoring.contains(name), now < deadline else { return .failure(error) }
             case .refresh:
                 if let last = account.machine.lastRefresh, last >= start {
                     // A refresh finished during this request and still cannot satisfy it.

@@ -1,7 +1,10 @@
 import CTokendShims
 import Dispatch
 import Logging
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
+import Synchronization
 import TokendCore
 import TokendKeyring
 import TokendProtocol
@@ -46,6 +49,9 @@ public final class Daemon: Service, Sendable {
     public let hub: EventHub
     let listener: SocketListener
     let transport: HTTPTransport
+    let store: any SecretStore
+    /// The STATUS= line systemd last got, so that only changes are sent.
+    let lastStatus = Mutex("")
     let logger: Logger
     let options: DaemonOptions
 
@@ -69,6 +75,7 @@ public final class Daemon: Service, Sendable {
         let transport = HTTPTransport(environment: options.environment)
         self.hub = hub
         self.transport = transport
+        self.store = store
         self.engine = AccountEngine(store: store, hub: hub, logger: logger) { configuration in
             Self.provider(for: configuration, transport: transport)
         }
@@ -89,20 +96,29 @@ public final class Daemon: Service, Sendable {
         do {
             try await serve()
         } catch {
-            await engine.shutdown()
-            await transport.shutdown()  // AsyncHTTPClient traps if its client is dropped unshut
+            await finish()
             throw error
         }
+        await finish()
+    }
+
+    /// The end of every run: timers stop, then whatever keyring write is in flight completes
+    /// (the keyring thread runs jobs in order, so one more call returns after all earlier ones,
+    /// or after the keyring timeout), then HTTP shuts down.
+    func finish() async {
         await engine.shutdown()
-        await transport.shutdown()
+        _ = await store.state()
+        await transport.shutdown()  // AsyncHTTPClient traps if its client is dropped unshut
     }
 
     func serve() async throws {
-        _ = tokend_set_not_dumpable()
+        hardenProcess()
         Self.raiseDescriptorLimit()
         signal(SIGPIPE, SIG_IGN)
-        await loadConfiguration(initial: true)
-        let activated = SystemdIntegration.activatedDescriptor(environment: options.environment)
+        let environment = options.environment
+        let added = await loadConfiguration(initial: true)
+        // With an activated socket, never bind one of our own: two sockets would be two daemons.
+        let activated = try SystemdIntegration.activatedDescriptor(environment: environment)
         if activated == nil {
             do {
                 try SocketListener.prepare(path: socketPath)
@@ -117,23 +133,98 @@ public final class Daemon: Service, Sendable {
         }
         hangup.resume()
         defer { hangup.cancel() }
-        let environment = options.environment
-        let names = await engine.accountNames
+        let statusUpdates = Task { await self.publishStatus() }
+        defer { statusUpdates.cancel() }
+        let watchdog = SystemdIntegration.watchdogInterval(environment: environment).map { interval in
+            Task { await self.feedWatchdog(every: interval) }
+        }
+        defer { watchdog?.cancel() }
         logger.info("tokend \(Self.version) listening", metadata: [
-            "socket": "\(socketPath)", "config": "\(configPath)", "accounts": "\(names.joined(separator: ","))",
+            "socket": "\(socketPath)", "config": "\(configPath)", "accounts": "\(added.joined(separator: ","))",
             "activated": "\(activated != nil)",
         ])
         try await withGracefulShutdownHandler {
-            try await listener.run(path: socketPath, activatedDescriptor: activated) {
-                SystemdIntegration.notify("READY=1\nSTATUS=serving \(names.count) account(s)", environment: environment)
+            try await listener.run(path: socketPath, activatedDescriptor: activated) { [self] in
+                // Sessions are read only now that clients can connect: a stuck Secret Service
+                // delays the accounts (waiting_for_keyring), never the socket.
+                Task { await self.startRestoring(added) }
             }
         } onGracefulShutdown: { [self] in
-            SystemdIntegration.notify("STOPPING=1", environment: environment)
+            SystemdIntegration.notify("STOPPING=1\nSTATUS=stopping", environment: environment)
             logger.info("shutting down")
             listener.stop()
             Task { await engine.shutdown() }
         }
         if activated == nil { unlink(socketPath) }
+    }
+
+    /// READY=1 once the socket listens and the keyring has been tried: every stored session
+    /// read, or the keyring's timeout spent on them (a frozen Secret Service must not hold
+    /// readiness past systemd's start timeout; the reads go on in the background).
+    func startRestoring(_ names: [String]) async {
+        let restored = Task { await engine.restore(names) }
+        let tried = Task {
+            try? await Task.sleep(for: .milliseconds(Int64(options.keyringTimeout * 1000)))
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await restored.value }
+            group.addTask { await tried.value }
+            await group.next()
+            group.cancelAll()
+            tried.cancel()
+        }
+        let summary = await engine.statusSummary()
+        SystemdIntegration.notify("READY=1\nSTATUS=\(summary)", environment: options.environment)
+        lastStatus.withLock { $0 = summary }
+        await restored.value
+        await updateStatus()
+    }
+
+    /// Keeps systemd's STATUS= current: re-summarised after every event (refresh, failure, login
+    /// needed, keyring locked or back, reload), sent only when the line changed.
+    func publishStatus() async {
+        for await _ in hub.subscribe(account: nil) {
+            await updateStatus()
+        }
+    }
+
+    func updateStatus() async {
+        let summary = await engine.statusSummary()
+        let changed = lastStatus.withLock { last in
+            defer { last = summary }
+            return last != summary
+        }
+        if changed { SystemdIntegration.notify("STATUS=\(summary)", environment: options.environment) }
+    }
+
+    /// WATCHDOG=1 only when each part that serves clients has just answered: every NIO event
+    /// loop (sockets), the engine actor (requests, refreshes) and its timer queue (proactive
+    /// refreshes). If any one is wedged the ping stops and systemd restarts the daemon.
+    func feedWatchdog(every interval: Duration) async {
+        let timerQueue = engine.timerQueue
+        while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                timerQueue.async { continuation.resume() }
+            }
+            for loop in MultiThreadedEventLoopGroup.singleton.makeIterator() {
+                try? await loop.submit {}.get()
+            }
+            await updateStatus()  // the status line also ages: "active" turns "stale" with time
+            SystemdIntegration.notify("WATCHDOG=1", environment: options.environment)
+        }
+    }
+
+    /// No core files and no same-user ptrace or /proc/PID/mem: a crash or a debugger must not
+    /// lift tokens out of memory (ssh-agent does the same). Done first, before any secret is read.
+    func hardenProcess() {
+        if tokend_set_not_dumpable() != 0 || tokend_is_dumpable() != 0 {
+            logger.critical("cannot make the process non-dumpable; tokens could be read by a debugger of the same user", metadata: ["errno": "\(errno)"])
+        }
+        var none = rlimit(rlim_cur: 0, rlim_max: 0)
+        if setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &none) != 0 {
+            logger.critical("cannot set the core file size limit to 0", metadata: ["errno": "\(errno)"])
+        }
     }
 
     /// Raises the soft descriptor limit to the hard one (often 1024 → 524288 under systemd), so
@@ -147,18 +238,24 @@ public final class Daemon: Service, Sendable {
 
     /// SIGHUP: re-read the configuration; a broken file keeps the last good one.
     public func reload() async {
-        SystemdIntegration.notify("RELOADING=1", environment: options.environment)
+        SystemdIntegration.notify(SystemdIntegration.reloadingMessage(), environment: options.environment)
         await loadConfiguration(initial: false)
+        await updateStatus()
         SystemdIntegration.notify("READY=1", environment: options.environment)
     }
 
-    func loadConfiguration(initial: Bool) async {
+    /// Loads the configuration file. At start the accounts are only adopted, and returned for
+    /// reading from the keyring once the socket listens; on a reload they are read at once.
+    @discardableResult
+    func loadConfiguration(initial: Bool) async -> [String] {
         do {
             let configuration = try Configuration.load(path: configPath, environment: options.environment)
             await engine.setConfigurationProblem(nil)
-            await engine.apply(configuration)
+            let added = await engine.adopt(configuration)
+            if !initial { await engine.restore(added) }
             if !initial { logger.info("configuration reloaded", metadata: ["accounts": "\(configuration.accounts.count)"]) }
             hub.publish(Event(event: .configReloaded, account: nil, at: Timestamp.format(engine.clock.now())))
+            return initial ? added : []
         } catch {
             if initial {
                 // Start anyway: with socket activation, a daemon that exits is one that no client
@@ -168,6 +265,7 @@ public final class Daemon: Service, Sendable {
             } else {
                 logger.error("configuration is broken; keeping the last good one", metadata: ["error": "\(error)"])
             }
+            return []
         }
     }
 }

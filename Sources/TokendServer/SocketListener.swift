@@ -37,11 +37,14 @@ public final class SocketListener: Sendable {
     }
 
     /// Makes the socket's directory (0700, ours) and clears a stale socket: removed only when
-    /// nothing answers on it. Refuses when another tokend answers.
+    /// nothing answers on it. Refuses when another tokend answers. A directory that was already
+    /// there (`--socket ~/tokend.sock` puts the socket in `$HOME`) is never chmod'ed: it must be
+    /// ours and writable by no one else, or the socket could be replaced under its clients.
     public static func prepare(path: String) throws(ListenerError) {
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         if !directory.isEmpty {
-            if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            let made = mkdir(directory, 0o700) == 0
+            if !made && errno != EEXIST {
                 throw ListenerError(code: .unsafeDirectory, description: "cannot create \(directory): \(String(cString: strerror(errno)))")
             }
             var info = stat()
@@ -49,9 +52,15 @@ public final class SocketListener: Sendable {
                 throw ListenerError(code: .unsafeDirectory, description: "\(directory) is not a directory")
             }
             guard info.st_uid == getuid() else {
-                throw ListenerError(code: .unsafeDirectory, description: "\(directory) belongs to another user; refusing to put the socket there")
+                throw ListenerError(code: .unsafeDirectory, description: "\(directory) belongs to uid \(info.st_uid), not to us; put the socket in a directory of your own (--socket)")
             }
-            if info.st_mode & 0o077 != 0 { chmod(directory, 0o700) }
+            if made {
+                chmod(directory, 0o700)  // mkdir's mode went through the umask; make it exact
+            } else if info.st_mode & 0o022 != 0 {
+                throw ListenerError(
+                    code: .unsafeDirectory,
+                    description: "\(directory) is writable by others (mode \(String(info.st_mode & 0o7777, radix: 8))), so the socket could be replaced; run chmod go-w on it or choose another --socket")
+            }
         }
         var info = stat()
         guard lstat(path, &info) == 0 else { return }

@@ -3,11 +3,16 @@ import TokendCore
 import Glibc
 #endif
 
-/// The two pieces of the systemd protocol the daemon needs, without linking libsystemd:
-/// readiness notification (sd_notify(3)) and socket activation (sd_listen_fds(3)).
+/// The pieces of the systemd protocol the daemon needs, without linking libsystemd: readiness,
+/// status and watchdog notification (sd_notify(3)) and socket activation (sd_listen_fds(3)).
+/// Hand-written because each is a few lines over a datagram socket and the environment, and
+/// libsystemd would be one more shared library to load (and to trust) for every user.
 public enum SystemdIntegration {
     /// sd_listen_fds(3): the first passed descriptor is 3.
     static let firstListenDescriptor: CInt = 3
+    /// The name `tokend.socket` gives its socket (`FileDescriptorName=`), so that a unit passing
+    /// more descriptors, or a socket meant for someone else, is never adopted by position.
+    public static let socketName = "tokend"
 
     /// Sends `state` (e.g. "READY=1") to `$NOTIFY_SOCKET` if systemd set one; silent otherwise.
     public static func notify(_ state: String, environment: [String: String]) {
@@ -39,9 +44,28 @@ public enum SystemdIntegration {
         }
     }
 
-    /// The listening socket systemd passed us, if it passed one to this very process.
-    /// The variables are removed so that no child inherits them.
-    public static func activatedDescriptor(environment: [String: String]) -> CInt? {
+    /// `RELOADING=1` with the `MONOTONIC_USEC=` that systemd ≥ 253 wants for `Type=notify-reload`
+    /// and that older versions ignore.
+    public static func reloadingMessage() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return "RELOADING=1\nMONOTONIC_USEC=\(UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000)"
+    }
+
+    /// How often to send `WATCHDOG=1`: half of `WATCHDOG_USEC` (sd_watchdog_enabled(3)'s advice),
+    /// or nil when systemd runs no watchdog for this very process.
+    public static func watchdogInterval(environment: [String: String]) -> Duration? {
+        guard let usec = environment["WATCHDOG_USEC"].flatMap({ UInt64($0) }), usec > 0 else { return nil }
+        if let pid = environment["WATCHDOG_PID"].flatMap({ Int32($0) }), pid != getpid() { return nil }
+        return .microseconds(Int64(clamping: usec / 2))
+    }
+
+    /// The listening socket systemd passed to this very process, checked before it is trusted:
+    /// named `tokend` (or the only one passed, unnamed), a listening `AF_UNIX` stream socket
+    /// bound to a path that is ours and not wider than 0600. Nil when nothing was passed; an
+    /// error when something was passed that must not be served. The variables are removed so
+    /// that no child inherits them.
+    public static func activatedDescriptor(environment: [String: String]) throws(DaemonError) -> CInt? {
         defer {
             unsetenv("LISTEN_PID")
             unsetenv("LISTEN_FDS")
@@ -50,6 +74,59 @@ public enum SystemdIntegration {
         guard let pid = environment["LISTEN_PID"].flatMap({ Int32($0) }), pid == getpid(),
             let count = environment["LISTEN_FDS"].flatMap({ Int($0) }), count >= 1
         else { return nil }
-        return firstListenDescriptor
+        let descriptor: CInt
+        if let names = environment["LISTEN_FDNAMES"]?.split(separator: ":", omittingEmptySubsequences: false).map(String.init),
+            names != ["unknown"]
+        {
+            guard let index = names.firstIndex(of: socketName), index < count else {
+                throw refusal("systemd passed sockets named \(names.joined(separator: ", ")) but none named \"\(socketName)\" (FileDescriptorName=\(socketName) in tokend.socket)")
+            }
+            descriptor = firstListenDescriptor + CInt(index)
+        } else {
+            guard count == 1 else { throw refusal("systemd passed \(count) unnamed sockets; give tokend's FileDescriptorName=\(socketName)") }
+            descriptor = firstListenDescriptor
+        }
+        try checkListeningSocket(descriptor)
+        return descriptor
+    }
+
+    /// Refuses any descriptor but a listening Unix stream socket on a path that only we can use.
+    static func checkListeningSocket(_ descriptor: CInt) throws(DaemonError) {
+        guard integerOption(descriptor, SO_DOMAIN) == AF_UNIX else { throw refusal("the passed descriptor \(descriptor) is not a Unix socket") }
+        guard integerOption(descriptor, SO_TYPE) == CInt(SOCK_STREAM.rawValue) else {
+            throw refusal("the passed descriptor \(descriptor) is not a stream socket (ListenStream= in tokend.socket)")
+        }
+        guard integerOption(descriptor, SO_ACCEPTCONN) == 1 else { throw refusal("the passed descriptor \(descriptor) is not listening") }
+        guard let path = boundPath(descriptor) else { throw refusal("the passed socket is not bound to a file path") }
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw refusal("the passed socket's path \(path) is gone: \(String(cString: strerror(errno)))") }
+        guard info.st_uid == getuid() else { throw refusal("the passed socket \(path) belongs to uid \(info.st_uid), not to us") }
+        guard info.st_mode & 0o177 == 0 else {
+            throw refusal("the passed socket \(path) has mode \(String(info.st_mode & 0o777, radix: 8)); it must be 0600 (SocketMode=0600 in tokend.socket)")
+        }
+    }
+
+    static func refusal(_ reason: String) -> DaemonError {
+        DaemonError(code: .socket, description: "refusing the socket systemd passed: \(reason)")
+    }
+
+    static func integerOption(_ descriptor: CInt, _ option: CInt) -> CInt? {
+        var value: CInt = 0
+        var length = socklen_t(MemoryLayout<CInt>.size)
+        return getsockopt(descriptor, SOL_SOCKET, option, &value, &length) == 0 ? value : nil
+    }
+
+    /// The file path a Unix socket is bound to; nil for an unbound or abstract socket.
+    static func boundPath(_ descriptor: CInt) -> String? {
+        var address = sockaddr_un()
+        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard named == 0, address.sun_family == sa_family_t(AF_UNIX) else { return nil }
+        let path = withUnsafeBytes(of: address.sun_path) { raw in
+            String(decoding: raw.prefix(max(0, Int(length) - MemoryLayout<sa_family_t>.size)).prefix { $0 != 0 }, as: UTF8.self)
+        }
+        return path.isEmpty ? nil : path
     }
 }

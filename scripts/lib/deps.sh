@@ -5,7 +5,9 @@
 BUILD_PACKAGES=(libsecret-1-dev libglib2.0-dev pkg-config)
 # Packages to run tests and the demo: a private session bus, a real gnome-keyring, secret-tool,
 # gdbus (libglib2.0-bin) to lock the keyring, socat for protocol checks, faketime for clock jumps.
-RUNTIME_PACKAGES=(dbus gnome-keyring libsecret-tools libglib2.0-bin socat faketime procps)
+# scripts/test-systemd adds a user manager (systemd), nsenter and runuser (util-linux), gdb for the
+# ptrace check, curl and python3 for the fake's control plane.
+RUNTIME_PACKAGES=(dbus gnome-keyring libsecret-tools libglib2.0-bin socat faketime procps systemd util-linux gdb curl python3)
 
 ensure_packages() {
   local missing=()

@@ -19,4 +19,7 @@ int tokend_so_peercred(void);
 /// so a crash or a debugger cannot lift tokens out of memory (ssh-agent does the same).
 int tokend_set_not_dumpable(void);
 
+/// 1 while the process is dumpable, 0 once tokend_set_not_dumpable has worked (PR_GET_DUMPABLE).
+int tokend_is_dumpable(void);
+
 #endif
