@@ -24,7 +24,7 @@ let package = Package(
     ],
     targets: [
         .target(name: "TokendCore"),
-        .target(name: "TokendProtocol", dependencies: ["TokendCore"]),
+        .target(name: "TokendProtocol", dependencies: ["TokendCore", "CTokendShims"]),
         .systemLibrary(
             name: "CLibsecret", pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]),

@@ -97,6 +97,13 @@ public struct AccountMachine: Sendable {
         }
     }
 
+    /// When a backoff ends, if the account is backing off until after `now`: the provider's wish
+    /// (a `Retry-After`) or ours, which no client request may override.
+    public func backoff(at now: Date) -> Date? {
+        guard case .backingOff(let until, _) = phase, until > now else { return nil }
+        return until
+    }
+
     /// Whether a wake-up at `now` should start a refresh. Asked of the wall clock every time,
     /// so a timer that slept through a suspend still sees the truth.
     public func isRefreshDue(at now: Date) -> Bool {
@@ -192,6 +199,13 @@ public struct AccountMachine: Sendable {
         jitterUnit = unit
     }
 
+    /// An imported session that arrives during a backoff: held, but not refreshed before `until`.
+    public mutating func holdBackoff(until: Date) {
+        guard tokens != nil, case .idle = phase else { return }
+        phase = .backingOff(until: until, attempt: 0)
+        failures = 1
+    }
+
     /// Loads what the keyring held at start (no generation bump: nothing can be in flight yet).
     public mutating func restore(_ tokens: TokenSet, unit: Double) {
         guard self.tokens == nil else { return }
@@ -205,6 +219,32 @@ public struct AccountMachine: Sendable {
         case .needsLogin(AccountMachine.noSessionReason), .awaitingKeyring: phase = .awaitingKeyring(error)
         default: break
         }
+    }
+
+    /// The keyring answered with an item tokend cannot read: nothing to serve or refresh, and
+    /// reading it again will not help, so the account waits for a new session (`reason` says
+    /// how to get one) instead of retrying the load.
+    public mutating func markUnreadableItem(reason: String) {
+        guard tokens == nil else { return }
+        switch phase {
+        case .needsLogin(AccountMachine.noSessionReason), .awaitingKeyring: phase = .needsLogin(reason: reason)
+        default: break
+        }
+    }
+
+    /// The stored session belongs to another endpoint than the one configured: nothing may be
+    /// sent with it, so nothing is held, and `reason` says how to resolve it.
+    public mutating func markBoundElsewhere(reason: String) {
+        guard tokens == nil else { return }
+        phase = .misconfigured(reason: reason)
+    }
+
+    /// The configuration moved the account to another endpoint: the session held now may not go
+    /// there, so it is set aside (it stays in the keyring) and anything in flight becomes stale.
+    public mutating func setAside(reason: String) {
+        tokens = nil
+        generation += 1
+        phase = .misconfigured(reason: reason)
     }
 
     /// The keyring answered and holds nothing for this account.

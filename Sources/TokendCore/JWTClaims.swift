@@ -31,11 +31,8 @@ public struct JWTClaims: Sendable, Equatable {
     /// Claims after the year 9999 (or before 1970) are treated as absent: no real token carries
     /// one, and such an instant cannot be formatted or counted in whole seconds (an imported
     /// `exp` of 1e300 crashed the daemon on the next `status`; found by the fuzz corpus).
-    static let latestInstant: Double = 253_402_300_799  // 9999-12-31T23:59:59Z
-
     static func instant(_ seconds: Double) -> Date? {
-        guard seconds.isFinite, seconds >= 0, seconds <= latestInstant else { return nil }
-        return Date(timeIntervalSince1970: seconds)
+        Date.bounded(secondsSince1970: seconds)
     }
 
     /// RFC 7515 §2: base64url without padding.

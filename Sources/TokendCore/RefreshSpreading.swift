@@ -22,7 +22,9 @@ public enum RefreshSpreading {
         var best = desired
         var bestCount = Int.max
         var second = desiredSecond
-        while true {
+        // At most `taken.count / perSecond` seconds can be full, so one more step finds room:
+        // the bound keeps an absurd instant (where `second - 1 == second`) from looping forever.
+        for _ in 0...(taken.count / max(perSecond, 1)) {
             let candidate = Date(timeIntervalSince1970: second + offset)
             guard candidate >= earliest || second == desiredSecond else { break }
             let count = counts[second, default: 0]

@@ -12,6 +12,9 @@ public struct TokenSet: Codable, Sendable, Equatable {
     /// When the provider issued the current tokens: with the expiry it gives the lifetime that
     /// the refresh margin is a third of.
     public var issuedAt: Date?
+    /// The endpoint that issued the session (see `AccountConfiguration.endpoint`); the refresh
+    /// token is only ever sent back there. Nil in items written before sessions were bound.
+    public var endpoint: String?
 
     public init(
         refreshToken: String, idToken: String? = nil, idTokenExpiresAt: Date? = nil,
@@ -49,6 +52,7 @@ public struct TokenSet: Codable, Sendable, Equatable {
         case accessToken = "access_token"
         case accessTokenExpiresAt = "expires_at"
         case issuedAt = "issued_at"
+        case endpoint
     }
 }
 
@@ -70,9 +74,18 @@ extension TokenSet {
         return String(decoding: try encoder.encode(self), as: UTF8.self)
     }
 
+    /// Dates are held to the same bounds as JWT claims (1970 to 9999): any program in the session
+    /// can write the item, and an instant like 1e300 would trap wherever it is formatted or
+    /// counted in seconds. Out of range is as unreadable as malformed JSON.
     public init(keyringJSON: String) throws {
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            guard let date = Date.bounded(secondsSince1970: try container.decode(Double.self)) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "instant out of range")
+            }
+            return date
+        }
         self = try decoder.decode(TokenSet.self, from: Data(keyringJSON.utf8))
     }
 }

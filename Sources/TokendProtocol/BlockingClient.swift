@@ -1,3 +1,4 @@
+import CTokendShims
 import TokendCore
 #if canImport(Glibc)
 import Glibc
@@ -7,7 +8,7 @@ import Glibc
 /// event loop, so a `tokenctl token` costs one connect, one write and one read.
 public final class BlockingClient {
     public struct Failure: Error, CustomStringConvertible {
-        public enum Code: Sendable { case notReachable, timedOut, closed, protocolError }
+        public enum Code: Sendable { case notReachable, timedOut, closed, protocolError, foreignServer }
         public var code: Code
         public var description: String
     }
@@ -15,11 +16,21 @@ public final class BlockingClient {
     private let fd: Int32
     /// The raw descriptor, for tests that must send bytes no well-behaved client would.
     public var descriptor: Int32? { fd }
-    private var framer = LineFramer()
+    /// The longest reply line read: far above anything the daemon sends (a `status` line is at
+    /// most ~2 KiB per account, provider text being cut to 512 B), so `status` and `list` work for
+    /// any number of accounts a configuration can sensibly hold, while a runaway peer is still cut.
+    public static let maximumReplyLength = 64 * 1024 * 1024
+    private var framer = LineFramer(maximumLineLength: BlockingClient.maximumReplyLength)
     public let path: String
 
-    /// Connects, or fails with `.notReachable` when nothing listens at `path`.
-    public init(path: String) throws(Failure) {
+    /// How long a connect may wait for room in the daemon's backlog when the caller names no
+    /// bound: a daemon that stopped accepting must not hang a shell script.
+    public static let defaultConnectTimeout: Double = 10
+
+    /// Connects, or fails with `.notReachable` when nothing listens at `path`, `.timedOut` when
+    /// the daemon does not accept within `connectTimeout` seconds, and `.foreignServer` when the
+    /// socket is served by another user's process (nothing is sent to it, secrets least of all).
+    public init(path: String, connectTimeout: Double = BlockingClient.defaultConnectTimeout) throws(Failure) {
         self.path = path
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure(code: .notReachable, description: "cannot create a socket: \(Self.errnoText())") }
@@ -36,14 +47,36 @@ public final class BlockingClient {
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
         }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        // A Unix-socket connect waits for room in a full backlog up to the send timeout.
+        Self.setTimeout(fd, SO_SNDTIMEO, seconds: connectTimeout)
+        var result: Int32
+        repeat {
+            result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
-        }
+        } while result != 0 && errno == EINTR
         guard result == 0 else {
+            if errno == EAGAIN || errno == EWOULDBLOCK {
+                throw Failure(code: .timedOut, description: "tokend at \(path) did not accept the connection in time")
+            }
             throw Failure(code: .notReachable, description: "tokend is not reachable at \(path) (\(Self.errnoText()))")
         }
+        Self.setTimeout(fd, SO_SNDTIMEO, seconds: 0)
+        var peer = tokend_peer_credentials()
+        guard tokend_peer_credentials_of(fd, &peer) == 0 else {
+            throw Failure(code: .notReachable, description: "cannot tell who serves \(path) (\(Self.errnoText()))")
+        }
+        guard peer.uid == getuid() else {
+            throw Failure(code: .foreignServer, description: "the socket at \(path) is served by uid \(peer.uid), not by you; nothing was sent")
+        }
+    }
+
+    private static func setTimeout(_ fd: Int32, _ option: Int32, seconds: Double) {
+        let seconds = max(0, min(seconds, 86_400))
+        var value = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1_000_000))
+        setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 
     deinit {
@@ -52,8 +85,7 @@ public final class BlockingClient {
 
     /// Bounds every read, so a stuck daemon cannot hang a shell script forever. Zero: no bound.
     public func setReadTimeout(seconds: Double) {
-        var value = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1_000_000))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        Self.setTimeout(fd, SO_RCVTIMEO, seconds: seconds)
     }
 
     public func send(_ request: Request) throws(Failure) {
@@ -85,7 +117,7 @@ public final class BlockingClient {
             do {
                 if let line = try framer.nextLine() { return line }
             } catch {
-                throw Failure(code: .protocolError, description: "tokend sent a line longer than \(LineFramer.maximumLineLength) bytes")
+                throw Failure(code: .protocolError, description: "tokend sent a line longer than \(Self.maximumReplyLength) bytes")
             }
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count > 0 {

@@ -12,19 +12,34 @@ public struct LineFramer: Sendable {
     public enum Failure: Error, Equatable, Sendable { case lineTooLong }
 
     private var buffer: [UInt8] = []
+    /// Where the next line starts: lines are handed out by moving this, not by removing bytes
+    /// from the front of the buffer (which copied the rest for every line: quadratic).
+    private var start = 0
     private var scanned = 0
     private var failed = false
     public let maximumLineLength: Int
+    /// Whether empty lines are handed out (as `[]`) rather than skipped: the daemon counts each
+    /// one against its connection, so a flood of newlines meets back-pressure like any request.
+    public let keepsEmptyLines: Bool
 
-    public init(maximumLineLength: Int = LineFramer.maximumLineLength) {
+    public init(maximumLineLength: Int = LineFramer.maximumLineLength, keepsEmptyLines: Bool = false) {
         self.maximumLineLength = maximumLineLength
+        self.keepsEmptyLines = keepsEmptyLines
     }
 
     public mutating func append<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        // Drop consumed lines once they are at least half the buffer: each byte is moved at most
+        // once per halving, so framing stays linear in the bytes received.
+        if start > 0, start * 2 >= buffer.count {
+            buffer.removeSubrange(..<start)
+            scanned -= start
+            start = 0
+        }
         buffer.append(contentsOf: bytes)
     }
 
-    /// The next complete line, nil when more bytes are needed. Empty lines are skipped.
+    /// The next complete line, nil when more bytes are needed. Empty lines are skipped unless
+    /// `keepsEmptyLines`.
     public mutating func nextLine() throws(Failure) -> [UInt8]? {
         while true {
             if failed { throw .lineTooLong }
@@ -33,26 +48,32 @@ public struct LineFramer: Sendable {
                 // A line at the cap may still get the `\r` that its `\n` will drop: wherever the
                 // stream is cut, the same line passes or fails (found by the fuzzer).
                 let grace = buffer.last == UInt8(ascii: "\r") ? 1 : 0
-                if buffer.count > maximumLineLength + grace {
-                    failed = true
-                    buffer = []
+                if buffer.count - start > maximumLineLength + grace {
+                    fail()
                     throw .lineTooLong
                 }
                 return nil
             }
-            var line = Array(buffer[..<newline])
-            buffer.removeSubrange(...newline)
-            scanned = 0
-            if line.last == UInt8(ascii: "\r") { line.removeLast() }
-            if line.count > maximumLineLength {
-                failed = true
-                buffer = []
+            var end = newline
+            if end > start, buffer[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+            let lineStart = start
+            start = newline + 1
+            scanned = start
+            if end - lineStart > maximumLineLength {
+                fail()
                 throw .lineTooLong
             }
-            if !line.isEmpty { return line }
+            if end > lineStart || keepsEmptyLines { return Array(buffer[lineStart..<end]) }
         }
     }
 
+    private mutating func fail() {
+        failed = true
+        buffer = []
+        start = 0
+        scanned = 0
+    }
+
     /// Bytes held for a line not yet complete.
-    public var pendingByteCount: Int { buffer.count }
+    public var pendingByteCount: Int { buffer.count - start }
 }

@@ -6,8 +6,10 @@ import Glibc
 /// RFC 3339 timestamps in UTC with whole seconds: what the protocol carries (`expires_at`).
 /// Hand-rolled over `gmtime_r`/`timegm` so that tokenctl needs neither ICU nor full Foundation.
 public enum Timestamp {
+    /// Instants outside 1970…9999 are clamped to those bounds: nothing real lies there, and the
+    /// conversion to `time_t` would otherwise trap.
     public static func format(_ date: Date) -> String {
-        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var seconds = time_t(Int(saturating: min(max(date.timeIntervalSince1970, 0), Date.latestInstant).rounded(.down)))
         var parts = tm()
         gmtime_r(&seconds, &parts)
         func pad(_ value: Int32, _ width: Int) -> String {

@@ -18,17 +18,42 @@ extension AccountEngine {
     }
 
     /// Loads the account's stored session at start (or when it is added by a reload).
+    ///
+    /// The read is applied only if nothing happened to the account meanwhile: a logout, an
+    /// import, or a reload that removed and re-added it while the keyring answered would
+    /// otherwise be undone by what the read found.
     func restore(_ name: String) async {
+        guard let before = accounts[name] else { return }
         let loaded = await store.load(account: name)
-        defer { restoring.remove(name) }
-        guard var account = accounts[name] else { return }
+        // Only this incarnation's read ends its wait: a re-added account has a read of its own.
+        defer { if accounts[name]?.incarnation == before.incarnation { restoring.remove(name) } }
+        guard var account = accounts[name], account.incarnation == before.incarnation,
+            account.machine.generation == before.machine.generation
+        else {
+            logger.info("a keyring read finished after the account changed; its result is dropped", metadata: ["account": "\(name)"])
+            return
+        }
         switch loaded {
-        case .success(let tokens?):
-            account.machine.restore(tokens, unit: random())
+        case .success(var tokens?):
+            let endpoint = account.configuration.endpoint
+            if let bound = tokens.endpoint, bound != endpoint {
+                account.machine.markBoundElsewhere(reason: Self.boundElsewhere(stored: bound, account: account.configuration))
+                logger.error("the stored session was issued by another endpoint than the configured one; it is not used", metadata: ["account": "\(name)"])
+            } else {
+                // An item from before sessions were bound adopts the endpoint it is first read with.
+                tokens.endpoint = endpoint
+                account.machine.restore(tokens, unit: random())
+            }
             _ = noteKeyring(.success(()), account: name)
         case .success(nil):
             account.machine.markNothingStored()
             _ = noteKeyring(.success(()), account: name)
+        case .failure(let error) where error.code == .corrupt:
+            // The keyring answered; the item will read the same next time. Said once, not polled.
+            let problem = error.tokendError(account: name)
+            account.machine.markUnreadableItem(reason: problem.message)
+            _ = noteKeyring(.success(()), account: name)
+            logger.error("the stored session cannot be read; the account needs a new import or login", metadata: ["account": "\(name)"])
         case .failure(let error):
             // Locked is not empty: the account waits for the keyring instead of asking for a login.
             account.machine.markKeyringUnreadable(error.tokendError(account: name))
@@ -120,5 +145,19 @@ extension AccountEngine {
                 accounts[name]?.unsaved = false
             }
         }
+    }
+
+    /// Why a stored session is not used: where it came from, where the account points now, and
+    /// how to resolve it. Hosts only: the API key stays out of messages and logs.
+    static func boundElsewhere(stored: String, account: AccountConfiguration) -> String {
+        func host(_ endpoint: String) -> String {
+            endpoint.split(separator: " ").first { $0.hasPrefix("http") }.map(String.init) ?? "another endpoint"
+        }
+        let storedHost = host(stored)
+        let configuredHost = host(account.endpoint)
+        let what = storedHost == configuredHost ? "another project or client at \(storedHost)" : storedHost
+        return "the stored session was issued by \(what), but the account now points at \(configuredHost); nothing was sent. "
+            + "Restore the configuration (and check FIREBASE_AUTH_EMULATOR_HOST in tokend's environment), "
+            + "or run `tokenctl import \(account.name)` to replace the session"
     }
 }

@@ -17,7 +17,7 @@ extension AccountEngine {
                 keyring: account.unsaved || keyringState != .available ? keyringState.rawValue : KeyringState.available.rawValue)
             if let expiresAt = machine.tokens?.token(kind.defaultTokenKind)?.expiresAt ?? machine.tokens?.expiresAt {
                 status.expiresAt = Timestamp.format(expiresAt)
-                status.expiresIn = max(0, Int(expiresAt.timeIntervalSince(now).rounded(.down)))
+                status.expiresIn = max(0, Int(saturating: expiresAt.timeIntervalSince(now).rounded(.down)))
             }
             status.lastRefresh = machine.lastRefresh.map(Timestamp.format)
             status.nextRefresh = machine.nextWake.map { Timestamp.format(max($0, now)) }

@@ -29,6 +29,10 @@ public actor AccountEngine {
         /// When the timer will start a proactive refresh: the machine's instant, possibly moved
         /// earlier by `RefreshSpreading`. Nil when no proactive refresh is scheduled.
         var proactiveRefresh: Date?
+        /// Unique across the engine's life: an account removed and added again by reloads is a
+        /// new incarnation, so a refresh or a keyring read begun for the old one can never be
+        /// applied to the new one (its machine's generations start over).
+        var incarnation: UInt64
     }
 
     /// Default wait for a refresh when a request names no `timeout`: long enough for a slow
@@ -56,6 +60,7 @@ public actor AccountEngine {
     var keyringPollRunning = false
     var recheckTimer: (any DispatchSourceTimer)?
     var nextWaiterID: UInt64 = 0
+    var nextIncarnation: UInt64 = 0
     var configurationProblem: ConfigurationError?
     /// Accounts whose stored session is being read for the first time: a `token` request waits
     /// for that read (within its timeout) instead of being told the keyring is unreadable.
@@ -63,7 +68,7 @@ public actor AccountEngine {
     let timerQueue = DispatchQueue(label: "tokend.timers")
 
     public init(
-        store: any SecretStore, clock: any WallClock = ElapsedTimeClock(), hub: EventHub, logger: Logger,
+        store: any SecretStore, clock: any WallClock = ForwardClock(), hub: EventHub, logger: Logger,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         makeProvider: @escaping @Sendable (AccountConfiguration) -> any TokenProvider
     ) {
@@ -104,14 +109,30 @@ public actor AccountEngine {
                 account.provider = makeProvider(accountConfiguration)
                 account.machine.policy = accountConfiguration.policy
                 account.machine.clearMisconfiguration()
+                var setAside: TokenSet? = nil
+                if let held = account.machine.tokens, held.endpoint != accountConfiguration.endpoint {
+                    // The held session may not go to the new endpoint; the keyring keeps it.
+                    account.machine.setAside(reason: Self.boundElsewhere(stored: held.endpoint ?? "", account: accountConfiguration))
+                    disarm(&account)
+                    if account.unsaved { setAside = held }
+                    account.unsaved = false
+                    logger.error("the account now points at another endpoint; its session is set aside, not sent", metadata: ["account": "\(name)"])
+                }
+                let reload = account.machine.tokens == nil
                 accounts[name] = account
                 schedule(name)
                 wake(name)
                 logger.info("account configuration changed", metadata: ["account": "\(name)"])
+                if let setAside { _ = noteKeyring(await store.save(setAside, account: name).map { _ in () }, account: name) }
+                // Nothing held (set aside, or never loaded): the stored session may fit the new endpoint.
+                if reload { await restore(name) }
             } else {
+                nextIncarnation += 1
                 var machine = AccountMachine(policy: accountConfiguration.policy)
                 machine.markKeyringUnreadable(Self.notReadYet(name))
-                accounts[name] = Account(configuration: accountConfiguration, machine: machine, provider: makeProvider(accountConfiguration))
+                accounts[name] = Account(
+                    configuration: accountConfiguration, machine: machine,
+                    provider: makeProvider(accountConfiguration), incarnation: nextIncarnation)
                 restoring.insert(name)
                 added.append(name)
             }
@@ -188,7 +209,7 @@ public actor AccountEngine {
         guard let (_, expiresAt) = tokens?.token(kind) else {
             return TokendError(.badRequest, "the provider issued no \(kind.rawValue) token on refresh; ask for the other kind")
         }
-        let left = Int(expiresAt.timeIntervalSince(now))
+        let left = Int(saturating: expiresAt.timeIntervalSince(now))
         return TokendError(.badRequest, "min_valid \(Int(minValid)) s is longer than a fresh \(kind.rawValue) token lives (\(left) s); ask for less")
     }
 
@@ -209,16 +230,28 @@ public actor AccountEngine {
         accounts[name] = account
         wake(name)
         let provider = account.provider
+        let incarnation = account.incarnation
+        let held = account.machine.tokens
         Task {
-            let outcome = await provider.refresh(refreshToken: ticket.refreshToken)
-            await self.finishRefresh(name, ticket: ticket, outcome: outcome, startedAt: startedAt)
+            let outcome = await provider.refresh(refreshToken: ticket.refreshToken).bounded
+            await self.finishRefresh(name, ticket: ticket, outcome: outcome, startedAt: startedAt, incarnation: incarnation, held: held)
         }
         return true
     }
 
-    func finishRefresh(_ name: String, ticket: AccountMachine.Ticket, outcome: RefreshOutcome, startedAt: Date) async {
-        guard let before = accounts[name] else { return }
+    func finishRefresh(
+        _ name: String, ticket: AccountMachine.Ticket, outcome: RefreshOutcome, startedAt: Date, incarnation: UInt64, held: TokenSet?
+    ) async {
         let now = clock.now()
+        guard let before = accounts[name], before.incarnation == incarnation else {
+            // The account was removed (or removed and added again) by a reload while this refresh
+            // ran. A rotated refresh token may be the only live one now: it still goes to the
+            // keyring, unless the stored session is no longer the one this refresh started from.
+            if case .refreshed(let issued) = outcome, let held, issued.refreshToken.map({ $0 != ticket.refreshToken }) == true {
+                await saveOrphanedRotation(held.merging(issued, sentAt: ticket.startedAt, at: now), account: name, replacing: ticket.refreshToken)
+            }
+            return
+        }
         var saved: Result<Void, KeyringError>? = nil
         if case .refreshed(let issued) = outcome, let next = before.machine.tokensAfter(ticket, issued, at: now) {
             // A rotated refresh token reaches the keyring before anyone is handed the new tokens:
@@ -227,7 +260,7 @@ public actor AccountEngine {
         }
         guard var account = accounts[name] else { return }
         let completion = account.machine.finish(ticket, outcome, at: now, unit: random())
-        let took = Int(now.timeIntervalSince(startedAt) * 1000)
+        let took = Int(saturating: now.timeIntervalSince(startedAt) * 1000)
         switch completion {
         case .stale:
             logger.info("a refresh finished after a newer session arrived; its result is dropped", metadata: ["account": "\(name)"])
@@ -260,13 +293,23 @@ public actor AccountEngine {
         wake(name)
     }
 
+    /// Writes a rotated session whose account is gone, if the keyring still holds the refresh
+    /// token it replaces (a read then a write, both queued in order from this actor).
+    func saveOrphanedRotation(_ tokens: TokenSet, account name: String, replacing old: String) async {
+        guard case .success(let stored?) = await store.load(account: name), stored.refreshToken == old else { return }
+        let saved = await store.save(tokens, account: name)
+        if noteKeyring(saved, account: name) {
+            logger.info("a refresh that finished after its account was removed had its rotated token saved", metadata: ["account": "\(name)"])
+        }
+    }
+
     /// A failed refresh, told once to the log and once to watchers: names and codes, never a token.
     func report(
         _ failure: RefreshFailure, of name: String, as kind: Event.Kind, level: Logger.Level, _ message: Logger.Message,
         at now: Date, took: Int, retryAt: Date? = nil
     ) {
         var metadata: Logger.Metadata = ["account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)", "took_ms": "\(took)"]
-        if let retryAt { metadata["retry_in_s"] = "\(Int(retryAt.timeIntervalSince(now)))" }
+        if let retryAt { metadata["retry_in_s"] = "\(Int(saturating: retryAt.timeIntervalSince(now)))" }
         logger.log(level: level, message, metadata: metadata)
         var event = Event(event: kind, account: name, at: Timestamp.format(now))
         event.error = failure
@@ -275,9 +318,12 @@ public actor AccountEngine {
     }
 
     /// Forces a refresh now (or joins the one in flight) and waits for its outcome.
+    /// A backoff is honoured: a script looping `tokenctl refresh` through a 429 must not keep
+    /// hitting the provider, so during one the answer is `unavailable` with the retry time.
     public func refresh(account name: String, timeout: Double) async -> Result<Date?, TokendError> {
-        guard accounts[name] != nil else { return .failure(missingAccount(name)) }
+        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
         let start = clock.now()
+        if let until = account.machine.backoff(at: start) { return .failure(unavailable(account, retryAt: until)) }
         startRefresh(name, force: true)
         return await awaitRefreshOutcome(name, since: start, deadline: start.addingTimeInterval(timeout))
     }
@@ -308,7 +354,12 @@ public actor AccountEngine {
     public func install(account name: String, tokens: TokenSet, timeout: Double) async -> Result<Date?, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         let start = clock.now()
+        var tokens = tokens
+        tokens.endpoint = account.configuration.endpoint
+        // A new session does not lift the provider's rate limit: it waits out the backoff too.
+        let backoff = account.machine.backoff(at: start)
         account.machine.install(tokens, unit: random())
+        if let backoff { account.machine.holdBackoff(until: backoff) }
         disarm(&account)
         accounts[name] = account
         wake(name)
@@ -316,6 +367,10 @@ public actor AccountEngine {
         if accounts[name]?.machine.tokens == tokens { accounts[name]?.unsaved = !noteKeyring(saved, account: name) }
         hub.publish(Event(event: .imported, account: name, at: Timestamp.format(clock.now())))
         logger.info("session imported", metadata: ["account": "\(name)"])
+        if let backoff {
+            schedule(name)
+            return .failure(TokendError(.unavailable, "the session is imported and stored, but the provider asked for a pause: it is checked at \(Timestamp.format(backoff))"))
+        }
         startRefresh(name, force: true)
         return await awaitRefreshOutcome(name, since: start, deadline: start.addingTimeInterval(timeout))
     }

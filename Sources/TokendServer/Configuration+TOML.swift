@@ -3,8 +3,8 @@ import TokendCore
 
 extension Configuration {
     /// The keys an account table may have; anything else is a typo worth an error, not silence.
-    static let firebaseKeys: Set<String> = ["provider", "api_key", "emulator", "refresh_before", "git_hosts"]
-    static let oidcKeys: Set<String> = ["provider", "issuer", "client_id", "client_secret", "scopes", "refresh_before", "git_hosts"]
+    static let firebaseKeys: Set<String> = ["provider", "api_key", "emulator", "refresh_before", "git_hosts", PlainHTTP.optInKey]
+    static let oidcKeys: Set<String> = ["provider", "issuer", "client_id", "client_secret", "scopes", "refresh_before", "git_hosts", PlainHTTP.optInKey]
     /// Account names end up in keyring attributes, command lines and log lines: keep them tame.
     static let accountNameCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
     /// Longest account name: plenty for people, short enough for a status table.
@@ -67,19 +67,31 @@ extension Configuration {
                 return string.trimmed
             }
             guard let provider = try string("provider", required: true) else { continue }
+            var allowPlainHTTP = false
+            if let value = table[PlainHTTP.optInKey] {
+                guard let flag = value.bool else { throw fail(PlainHTTP.optInKey, table: tableName, "must be true or false") }
+                allowPlainHTTP = flag
+            }
             let allowed: Set<String>
             let accountProvider: AccountConfiguration.Provider
             switch provider {
             case "firebase":
                 allowed = firebaseKeys
                 let apiKey = try string("api_key", required: true) ?? ""
-                let emulator = try string("emulator", required: false) ?? environment[FirebaseEmulator.variable].flatMap { $0.isEmpty ? nil : $0 }
+                let configured = try string("emulator", required: false)
+                let emulator = configured ?? environment[FirebaseEmulator.variable].flatMap { $0.isEmpty ? nil : $0 }
+                if let emulator, !allowPlainHTTP, !PlainHTTP.isLoopback(PlainHTTP.host(ofAuthority: Substring(emulator))) {
+                    let source = configured == nil ? "\(FirebaseEmulator.variable) (\(emulator)) in tokend's environment" : "an emulator on \(emulator)"
+                    throw ConfigurationError(path: path, line: locator.line(ofTable: tableName), key: tableName,
+                        message: "\(source) would get refresh tokens over plain HTTP off this machine; use a loopback emulator, or set \(PlainHTTP.optInKey) = true")
+                }
                 accountProvider = .firebase(apiKey: apiKey, emulatorHost: emulator)
             case "oidc":
                 allowed = oidcKeys
                 let issuer = try string("issuer", required: true) ?? ""
-                guard issuer.hasPrefix("https://") || issuer.hasPrefix("http://127.") || issuer.hasPrefix("http://localhost") || issuer.hasPrefix("http://[::1]") else {
-                    throw fail("issuer", table: tableName, "must be an https:// URL (plain http only on loopback)")
+                let plainHost = PlainHTTP.host(ofURL: issuer)
+                guard issuer.lowercased().hasPrefix("https://") || plainHost.map({ allowPlainHTTP || PlainHTTP.isLoopback($0) }) == true else {
+                    throw fail("issuer", table: tableName, "must be an https:// URL (plain http only on loopback, or with \(PlainHTTP.optInKey) = true)")
                 }
                 var scopes = ["openid"]
                 if let value = table["scopes"] {

@@ -14,7 +14,9 @@ final class LineFrameHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = LineFrame
 
-    private var framer = LineFramer()
+    /// Empty lines are passed on: each costs the connection a turn like any request, so a flood
+    /// of newlines meets back-pressure and the timers instead of spinning here.
+    private var framer = LineFramer(keepsEmptyLines: true)
     private var broken = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

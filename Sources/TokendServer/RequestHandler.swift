@@ -94,7 +94,7 @@ public struct RequestHandler: Sendable {
         response.account = account
         if let expiresAt {
             response.expiresAt = Timestamp.format(expiresAt)
-            response.expiresIn = Int(expiresAt.timeIntervalSince(engine.clock.now()).rounded(.down))
+            response.expiresIn = Int(saturating: expiresAt.timeIntervalSince(engine.clock.now()).rounded(.down))
         }
     }
 

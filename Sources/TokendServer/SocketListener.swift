@@ -152,6 +152,7 @@ public final class SocketListener: Sendable {
                         try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(refusal)))
                         return
                     }
+                    if line.isEmpty { continue }  // read in turn (back-pressure), answered by nothing
                     switch await handler.handle(line: line) {
                     case .response(let response):
                         try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(response)))
@@ -160,13 +161,18 @@ public final class SocketListener: Sendable {
                         // From here the connection carries only events; what the client sends is
                         // read (to notice it leaving) and ignored.
                         let writer = Task {
-                            for await event in events {
-                                try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(event)))
-                            }
+                            do {
+                                for await event in events {
+                                    try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(event)))
+                                }
+                            } catch {}  // a write error: the client is gone
                             connection.channel.close(promise: nil)
                         }
                         defer { writer.cancel() }
                         while try await lines.next() != nil {}
+                        // End of input is not the end of a watch: `socat` half-closes after its
+                        // line and still reads. Only a close or a failed write ends it.
+                        try await connection.channel.closeFuture.get()
                         return
                     }
                 }

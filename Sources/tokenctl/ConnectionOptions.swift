@@ -64,7 +64,7 @@ struct DaemonConnection {
             throw TokenctlError(.usage, error.description, next: "use a shorter socket path (--socket or TOKEND_SOCKET)")
         }
         do {
-            client = try BlockingClient(path: path)
+            client = try BlockingClient(path: path, connectTimeout: options.readTimeout)
         } catch {
             throw TokenctlError(client: error, path: path, timeout: options.timeout)
         }

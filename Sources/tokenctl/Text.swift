@@ -40,7 +40,7 @@ enum Text {
     static func ago(_ timestamp: String?, now: Date) -> String {
         guard let timestamp else { return "-" }
         guard let date = Timestamp.parse(timestamp) else { return singleLine(timestamp) }
-        let elapsed = Int(now.timeIntervalSince(date).rounded(.down))
+        let elapsed = Int(saturating: now.timeIntervalSince(date).rounded(.down))
         // A daemon clock slightly ahead of ours is not worth a confusing "in 1s".
         return elapsed < 1 ? "just now" : "\(duration(elapsed)) ago"
     }

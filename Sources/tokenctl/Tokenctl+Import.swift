@@ -102,7 +102,10 @@ struct ImportInput: Equatable {
         switch decoded.expires_at {
         case nil: break
         case .seconds(let seconds):
-            result.expiresAt = Timestamp.format(Date(timeIntervalSince1970: seconds))
+            guard let date = Date.bounded(secondsSince1970: seconds) else {
+                throw TokenctlError(.usage, "\"expires_at\" on stdin is not a time between 1970 and 9999", next: "write it like 2025-01-31T12:00:00Z")
+            }
+            result.expiresAt = Timestamp.format(date)
         case .text(let text):
             guard Timestamp.parse(text) != nil else {
                 throw TokenctlError(.usage, "\"expires_at\" on stdin is not an RFC 3339 time", next: "write it like 2025-01-31T12:00:00Z")

@@ -25,7 +25,7 @@ extension Tokenctl {
 /// ", expires at 2025-01-01T12:00:00Z (in 59m 59s)" for a reply carrying an expiry, else "".
 func expiry(of response: Response, now: Date) -> String {
     guard let expiresAt = response.expiresAt else { return "" }
-    let left = response.expiresIn ?? Timestamp.parse(expiresAt).map { Int($0.timeIntervalSince(now).rounded(.down)) }
+    let left = response.expiresIn ?? Timestamp.parse(expiresAt).map { Int(saturating: $0.timeIntervalSince(now).rounded(.down)) }
     let when = left.map { $0 > 0 ? " (in \(Text.duration($0)))" : " (expired)" } ?? ""
     return ", expires at \(Text.singleLine(expiresAt))\(when)"
 }

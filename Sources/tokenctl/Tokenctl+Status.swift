@@ -81,7 +81,7 @@ enum StatusTable {
     static func row(for account: AccountStatus, now: Date) -> [String] {
         var left = account.expiresIn
         if left == nil, let expiresAt = account.expiresAt.flatMap(Timestamp.parse) {
-            left = Int(expiresAt.timeIntervalSince(now).rounded(.down))
+            left = Int(saturating: expiresAt.timeIntervalSince(now).rounded(.down))
         }
         let keyring = account.keyring + (account.unsaved == true ? " (unsaved)" : "")
         var notes: [String] = []

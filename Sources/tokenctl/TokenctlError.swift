@@ -115,6 +115,10 @@ extension TokenctlError {
             self.init(
                 .failure, Text.singleLine(detail),
                 next: "install tokend and tokenctl from the same release")
+        case .foreignServer:
+            self.init(
+                .notReachable, Text.singleLine(detail),
+                next: "another user's program holds that socket: stop it, or point --socket at your own tokend")
         }
     }
 

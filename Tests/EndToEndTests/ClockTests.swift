@@ -9,8 +9,8 @@ import TokendTestSupport
 @Suite struct ClockTests {
     static let library = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 
-    func fakedEnvironment(offsetFile: String, monotonicToo: Bool) throws -> [String: String] {
-        try "+0".write(toFile: offsetFile, atomically: true, encoding: .utf8)
+    func fakedEnvironment(offsetFile: String, monotonicToo: Bool, offset: String = "+0") throws -> [String: String] {
+        try offset.write(toFile: offsetFile, atomically: true, encoding: .utf8)
         var environment = [
             "LD_PRELOAD": Self.library,
             "FAKETIME_TIMESTAMP_FILE": offsetFile,
@@ -69,5 +69,31 @@ import TokendTestSupport
         let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.trimmingCharacters(in: .newlines) == world.fake.requests.last?.issuedIDToken, "the token minted after the jump, not the old one")
+    }
+
+    /// Issue 8, item 1: tokend starts with its wall clock an hour behind (before NTP set it, or a
+    /// VM guest not yet corrected after a pause) and restores a session; then the wall clock is
+    /// set right while boot time does not jump. The stored token died meanwhile by the provider's
+    /// clock: it must not be served, a fresh one must.
+    @Test func aWallClockSetForwardIsFollowedAtOnce() async throws {
+        var options = FakeFirebase.Options()
+        options.lifetime = 6
+        let world = try await DaemonHarness.start(options: options)
+        defer { Task { await world.shutdown() } }
+        try await world.importNewUser()
+        let stored = try #require(try await world.storedSession()?.idToken)
+        let storedExpiry = try #require(JWTClaims(token: stored)?.expiresAt)
+        world.stopDaemon()
+        let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
+        try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false, offset: "-1h"))
+        try await poll(timeout: 20, "the stored token's death by real time") { Date() > storedExpiry.addingTimeInterval(0.5) }
+        try "+0".write(toFile: offsetFile, atomically: true, encoding: .utf8)
+        let asked = Date()
+        let run = try await world.tokenctl(["token", "work"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let served = run.stdout.trimmingCharacters(in: .newlines)
+        #expect(served != stored, "the token that died while the daemon's clock lagged")
+        let expiry = try #require(JWTClaims(token: served)?.expiresAt)
+        #expect(expiry > asked, "served a token dead for \(asked.timeIntervalSince(expiry)) s")
     }
 }

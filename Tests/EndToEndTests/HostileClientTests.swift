@@ -350,6 +350,8 @@ final class RawConnection: @unchecked Sendable {
 
     private let client: BlockingClient
     private let fd: Int32
+    /// For a test that must shut down one direction of the socket.
+    var descriptor: Int32? { fd }
     private var framer = LineFramer(maximumLineLength: 1 << 20)
     private(set) var receivedBytes = 0
 

@@ -51,6 +51,8 @@ struct ImportInputTests {
         #"{"refresh_token":"SECRET-r""#,  // cut off
         #"{"refresh_token":42}"#,
         #"{"refresh_token":"SECRET-r","expires_at":"tomorrow"}"#,
+        #"{"refresh_token":"SECRET-r","expires_at":1e300}"#,  // issue 8, item 2: trapped
+        #"{"refresh_token":"SECRET-r","expires_at":-5}"#,
         #"{"refresh_token":"SECRET-r"} trailing"#,
     ])
     func badJSONIsAUsageErrorThatNeverEchoesTheInput(_ input: String) {

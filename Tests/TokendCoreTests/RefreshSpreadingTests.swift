@@ -32,4 +32,12 @@ import Testing
         #expect(perSecond.count == 20)
         #expect(taken.allSatisfy { $0 <= t0 })
     }
+
+    /// Issue 8, item 2: at 2^53 and beyond `second - 1 == second`; six accounts there made the
+    /// search loop forever during start-up restore. It must end.
+    @Test func absurdInstantsEndTheSearch() {
+        let absurd = Date(timeIntervalSince1970: 1e300)
+        let taken = Array(repeating: absurd, count: 6)
+        #expect(RefreshSpreading.slot(desired: absurd, earliest: Date(timeIntervalSince1970: 0), taken: taken) == absurd)
+    }
 }

@@ -48,4 +48,19 @@ import Testing
         let merged = TokenSet(refreshToken: "r").merging(IssuedTokens(idToken: jwt(#"{"exp":1800000100}"#)), sentAt: now, at: now)
         #expect(merged.idTokenExpiresAt == Date(timeIntervalSince1970: 1_800_000_100))
     }
+
+    /// Issue 8, item 2: any program in the session can write the item; an instant no real token
+    /// has is corrupt, not a trap later in formatting or arithmetic.
+    @Test(arguments: ["1e300", "9007199254740993", "-1", "253402300800"])
+    func anAbsurdStoredInstantIsUnreadable(_ value: String) {
+        #expect(throws: (any Error).self) { try TokenSet(keyringJSON: #"{"refresh_token":"r","expires_at":\#(value)}"#) }
+        #expect(throws: (any Error).self) { try TokenSet(keyringJSON: #"{"refresh_token":"r","issued_at":\#(value)}"#) }
+    }
+
+    @Test func saturatingConversionNeverTraps() {
+        #expect(Int(saturating: 1e300) == .max)
+        #expect(Int(saturating: -1e300) == .min)
+        #expect(Int(saturating: .nan) == 0)
+        #expect(Int(saturating: 12.9) == 12)
+    }
 }

@@ -74,6 +74,12 @@ import TokendCore
         #expect(Timestamp.format(Date(timeIntervalSince1970: 1_800_000_000.9)) == "2027-01-15T08:00:00Z")
     }
 
+    /// Issue 8, item 2: an absurd instant clamps instead of trapping in the `time_t` conversion.
+    @Test func absurdInstantsClampInsteadOfTrapping() {
+        #expect(Timestamp.format(Date(timeIntervalSince1970: 1e300)) == "9999-12-31T23:59:59Z")
+        #expect(Timestamp.format(Date(timeIntervalSince1970: -1e300)) == "1970-01-01T00:00:00Z")
+    }
+
     @Test func parsesWhatItFormatsAndOffsets() {
         #expect(Timestamp.parse("2027-01-15T08:00:00Z") == Date(timeIntervalSince1970: 1_800_000_000))
         #expect(Timestamp.parse("2027-01-15T09:00:00+01:00") == Date(timeIntervalSince1970: 1_800_000_000))

@@ -1,0 +1,28 @@
+extension Int {
+    /// `value` rounded toward zero, clamped to Int's range (NaN is 0). `Int(_:)` traps on a
+    /// Double it cannot hold, and durations here can come from stored or received data: a
+    /// keyring item or a provider that says 1e300 must not crash the daemon or tokenctl.
+    public init(saturating value: Double) {
+        if value.isNaN {
+            self = 0
+        } else if value >= Double(Int.max) {
+            self = .max
+        } else if value <= Double(Int.min) {
+            self = .min
+        } else {
+            self = Int(value)
+        }
+    }
+}
+
+extension Date {
+    /// The latest instant tokend stores, serves or formats: 9999-12-31T23:59:59Z. No real token
+    /// lives that long, and RFC 3339's four-digit year cannot say anything later.
+    public static let latestInstant: Double = 253_402_300_799
+
+    /// `seconds` since 1970 as a Date if it is between 1970 and the year 9999, else nil.
+    public static func bounded(secondsSince1970 seconds: Double) -> Date? {
+        guard seconds.isFinite, seconds >= 0, seconds <= latestInstant else { return nil }
+        return Date(timeIntervalSince1970: seconds)
+    }
+}
