@@ -5,7 +5,9 @@
 BUILD_PACKAGES=(libsecret-1-dev libglib2.0-dev pkg-config)
 # Packages to run tests and the demo: a private session bus, a real gnome-keyring, secret-tool,
 # gdbus (libglib2.0-bin) to lock the keyring, socat for protocol checks, faketime for clock jumps.
-RUNTIME_PACKAGES=(dbus gnome-keyring libsecret-tools libglib2.0-bin socat faketime procps)
+# git, curl and python3 are the other tools of the integration tests; man-db and groff-base
+# render tokenctl's man page.
+RUNTIME_PACKAGES=(dbus gnome-keyring libsecret-tools libglib2.0-bin socat faketime procps git curl python3 man-db groff-base)
 
 ensure_packages() {
   local missing=()

@@ -1,5 +1,6 @@
 #ifndef CTOKEND_SHIMS_H
 #define CTOKEND_SHIMS_H
+#include <spawn.h>
 #include <sys/types.h>
 
 /// The peer's credentials as the kernel reports them for a Unix socket (SO_PEERCRED).
@@ -18,5 +19,12 @@ int tokend_so_peercred(void);
 /// Makes the process non-dumpable: no core files and no ptrace by same-uid processes,
 /// so a crash or a debugger cannot lift tokens out of memory (ssh-agent does the same).
 int tokend_set_not_dumpable(void);
+
+/// pipe2(O_CLOEXEC): a pipe no other child spawned meanwhile inherits (GNU, hence here).
+int tokend_pipe_cloexec(int fds[2]);
+
+/// posix_spawn_file_actions_addclosefrom_np: the child closes every descriptor from `from` on,
+/// so a hook inherits none of the daemon's sockets (a GNU extension, hence here).
+int tokend_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
 
 #endif
