@@ -5,10 +5,10 @@ import TokendTestSupport
 /// wants `Authorization: Bearer TOKEN`; everything else is `git http-backend` (smart HTTP) behind
 /// `Authorization: Basic` with the token as the password, which is how git sends what a
 /// credential helper answered. Python's standard library and Debian's git, nothing else.
-final class BearerServer: @unchecked Sendable {  // one test owns it; `process` is set once in init
+final class BearerServer: Sendable {
     let directory: URL
     let port: Int
-    private let process: Process
+    private let pid: pid_t
 
     static let script = #"""
     import base64, http.server, os, subprocess, sys
@@ -74,15 +74,23 @@ final class BearerServer: @unchecked Sendable {  // one test owns it; `process` 
         try Self.script.write(to: directory.appendingPathComponent("server.py"), atomically: true, encoding: .utf8)
         try Data(expectedToken.utf8).write(to: directory.appendingPathComponent("token"))
         chmod(directory.appendingPathComponent("token").path, 0o600)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [directory.appendingPathComponent("server.py").path, directory.path,
-                             directory.appendingPathComponent("token").path, directory.appendingPathComponent("requests.log").path]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.process = process
+        // posix_spawn, not Foundation's Process: its waitUntilExit can miss the exit and hang.
+        let argv = ["/usr/bin/python3", directory.appendingPathComponent("server.py").path, directory.path,
+                    directory.appendingPathComponent("token").path, directory.appendingPathComponent("requests.log").path]
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for fd in Int32(0)...2 { posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0) }
+        let cArguments = argv.map { strdup($0) } + [nil]
+        let cEnvironment = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            cArguments.forEach { free($0) }
+            cEnvironment.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, cEnvironment)
+        guard spawned == 0 else { throw HarnessError("cannot start python3: \(String(cString: strerror(spawned)))") }
+        self.pid = pid
         let portFile = directory.appendingPathComponent("port").path
         try await poll(timeout: 30, "the bearer server's port") { FileManager.default.fileExists(atPath: portFile) && !((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").isEmpty }
         port = Int(try String(contentsOfFile: portFile, encoding: .utf8)) ?? 0
@@ -94,7 +102,7 @@ final class BearerServer: @unchecked Sendable {  // one test owns it; `process` 
     }
 
     /// A bare repository `name.git` under the server root with one commit, "first".
-    func makeRepository(_ name: String, environment: [String: String]) throws {
+    func makeRepository(_ name: String, environment: [String: String]) async throws {
         let source = directory.appendingPathComponent("source-\(name)").path
         let commands: [[String]] = [
             ["init", "-q", "-b", "main", source],
@@ -102,14 +110,20 @@ final class BearerServer: @unchecked Sendable {  // one test owns it; `process` 
             ["clone", "-q", "--bare", source, directory.appendingPathComponent("\(name).git").path],
         ]
         for arguments in commands {
-            let result = try ChildProcess.run("/usr/bin/git", arguments, environment: environment)
+            let result = try await runChild("/usr/bin/git", arguments, environment: environment)
             guard result.status == 0 else { throw HarnessError("git \(arguments.joined(separator: " ")): \(result.stderr)") }
         }
     }
 
     func stop() {
-        process.terminate()
-        process.waitUntilExit()
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         try? FileManager.default.removeItem(at: directory)
     }
+}
+
+/// A short-lived program run to completion off the cooperative pool (see `offPool`).
+func runChild(_ path: String, _ arguments: [String], environment: [String: String]) async throws -> ChildProcess.Result {
+    try await offPool { try ChildProcess.run(path, arguments, environment: environment) }
 }

@@ -24,17 +24,17 @@ import TokendTestSupport
         defer { Task { await world.shutdown() } }
         try await world.importNewUser()
         let expected = try await world.tokenctl(["token", "work"]).stdout
-        let python = try ChildProcess.run("/usr/bin/python3", ["-I", "-c", try Self.example("python")], environment: world.environment)
+        let python = try await runChild("/usr/bin/python3", ["-I", "-c", try Self.example("python")], environment: world.environment)
         #expect(python.status == 0, "\(python.stderr)")
         #expect(python.stdout == expected)
-        let shell = try ChildProcess.run("/bin/sh", ["-c", try Self.example("sh")], environment: world.environment)
+        let shell = try await runChild("/bin/sh", ["-c", try Self.example("sh")], environment: world.environment)
         #expect(shell.status == 0, "\(shell.stderr)")
         #expect(shell.stdout == expected)
         // Both say what went wrong rather than printing an empty token.
         #expect(try await world.tokenctl(["logout", "work"]).status == 0)
-        let failing = try ChildProcess.run("/bin/sh", ["-c", try Self.example("sh")], environment: world.environment)
+        let failing = try await runChild("/bin/sh", ["-c", try Self.example("sh")], environment: world.environment)
         #expect(failing.status == 1 && failing.stdout.isEmpty && failing.stderr.contains("needs_login"))
-        let failingPython = try ChildProcess.run("/usr/bin/python3", ["-I", "-c", try Self.example("python")], environment: world.environment)
+        let failingPython = try await runChild("/usr/bin/python3", ["-I", "-c", try Self.example("python")], environment: world.environment)
         #expect(failingPython.status != 0 && failingPython.stdout.isEmpty && failingPython.stderr.contains("needs_login"))
     }
 
@@ -44,12 +44,12 @@ import TokendTestSupport
         let directory = try TemporaryDirectory()
         defer { try? directory.remove() }
         let script = directory.appending("tokenctl.bash")
-        let generated = try ChildProcess.run(IntegrationTests.tokenctlPath, ["--generate-completion-script", "bash"], environment: world.environment)
+        let generated = try await runChild(IntegrationTests.tokenctlPath, ["--generate-completion-script", "bash"], environment: world.environment)
         #expect(generated.status == 0)
         try generated.stdout.write(toFile: script, atomically: true, encoding: .utf8)
         var environment = world.environment
         environment["PATH"] = DaemonHarness.binDirectory + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
-        let loaded = try ChildProcess.run("/bin/bash", ["--norc", "-c", "source '\(script)' && complete -p tokenctl"], environment: environment)
+        let loaded = try await runChild("/bin/bash", ["--norc", "-c", "source '\(script)' && complete -p tokenctl"], environment: environment)
         #expect(loaded.status == 0, "\(loaded.stderr)")
         #expect(loaded.stdout.contains("tokenctl"), "\(loaded.stdout)")
         // What bash does on `tokenctl token <Tab>` and `tokenctl ex<Tab>`.
@@ -62,7 +62,7 @@ import TokendTestSupport
             echo "accounts:"; complete_line "tokenctl token "
             echo "subcommands:"; complete_line "tokenctl exec-"
             """
-        let completed = try ChildProcess.run("/bin/bash", ["--norc", "-c", complete], environment: environment)
+        let completed = try await runChild("/bin/bash", ["--norc", "-c", complete], environment: environment)
         #expect(completed.status == 0, "\(completed.stderr)")
         let lines = completed.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         let accounts = lines.drop { $0 != "accounts:" }.dropFirst().prefix { $0 != "subcommands:" }
@@ -75,13 +75,13 @@ import TokendTestSupport
         ProcessInfo.processInfo.environment["TOKEND_DOCS_DIR"] ?? DaemonHarness.binDirectory + "/tokenctl-docs"
     }
 
-    @Test func theManPageRendersWithEveryCommand() throws {
+    @Test func theManPageRendersWithEveryCommand() async throws {
         let page = Self.docsDirectory + "/tokenctl.1"
         #expect(FileManager.default.fileExists(atPath: page), "scripts/test generates \(page) (scripts/lib/tokenctl-docs.sh)")
         var environment = ProcessInfo.processInfo.environment
         environment["MANPAGER"] = "cat"
         environment["MANWIDTH"] = "120"
-        let run = try ChildProcess.run("/usr/bin/man", ["-l", page], environment: environment)
+        let run = try await runChild("/usr/bin/man", ["-l", page], environment: environment)
         #expect(run.status == 0, "\(run.stderr)")
         // Overstrike bold (X\bX) is how man marks text off a terminal: read through it.
         let text = run.stdout.replacing(/.\u{08}/, with: "")
