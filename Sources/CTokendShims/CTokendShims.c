@@ -1,6 +1,8 @@
 #include "CTokendShims.h"
 #include <sys/socket.h>
 #include <sys/prctl.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 int tokend_peer_credentials_of(int fd, tokend_peer_credentials *out) {
     struct ucred cred;
@@ -17,3 +19,11 @@ int tokend_so_peercred(void) { return SO_PEERCRED; }
 int tokend_set_not_dumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 
 int tokend_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
+
+int tokend_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}
+
+int tokend_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}

@@ -3,6 +3,9 @@ import TokendCore
 /// The protocol version this build speaks (DESIGN.md §5).
 public let protocolVersion = 1
 
+/// The release of tokend and tokenctl, shared so that `tokenctl --version` and `hello` agree.
+public let tokendVersion = "0.1.0"
+
 /// One response line. Flat, with only the fields of the op that produced it present, so that a
 /// shell user can read it with `jq .token` and a client can decode every op with one type.
 public struct Response: Codable, Sendable, Equatable {
@@ -68,6 +71,9 @@ public struct AccountStatus: Codable, Sendable, Equatable {
     public var keyring: String
     /// True while the session held in memory has not reached the keyring yet.
     public var unsaved: Bool?
+    /// The account's `git_hosts` and `git_username`, for `tokenctl git-credential`.
+    public var gitHosts: [String]?
+    public var gitUsername: String?
 
     public init(name: String, provider: String, state: String, keyring: String) {
         self.name = name
@@ -83,12 +89,14 @@ public struct AccountStatus: Codable, Sendable, Equatable {
         case lastRefresh = "last_refresh"
         case nextRefresh = "next_refresh"
         case lastError = "last_error"
+        case gitHosts = "git_hosts"
+        case gitUsername = "git_username"
     }
 }
 
 /// A line streamed to `watch` subscribers. Events never carry tokens.
 public struct Event: Codable, Sendable, Equatable {
-    public enum Kind: String, Codable, Sendable {
+    public enum Kind: String, Codable, Sendable, CaseIterable {
         case refreshed, refreshFailed = "refresh_failed", needsLogin = "needs_login", loggedOut = "logged_out"
         case imported, configError = "config_error", keyringLocked = "keyring_locked", keyringUnlocked = "keyring_unlocked"
         case keyringUnavailable = "keyring_unavailable", configReloaded = "config_reloaded"

@@ -23,6 +23,9 @@ extension AccountEngine {
     /// import, or a reload that removed and re-added it while the keyring answered would
     /// otherwise be undone by what the read found.
     func restore(_ name: String) async {
+        if let setAside = setAsideWrites.removeValue(forKey: name) {
+            _ = noteKeyring(await store.save(setAside, account: name).map { _ in () }, account: name)
+        }
         guard let before = accounts[name] else { return }
         let loaded = await store.load(account: name)
         // Only this incarnation's read ends its wait: a re-added account has a read of its own.

@@ -23,6 +23,8 @@ extension AccountEngine {
             status.nextRefresh = machine.nextWake.map { Timestamp.format(max($0, now)) }
             status.lastError = machine.lastError
             status.unsaved = account.unsaved ? true : nil
+            status.gitHosts = account.configuration.gitHosts.isEmpty ? nil : account.configuration.gitHosts
+            status.gitUsername = account.configuration.gitUsername
             switch machine.phase {
             case .needsLogin(let reason): status.message = reason
             case .misconfigured(let reason): status.message = reason

@@ -65,6 +65,9 @@ public actor AccountEngine {
     /// Accounts whose stored session is being read for the first time: a `token` request waits
     /// for that read (within its timeout) instead of being told the keyring is unreadable.
     var restoring: Set<String> = []
+    /// Sessions set aside by an endpoint change before they reached the keyring: `restore`
+    /// writes each before it reads the account again.
+    var setAsideWrites: [String: TokenSet] = [:]
     let timerQueue = DispatchQueue(label: "tokend.timers")
 
     public init(
@@ -90,8 +93,8 @@ public actor AccountEngine {
     }
 
     /// The part of `apply` that never waits on the keyring: accounts are added (showing
-    /// `waiting_for_keyring`), changed and removed at once. Returns the added accounts, whose
-    /// stored sessions `restore(_:)` then reads — the daemon does that after it listens, so a
+    /// `waiting_for_keyring`), changed and removed at once. Returns the accounts whose stored
+    /// sessions `restore(_:)` then reads (the added ones, and changed ones holding nothing) — the daemon does that after it listens, so a
     /// stuck Secret Service can never keep the socket closed.
     public func adopt(_ configuration: Configuration) -> [String] {
         for name in accounts.keys where configuration.accounts[name] == nil {
@@ -123,9 +126,10 @@ public actor AccountEngine {
                 schedule(name)
                 wake(name)
                 logger.info("account configuration changed", metadata: ["account": "\(name)"])
-                if let setAside { _ = noteKeyring(await store.save(setAside, account: name).map { _ in () }, account: name) }
+                // Written before the account's next read, so the keyring keeps what rotated in memory.
+                if let setAside { setAsideWrites[name] = setAside }
                 // Nothing held (set aside, or never loaded): the stored session may fit the new endpoint.
-                if reload { await restore(name) }
+                if reload { added.append(name) }
             } else {
                 nextIncarnation += 1
                 var machine = AccountMachine(policy: accountConfiguration.policy)

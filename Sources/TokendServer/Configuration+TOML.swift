@@ -1,10 +1,12 @@
 import TOMLKit
 import TokendCore
+import TokendProtocol
 
 extension Configuration {
     /// The keys an account table may have; anything else is a typo worth an error, not silence.
-    static let firebaseKeys: Set<String> = ["provider", "api_key", "emulator", "refresh_before", "git_hosts", PlainHTTP.optInKey]
-    static let oidcKeys: Set<String> = ["provider", "issuer", "client_id", "client_secret", "scopes", "refresh_before", "git_hosts", PlainHTTP.optInKey]
+    static let firebaseKeys: Set<String> = ["provider", "api_key", "emulator", "refresh_before", "git_hosts", "git_username", PlainHTTP.optInKey]
+    static let oidcKeys: Set<String> = ["provider", "issuer", "client_id", "client_secret", "scopes", "refresh_before", "git_hosts", "git_username", PlainHTTP.optInKey]
+    static let topLevelKeys: Set<String> = ["account", "hooks", "notify"]
     /// Account names end up in keyring attributes, command lines and log lines: keep them tame.
     static let accountNameCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
     /// Longest account name: plenty for people, short enough for a status table.
@@ -45,10 +47,17 @@ extension Configuration {
         func fail(_ key: String, table: String?, _ message: String) -> ConfigurationError {
             ConfigurationError(path: path, line: locator.line(of: key, inTable: table), key: table.map { "\($0).\(key)" } ?? key, message: message)
         }
-        for key in root.keys where key != "account" && key != "hooks" {
-            throw fail(key, table: nil, "unknown top-level key; expected [account.NAME] tables (and [hooks])")
+        for key in root.keys where !topLevelKeys.contains(key) {
+            throw fail(key, table: nil, "unknown top-level key; expected [account.NAME] tables, [hooks] and notify")
         }
         var configuration = Configuration(path: path)
+        if let value = root["notify"] {
+            guard let notify = value.bool else { throw fail("notify", table: nil, "must be true or false") }
+            configuration.notify = notify
+        }
+        if let value = root["hooks"] {
+            configuration.hooks = try hooks(value, fail: fail)
+        }
         guard let accountsValue = root["account"] else { return configuration }
         guard let accounts = accountsValue.table else { throw fail("account", table: nil, "must be a table of accounts: [account.NAME]") }
         for name in accounts.keys.sorted() {
@@ -115,9 +124,40 @@ extension Configuration {
                 }
                 refreshBefore = seconds
             }
-            configuration.accounts[name] = AccountConfiguration(name: name, provider: accountProvider, refreshBefore: refreshBefore)
+            var account = AccountConfiguration(name: name, provider: accountProvider, refreshBefore: refreshBefore)
+            if let value = table["git_hosts"] {
+                let strings = value.array?.compactMap(\.string) ?? []
+                guard let array = value.array, strings.count == array.count, strings.allSatisfy({ GitHostClaim($0) != nil }) else {
+                    throw fail("git_hosts", table: tableName, "must be an array of hosts like \"git.example.com\" or \"github.com/my-org\"")
+                }
+                account.gitHosts = strings
+            }
+            account.gitUsername = try string("git_username", required: false)
+            configuration.accounts[name] = account
         }
         return configuration
+    }
+}
+
+extension Configuration {
+    /// `[hooks]`: every key an event name, every value a non-empty argv (run without a shell).
+    static func hooks(
+        _ value: TOMLValueConvertible, fail: (String, String?, String) -> ConfigurationError
+    ) throws(ConfigurationError) -> [String: [String]] {
+        guard let table = value.table else { throw fail("hooks", nil, "must be a table: [hooks] with event = [\"program\", \"argument\", …]") }
+        let events = Set(Event.Kind.allCases.map(\.rawValue))
+        var hooks: [String: [String]] = [:]
+        for event in table.keys.sorted() {
+            guard events.contains(event) else {
+                throw fail(event, "hooks", "is not an event; known: \(events.sorted().joined(separator: ", "))")
+            }
+            let argv = table[event]?.array?.compactMap(\.string) ?? []
+            guard let array = table[event]?.array, !argv.isEmpty, argv.count == array.count, !argv[0].isEmpty else {
+                throw fail(event, "hooks", "must be a non-empty array of strings: [\"program\", \"argument\", …] (no shell)")
+            }
+            hooks[event] = argv
+        }
+        return hooks
     }
 }
 

@@ -6,6 +6,10 @@ public struct Configuration: Sendable, Equatable {
     public var accounts: [String: AccountConfiguration]
     /// Where it was read from, for messages.
     public var path: String
+    /// `[hooks]`: an event name (`needs_login`, `refreshed`, …) to the argv run on it.
+    public var hooks: [String: [String]] = [:]
+    /// Top-level `notify`: the desktop notification on `needs_login` (on unless `false`).
+    public var notify = true
 
     public init(accounts: [String: AccountConfiguration] = [:], path: String = "") {
         self.accounts = accounts
@@ -23,6 +27,11 @@ public struct AccountConfiguration: Sendable, Equatable {
     public var name: String
     public var provider: Provider
     public var refreshBefore: Double
+    /// `git_hosts`: the hosts (and path prefixes) `tokenctl git-credential` answers for with
+    /// this account, as written; each parses as a `GitHostClaim`.
+    public var gitHosts: [String] = []
+    /// `git_username`: the user name git is given; nil lets tokenctl choose (email claim or `oauth2`).
+    public var gitUsername: String? = nil
 
     public var kind: ProviderKind {
         switch provider {

@@ -41,12 +41,13 @@ public struct DaemonError: Error, Sendable, CustomStringConvertible {
 
 /// The whole daemon, assembled: what `tokend`'s main runs and what tests start in-process.
 public final class Daemon: Service, Sendable {
-    public static let version = "0.1.0"
+    public static let version = tokendVersion
 
     public let socketPath: String
     public let configPath: String
     public let engine: AccountEngine
     public let hub: EventHub
+    let hooks: HookRunner
     let listener: SocketListener
     let transport: HTTPTransport
     let store: any SecretStore
@@ -79,6 +80,7 @@ public final class Daemon: Service, Sendable {
         self.engine = AccountEngine(store: store, hub: hub, logger: logger) { configuration in
             Self.provider(for: configuration, transport: transport)
         }
+        self.hooks = HookRunner(environment: options.environment, clock: engine.clock, logger: logger)
         self.listener = SocketListener(handler: RequestHandler(engine: engine, hub: hub, version: Self.version), logger: logger)
     }
 
@@ -117,6 +119,9 @@ public final class Daemon: Service, Sendable {
         signal(SIGPIPE, SIG_IGN)
         let environment = options.environment
         let added = await loadConfiguration(initial: true)
+        // Subscribed before the listener starts: no event of a request can slip past the hooks.
+        let hookEvents = hub.subscribe(account: nil)
+        Task { [hooks] in await hooks.run(hookEvents) }
         // With an activated socket, never bind one of our own: two sockets would be two daemons.
         let activated = try SystemdIntegration.activatedDescriptor(environment: environment)
         if activated == nil {
@@ -252,6 +257,7 @@ public final class Daemon: Service, Sendable {
             let configuration = try Configuration.load(path: configPath, environment: options.environment)
             await engine.setConfigurationProblem(nil)
             let added = await engine.adopt(configuration)
+            hooks.apply(configuration)
             if !initial { await engine.restore(added) }
             if !initial { logger.info("configuration reloaded", metadata: ["accounts": "\(configuration.accounts.count)"]) }
             hub.publish(Event(event: .configReloaded, account: nil, at: Timestamp.format(engine.clock.now())))

@@ -6,19 +6,23 @@ import Glibc
 #endif
 
 extension Tokenctl {
-    /// `tokenctl watch [ACCOUNT]`: the daemon's event stream, one JSON object per line, passed
-    /// through as it arrives (`tokenctl watch | jq` for humans, `while read` for scripts).
+    /// `tokenctl watch [ACCOUNT]`: the daemon's event stream as it arrives — readable lines on a
+    /// terminal, the daemon's JSON lines passed through with `--json` or into a pipe.
     struct Watch: TokenctlCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print tokend's events (refreshed, needs_login, …) as JSON lines until interrupted.",
+            abstract: "Print tokend's events (refreshed, needs_login, keyring_locked, …) until interrupted.",
             discussion: """
-                Runs until Ctrl-C (exit status 0), until stdout's reader goes away (0), or until \
+                On a terminal one readable line per event; with --json, or when stdout is not a \
+                terminal, the JSON line tokend sent. Events never carry a token. Runs until Ctrl-C (exit status 0), until stdout's reader goes away (0), or until \
                 tokend closes the connection (69). --timeout bounds only the connect; events may \
                 be hours apart.
                 """)
 
-        @Argument(help: "Only this account's events.")
+        @Argument(help: "Only this account's events.", completion: .custom(AccountCompletion.names))
         var account: String?
+
+        @Flag(help: "JSON lines even on a terminal.")
+        var json = false
 
         @OptionGroup var connection: ConnectionOptions
 
@@ -40,6 +44,7 @@ extension Tokenctl {
             } catch {
                 throw TokenctlError(client: error, path: daemon.path, timeout: connection.timeout)
             }
+            let readable = !json && context.console.outputIsTerminal
             while true {
                 let line: [UInt8]
                 do {
@@ -58,11 +63,46 @@ extension Tokenctl {
                     continue
                 }
                 do {
-                    try context.console.write(String(decoding: line, as: UTF8.self) + "\n")
+                    let text = readable ? WatchLine.render(line) : String(decoding: line, as: UTF8.self)
+                    try context.console.write(text + "\n")
                 } catch where error.code == .outputClosed {
                     return  // `tokenctl watch | head -n 3`: the reader has what it wanted.
                 }
             }
         }
+    }
+}
+
+/// An event as one readable line: `2026-05-01T09:14:02Z  work  refreshed  expires 2026-05-01T10:14:02Z`.
+enum WatchLine {
+    private struct Fields: Decodable {
+        struct Failure: Decodable {
+            var code: String
+            var message: String?
+        }
+        var event: String
+        var account: String?
+        var at: String?
+        var expiresAt: String?
+        var retryAt: String?
+        var error: Failure?
+
+        enum CodingKeys: String, CodingKey {
+            case event, account, at, error
+            case expiresAt = "expires_at"
+            case retryAt = "retry_at"
+        }
+    }
+
+    /// The line for one event; a line this tokenctl cannot read is shown as it came.
+    static func render(_ line: [UInt8]) -> String {
+        guard let fields = try? JSONDecoder().decode(Fields.self, from: Data(line)) else {
+            return Text.singleLine(String(decoding: line, as: UTF8.self))
+        }
+        var parts = [fields.at ?? "-", fields.account ?? "-", fields.event]
+        if let expiry = fields.expiresAt { parts.append("expires \(expiry)") }
+        if let error = fields.error { parts.append([error.code, error.message].compactMap { $0 }.joined(separator: ": ")) }
+        if let retry = fields.retryAt { parts.append("retry at \(retry)") }
+        return Text.singleLine(parts.joined(separator: "  "))
     }
 }

@@ -16,7 +16,11 @@ struct Tokenctl: ParsableCommand {
             78 configuration error, 1 anything else. Failures print one line on stderr that \
             says what to do next; only `token` prints a token, and only on stdout.
             """,
-        subcommands: [Token.self, Status.self, List.self, Refresh.self, Import.self, Logout.self, Watch.self])
+        version: tokendVersion,
+        subcommands: [
+            Token.self, Status.self, List.self, Refresh.self, Import.self, Logout.self, Watch.self,
+            Exec.self, Header.self, ExecCredential.self, GitCredential.self,
+        ])
 
     /// Parses `arguments` (without the program name), runs the command and returns the exit
     /// status. Nothing below calls exit(): every failure arrives here as a `TokenctlError`.
@@ -26,7 +30,7 @@ struct Tokenctl: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         let parsed: any ParsableCommand
         do {
-            parsed = try Token.parseFast(arguments) ?? parseAsRoot(arguments)
+            parsed = try Token.parseFast(arguments) ?? Header.parseFast(arguments) ?? Exec.parseFast(arguments) ?? parseAsRoot(arguments)
         } catch {
             return reportParseError(error, arguments: arguments, console: console)
         }

@@ -16,11 +16,39 @@ struct FastPathTests {
     func takesTheFastPathAndAgreesWithArgumentParser(_ arguments: [String]) throws {
         let fast = try #require(Tokenctl.Token.parseFast(arguments))
         let full = try #require(try Tokenctl.parseAsRoot(arguments) as? Tokenctl.Token)
-        #expect(fast.account == full.account)
-        #expect(fast.minValid == full.minValid)
-        #expect(fast.kind == full.kind)
-        #expect(fast.connection.socket == full.connection.socket)
-        #expect(fast.connection.timeout == full.connection.timeout)
+        #expect(fast.token.account == full.token.account)
+        #expect(fast.token.minValid == full.token.minValid)
+        #expect(fast.token.kind == full.token.kind)
+        #expect(fast.token.connection.socket == full.token.connection.socket)
+        #expect(fast.token.connection.timeout == full.token.connection.timeout)
+        // header takes the same options through the same parser.
+        let header = ["header"] + arguments.dropFirst()
+        let fastHeader = try #require(Tokenctl.Header.parseFast(header))
+        let fullHeader = try #require(try Tokenctl.parseAsRoot(header) as? Tokenctl.Header)
+        #expect(fastHeader.token.account == fullHeader.token.account)
+        #expect(fastHeader.token.minValid == fullHeader.token.minValid)
+        #expect(fastHeader.token.connection.socket == fullHeader.token.connection.socket)
+    }
+
+    @Test(arguments: [
+        ["exec", "work", "--", "env"],
+        ["exec", "work", "--min-valid", "600", "--kind=id", "--", "sh", "-c", "exit 3", "--min-valid", "--"],
+    ])
+    func execTakesTheFastPathAndAgreesWithArgumentParser(_ arguments: [String]) throws {
+        let fast = try #require(Tokenctl.Exec.parseFast(arguments))
+        let full = try #require(try Tokenctl.parseAsRoot(arguments) as? Tokenctl.Exec)
+        #expect(fast.token.account == full.token.account)
+        #expect(fast.token.minValid == full.token.minValid)
+        #expect(fast.token.kind == full.token.kind)
+        #expect(fast.command == full.command)
+        #expect(fast.command == Array(arguments.drop { $0 != "--" }.dropFirst()))
+    }
+
+    @Test(arguments: [["exec", "work"], ["exec", "work", "--"], ["exec", "work", "env"], ["exec", "--", "env"], ["token", "work", "--", "env"]])
+    func execWithoutACommandOrTokenWithOneIsForArgumentParser(_ arguments: [String]) {
+        #expect(Tokenctl.Exec.parseFast(arguments) == nil)
+        #expect(Tokenctl.Token.parseFast(arguments) == nil)
+        #expect(throws: (any Error).self) { try Tokenctl.parseAsRoot(arguments) }
     }
 
     @Test(arguments: [

@@ -8,20 +8,20 @@ struct ParsingTests {
     @Test func tokenWithEveryOption() throws {
         let parsed = try Tokenctl.parseAsRoot(["token", "work", "--min-valid", "300", "--kind", "access", "--socket", "/tmp/s", "--timeout", "5"])
         let command = try #require(parsed as? Tokenctl.Token)
-        #expect(command.account == "work")
-        #expect(command.minValid == 300)
-        #expect(command.kind == .access)
-        #expect(command.connection.socket == "/tmp/s")
-        #expect(command.connection.timeout == 5)
+        #expect(command.token.account == "work")
+        #expect(command.token.minValid == 300)
+        #expect(command.token.kind == .access)
+        #expect(command.token.connection.socket == "/tmp/s")
+        #expect(command.token.connection.timeout == 5)
     }
 
     @Test func tokenDefaultsLeaveTheChoiceToTheDaemon() throws {
         let command = try #require(try Tokenctl.parseAsRoot(["token", "work"]) as? Tokenctl.Token)
-        #expect(command.minValid == nil)
-        #expect(command.kind == nil)
-        #expect(command.connection.socket == nil)
-        #expect(command.connection.timeout == ConnectionOptions.defaultTimeout)
-        #expect(command.connection.readTimeout > command.connection.timeout)
+        #expect(command.token.minValid == nil)
+        #expect(command.token.kind == nil)
+        #expect(command.token.connection.socket == nil)
+        #expect(command.token.connection.timeout == ConnectionOptions.defaultTimeout)
+        #expect(command.token.connection.readTimeout > command.token.connection.timeout)
     }
 
     @Test func status() throws {
@@ -100,7 +100,11 @@ struct ParsingTests {
 
 /// Lets the parameterized test above read each subcommand's options without a switch.
 protocol HasConnection { var connection: ConnectionOptions { get } }
-extension Tokenctl.Token: HasConnection {}
+extension Tokenctl.Token: HasConnection { var connection: ConnectionOptions { token.connection } }
+extension Tokenctl.Header: HasConnection { var connection: ConnectionOptions { token.connection } }
+extension Tokenctl.Exec: HasConnection { var connection: ConnectionOptions { token.connection } }
+extension Tokenctl.ExecCredential: HasConnection { var connection: ConnectionOptions { token.connection } }
+extension Tokenctl.GitCredential: HasConnection {}
 extension Tokenctl.Status: HasConnection {}
 extension Tokenctl.List: HasConnection {}
 extension Tokenctl.Refresh: HasConnection {}

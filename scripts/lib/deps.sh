@@ -6,8 +6,9 @@ BUILD_PACKAGES=(libsecret-1-dev libglib2.0-dev pkg-config)
 # Packages to run tests and the demo: a private session bus, a real gnome-keyring, secret-tool,
 # gdbus (libglib2.0-bin) to lock the keyring, socat for protocol checks, faketime for clock jumps.
 # scripts/test-systemd adds a user manager (systemd), nsenter and runuser (util-linux), gdb for the
-# ptrace check, curl and python3 for the fake's control plane.
-RUNTIME_PACKAGES=(dbus gnome-keyring libsecret-tools libglib2.0-bin socat faketime procps systemd util-linux gdb curl python3)
+# ptrace check, curl and python3 for the fake's control plane. git is the other tool of the
+# integration tests; man-db and groff-base render tokenctl's man page.
+RUNTIME_PACKAGES=(dbus gnome-keyring libsecret-tools libglib2.0-bin socat faketime procps systemd util-linux gdb curl python3 git man-db groff-base)
 
 ensure_packages() {
   local missing=()

@@ -1,5 +1,6 @@
 #ifndef CTOKEND_SHIMS_H
 #define CTOKEND_SHIMS_H
+#include <spawn.h>
 #include <sys/types.h>
 
 /// The peer's credentials as the kernel reports them for a Unix socket (SO_PEERCRED).
@@ -21,5 +22,12 @@ int tokend_set_not_dumpable(void);
 
 /// 1 while the process is dumpable, 0 once tokend_set_not_dumpable has worked (PR_GET_DUMPABLE).
 int tokend_is_dumpable(void);
+
+/// pipe2(O_CLOEXEC): a pipe no other child spawned meanwhile inherits (GNU, hence here).
+int tokend_pipe_cloexec(int fds[2]);
+
+/// posix_spawn_file_actions_addclosefrom_np: the child closes every descriptor from `from` on,
+/// so a hook inherits none of the daemon's sockets (a GNU extension, hence here).
+int tokend_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
 
 #endif

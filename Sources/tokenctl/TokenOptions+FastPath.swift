@@ -1,20 +1,34 @@
 import ArgumentParser
 
-extension Tokenctl.Token {
-    /// `token` parsed without ArgumentParser, for the plain forms shell loops use
-    /// (`token NAME [--min-valid S] [--kind K] [--socket P] [--timeout S]`, also `--opt=value`).
-    /// ArgumentParser's first parse costs about 1.5 ms of type reflection, a fifth of a call.
-    /// Anything else — help, a typo, a bad value — returns nil and takes the ArgumentParser
-    /// path, which owns every error message; tests check both paths agree.
+/// A command whose plain forms skip ArgumentParser: `token`, `header` and `exec`, which shell
+/// loops and tools call over and over. ArgumentParser's first parse costs about 1.5 ms of type
+/// reflection, a fifth of a call.
+protocol FastParsedCommand: TokenctlCommand {
+    var token: TokenOptions { get set }
+    /// Takes what follows `--` (nil: there was no `--`); false when the command cannot take it.
+    mutating func takeTrailing(_ arguments: [String]?) -> Bool
+}
+
+extension FastParsedCommand {
+    mutating func takeTrailing(_ arguments: [String]?) -> Bool { arguments == nil }
+
+    /// `NAME ACCOUNT [--min-valid S] [--kind K] [--socket P] [--timeout S] [-- CMD…]`, also with
+    /// `--opt=value`. Anything else — help, a typo, a bad value — returns nil and takes the
+    /// ArgumentParser path, which owns every error message; tests check both paths agree.
     static func parseFast(_ arguments: [String]) -> Self? {
         guard arguments.count >= 2, arguments[0] == _commandName, !arguments[1].hasPrefix("-") else { return nil }
         var minValid: Double?
         var kind: Tokenctl.KindArgument?
         var socket: String?
         var timeout: Double?
+        var trailing: [String]?
         var index = 2
         while index < arguments.count {
             var name = arguments[index]
+            if name == "--" {
+                trailing = Array(arguments[(index + 1)...])
+                break
+            }
             let value: String
             if let equals = name.firstIndex(of: "=") {
                 value = String(name[name.index(after: equals)...])
@@ -48,13 +62,17 @@ extension Tokenctl.Token {
         var connection = ConnectionOptions()
         connection.socket = socket
         connection.timeoutOption = timeout
+        var options = TokenOptions()
+        options.account = arguments[1]
+        options.minValid = minValid
+        options.kind = kind
+        options.connection = connection
         var command = Self()
-        command.account = arguments[1]
-        command.minValid = minValid
-        command.kind = kind
-        command.connection = connection
+        command.token = options
+        guard command.takeTrailing(trailing) else { return nil }
         do {
             try connection.validate()
+            try options.validate()
             try command.validate()
         } catch {
             return nil

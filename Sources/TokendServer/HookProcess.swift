@@ -1,0 +1,149 @@
+import CTokendShims
+import Dispatch
+import TokendCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One run of a hook command: spawned without a shell in a process group of its own, stdin from
+/// /dev/null, stdout and stderr captured together, killed (the whole group) past its deadline.
+/// Blocking, so it runs on a dispatch thread, never on the daemon's event loops.
+enum HookProcess {
+    enum Ending: Sendable, Equatable {
+        case exited(Int32)
+        case signalled(Int32)
+        /// Killed after the timeout.
+        case timedOut
+        /// posix_spawn failed: no such program, not executable, … (an errno).
+        case notStarted(Int32)
+    }
+
+    struct Outcome: Sendable {
+        var ending: Ending
+        /// What the command printed, at most `outputLimit` bytes.
+        var output: [UInt8]
+    }
+
+    /// A hook is meant to print a line or two; beyond 64 KiB the rest is read and dropped, so a
+    /// chatty hook can neither block on a full pipe nor flood the journal.
+    static let outputLimit = 64 * 1024
+
+    /// Runs `argv` (argv[0] looked up on PATH) with exactly `environment`, off the caller's thread.
+    static func run(_ argv: [String], environment: [String: String], timeout: Double) async -> Outcome {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global(qos: .utility).async {
+                continuation.resume(returning: runBlocking(argv, environment: environment, timeout: timeout))
+            }
+        }
+    }
+
+    static func runBlocking(_ argv: [String], environment: [String: String], timeout: Double) -> Outcome {
+        var pipeEnds: [Int32] = [-1, -1]
+        guard tokend_pipe_cloexec(&pipeEnds) == 0 else { return Outcome(ending: .notStarted(errno), output: []) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 2)
+        // The daemon's sockets (listener, clients) are not the hook's business.
+        _ = tokend_spawn_close_from(&actions, 3)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // A clean signal mask and default dispositions (the daemon ignores SIGPIPE and SIGHUP),
+        // and a process group of its own so that the timeout kills the hook's children too.
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGHUP, SIGINT, SIGTERM] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+        let cArguments = argv.map { strdup($0) } + [nil]
+        let cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            cArguments.forEach { free($0) }
+            cEnvironment.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawnp(&pid, argv[0], &actions, &attributes, cArguments, cEnvironment)
+        close(pipeEnds[1])
+        guard spawned == 0 else {
+            close(pipeEnds[0])
+            return Outcome(ending: .notStarted(spawned), output: [])
+        }
+        let (output, timedOut) = collect(from: pipeEnds[0], pid: pid, deadline: monotonicNow() + timeout)
+        close(pipeEnds[0])
+        if timedOut {
+            kill(-pid, SIGKILL)
+            _ = reap(pid)
+            return Outcome(ending: .timedOut, output: output)
+        }
+        let status = reap(pid)
+        // WIFEXITED / WTERMSIG spelled out: the C macros are not imported into Swift.
+        let ending: Ending = status & 0x7F == 0 ? .exited((status >> 8) & 0xFF) : .signalled(status & 0x7F)
+        return Outcome(ending: ending, output: output)
+    }
+
+    /// Reads the pipe until the hook exits or the deadline passes. The hook exiting, not
+    /// end-of-file, ends the wait: a child it left in the background may hold the pipe open.
+    private static func collect(from fd: Int32, pid: pid_t, deadline: Double) -> (output: [UInt8], timedOut: Bool) {
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var open = true
+        while true {
+            if exited(pid) {
+                if open { drain(fd, into: &output, buffer: &buffer) }
+                return (output, false)
+            }
+            let remaining = deadline - monotonicNow()
+            if remaining <= 0 { return (output, true) }
+            // 100 ms at most between looks at the process: how late an exit is noticed when a
+            // background child keeps the pipe open.
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let waitMilliseconds = Int32(min(remaining, 0.1) * 1000) + 1
+            guard open else {
+                usleep(UInt32(waitMilliseconds) * 1000)
+                continue
+            }
+            guard poll(&descriptor, 1, waitMilliseconds) > 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                output.append(contentsOf: buffer[0..<min(count, max(0, outputLimit - output.count))])
+            } else if count == 0 || errno != EINTR {
+                open = false  // every writer is gone: the hook is exiting
+            }
+        }
+    }
+
+    /// What is left in the pipe once the hook has exited, without waiting for writers it left behind.
+    private static func drain(_ fd: Int32, into output: inout [UInt8], buffer: inout [UInt8]) {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { return }
+            output.append(contentsOf: buffer[0..<min(count, max(0, outputLimit - output.count))])
+        }
+    }
+
+    /// Whether the hook has exited, without reaping it: the pid stays ours to signal until then.
+    private static func exited(_ pid: pid_t) -> Bool {
+        var info = siginfo_t()
+        return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info._sifields._sigchld.si_pid == pid
+    }
+
+    private static func reap(_ pid: pid_t) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        return status
+    }
+
+    private static func monotonicNow() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+import TokendCore
+import TokendProtocol
+import TokendTestSupport
+
+/// `[hooks]` and the default `needs_login` notification, with the real tokend running real
+/// programs: a hook script that records what it was given, and a stub `notify-send` on PATH.
+@Suite struct HookTests {
+    /// An executable shell script in `directory`.
+    static func script(_ directory: TemporaryDirectory, _ name: String, _ body: String) throws -> String {
+        let path = directory.appending(name)
+        try ("#!/bin/sh\n" + body + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o755)
+        return path
+    }
+
+    static func lines(_ path: String) -> [String] {
+        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    @Test func hooksGetTheEventAndAccountButNoTokenAndNotificationsComeOncePerAccount() async throws {
+        let directory = try TemporaryDirectory()
+        defer { try? directory.remove() }
+        let events = directory.appending("events")
+        let notifications = directory.appending("notifications")
+        let record = try Self.script(directory, "record", #"""
+            { echo "argv=$*"; echo "event=$TOKEND_EVENT"; echo "account=$TOKEND_ACCOUNT"; env | grep -c '^TOKEND_TOKEN' ; } >> "\#(events)"
+            env > "\#(directory.path)/env-$TOKEND_EVENT-$$"
+            echo "hook says hi"
+            """#)
+        let stubs = directory.appending("bin")
+        try FileManager.default.createDirectory(atPath: stubs, withIntermediateDirectories: true)
+        _ = try Self.script(directory, "bin/notify-send", #"printf '%s|' "$@" >> "\#(notifications)"; echo >> "\#(notifications)""#)
+
+        let world = try await DaemonHarness.start(accounts: [], startDaemon: false)
+        defer { Task { await world.shutdown() } }
+        try world.writeConfig("""
+            [hooks]
+            imported = ["\(record)", "first arg", "$HOME"]
+            needs_login = ["\(record)", "login"]
+
+            \(world.firebaseAccount("work"))
+            \(world.firebaseAccount("home"))
+            """)
+        try await world.startDaemon(extraEnvironment: [
+            "DISPLAY": ":99", "PATH": stubs + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+        ])
+        let session = try await world.importNewUser(into: "work")
+        try await poll(timeout: 30, "the imported hook ran") { Self.lines(events).contains("event=imported") }
+        let imported = Self.lines(events)
+        #expect(imported.contains("argv=first arg $HOME"), "argv as written, no shell: \(imported)")
+        #expect(imported.contains("account=work"))
+        #expect(imported.contains("0"), "no TOKEND_TOKEN* variable")
+        try await poll(timeout: 10, "the hook's output in the log") { world.daemonLog.contains("hook says hi") }
+        let environments = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("env-") }
+        for name in environments {
+            let text = try String(contentsOfFile: directory.appending(name), encoding: .utf8)
+            #expect(!text.contains(session.refreshToken) && !text.contains(session.idToken), "a hook never sees a token")
+        }
+
+        // needs_login three times: twice for work (one notification within the hour), once for home.
+        world.fake.inject(.firebaseError("TOKEN_EXPIRED"), count: 1000)
+        #expect(try await world.tokenctl(["refresh", "work"]).status == 77)
+        _ = try await world.tokenctl(["import", "work"], stdin: world.fake.createUser().refreshToken + "\n")
+        _ = try await world.tokenctl(["import", "home"], stdin: world.fake.createUser().refreshToken + "\n")
+        // Notifications run before the hook of the same event: three hook runs mean every
+        // notification that was going to be sent has been.
+        try await poll(timeout: 30, "three needs_login hooks") { Self.lines(events).filter { $0 == "event=needs_login" }.count == 3 }
+        let sent = Self.lines(notifications)
+        #expect(sent.count == 2, "\(sent)")
+        #expect(sent.contains { $0.contains("work needs you to sign in again: tokenctl login work") })
+        #expect(sent.contains { $0.contains("home needs you to sign in again: tokenctl login home") })
+        #expect(!world.daemonLog.contains(session.refreshToken))
+    }
+
+    @Test func aHangingHookIsKilledAfterItsTimeoutAndNeverHoldsUpServing() async throws {
+        let directory = try TemporaryDirectory()
+        defer { try? directory.remove() }
+        let pids = directory.appending("pids")
+        let hang = try Self.script(directory, "hang", #"""
+            sleep 300 &
+            echo "$$ $!" > "\#(pids)"
+            wait
+            """#)
+        let world = try await DaemonHarness.start(startDaemon: false)
+        defer { Task { await world.shutdown() } }
+        try world.writeConfig("[hooks]\nimported = [\"\(hang)\"]\nrefreshed = [\"\(hang)\"]\n\n" + world.firebaseAccount("work"))
+        try await world.startDaemon()
+        try await world.importNewUser()
+        try await poll(timeout: 30, "the hook started") { !Self.lines(pids).isEmpty }
+        // While it hangs, tokens are served and refreshes happen.
+        #expect(try await world.tokenctl(["token", "work"]).status == 0)
+        #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
+        try await poll(timeout: 60, "the hook killed after its timeout") { world.daemonLog.contains("took longer than 10 s and was killed") }
+        let processes = (Self.lines(pids).first ?? "").split(separator: " ").compactMap { Int32($0) }
+        #expect(processes.count == 2)
+        for pid in processes {
+            // Killed with its process group; reaped (the shell) or re-parented and reaped (sleep).
+            try await poll(timeout: 10, "process \(pid) gone") { kill(pid, 0) != 0 || Self.isZombieOrGone(pid) }
+        }
+    }
+
+    static func isZombieOrGone(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        return stat.split(separator: ")").last?.trimmingCharacters(in: .whitespaces).hasPrefix("Z") ?? true
+    }
+
+    @Test func aBrokenHooksTableIsAConfigurationError() async throws {
+        let world = try await DaemonHarness.start(startDaemon: false)
+        defer { Task { await world.shutdown() } }
+        try world.writeConfig("[hooks]\nrefreshd = [\"/bin/true\"]\n\n" + world.firebaseAccount("work"))
+        try await world.startDaemon()
+        let run = try await world.tokenctl(["token", "work"])
+        #expect(run.status == 78)
+        #expect(run.stderr.contains("hooks.refreshd"), "\(run.stderr)")
+    }
+}
