@@ -29,6 +29,13 @@ public actor AccountEngine {
         /// When the timer will start a proactive refresh: the machine's instant, possibly moved
         /// earlier by `RefreshSpreading`. Nil when no proactive refresh is scheduled.
         var proactiveRefresh: Date?
+        /// Set while a browser, device or Google login runs: one interactive login at a time.
+        var interactiveLogin = false
+        /// User actions (login, import, logout, delete, upgrade) are numbered as they are issued;
+        /// a login's session is installed only if no later-issued action has committed yet, so
+        /// the newest choice of the user wins whatever order the providers answer in.
+        var issuedUserActions: UInt64 = 0
+        var committedUserAction: UInt64 = 0
     }
 
     /// Default wait for a refresh when a request names no `timeout`: long enough for a slow
@@ -296,6 +303,7 @@ public actor AccountEngine {
     public func install(account name: String, tokens: TokenSet, timeout: Double) async -> Result<Date?, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         let start = clock.now()
+        account.commitNewUserAction()
         account.machine.install(tokens, unit: random())
         disarm(&account)
         accounts[name] = account
@@ -311,13 +319,15 @@ public actor AccountEngine {
     /// Forgets the account's session, in memory and in the keyring.
     public func logout(account name: String) async -> Result<Void, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
-        account.machine.forget(reason: "logged out; run: tokenctl import \(name)")
+        account.commitNewUserAction()
+        account.machine.forget(reason: "logged out; run: tokenctl login \(name)")
         disarm(&account)
         account.unsaved = false
         accounts[name] = account
         wake(name)
         let deleted = await store.delete(account: name, ifRefreshToken: nil)
         hub.publish(Event(event: .loggedOut, account: name, at: Timestamp.format(clock.now())))
+        publishSignedOut(name, reason: "logout")
         logger.info("logged out", metadata: ["account": "\(name)"])
         switch deleted {
         case .success:

@@ -16,7 +16,7 @@ struct Tokenctl: ParsableCommand {
             78 configuration error, 1 anything else. Failures print one line on stderr that \
             says what to do next; only `token` prints a token, and only on stdout.
             """,
-        subcommands: [Token.self, Status.self, List.self, Refresh.self, Import.self, Logout.self, Watch.self])
+        subcommands: [Token.self, Status.self, List.self, Refresh.self, Login.self, Import.self, Logout.self, Watch.self])
 
     /// Parses `arguments` (without the program name), runs the command and returns the exit
     /// status. Nothing below calls exit(): every failure arrives here as a `TokenctlError`.
