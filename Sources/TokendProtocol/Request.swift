@@ -19,6 +19,23 @@ public struct Request: Codable, Sendable, Equatable {
     public var accessToken: String?
     /// `import`: when the imported access/ID token expires (RFC 3339), if not in its JWT.
     public var expiresAt: String?
+    /// `login`: how to sign in (`browser`, `device`, `email`, `anonymous`, `custom_token`,
+    /// `google`); `account` `upgrade`: `email` or `google`.
+    public var method: String?
+    /// `login`, `account`: the email address to sign in, sign up, upgrade to or reset.
+    public var email: String?
+    /// `login` with `email`: create the user instead of signing in.
+    public var create: Bool?
+    /// `login`, `account upgrade`: a password or custom token. Never logged or echoed.
+    public var secret: String?
+    /// `login`: scopes to ask for instead of the configured ones (OpenID Connect).
+    public var scopes: [String]?
+    /// `account`: `show`, `verify_email`, `reset_password`, `upgrade` or `delete`.
+    public var action: String?
+    /// `account` `delete`: must be true; without it the reply says what would be deleted.
+    public var confirm: Bool?
+    /// `watch`, `account show`: include profile fields (email) that are left out by default.
+    public var profile: Bool?
 
     public init(
         op: String, id: RequestID? = nil, account: String? = nil, minValid: Double? = nil, kind: TokenKind? = nil,
@@ -37,8 +54,22 @@ public struct Request: Codable, Sendable, Equatable {
         self.expiresAt = expiresAt
     }
 
+    /// A `login` request.
+    public static func login(
+        account: String, method: String, email: String? = nil, create: Bool? = nil, secret: String? = nil,
+        scopes: [String]? = nil, timeout: Double? = nil
+    ) -> Request {
+        var request = Request(op: Op.login.rawValue, account: account, timeout: timeout)
+        request.method = method
+        request.email = email
+        request.create = create
+        request.secret = secret
+        request.scopes = scopes
+        return request
+    }
+
     enum CodingKeys: String, CodingKey {
-        case op, id, account, kind, timeout
+        case op, id, account, kind, timeout, method, email, create, secret, scopes, action, confirm, profile
         case minValid = "min_valid"
         case refreshToken = "refresh_token"
         case idToken = "id_token"
@@ -48,11 +79,11 @@ public struct Request: Codable, Sendable, Equatable {
 }
 
 extension Request: CustomStringConvertible {
-    /// Requests may carry tokens (`import`): describe them without.
+    /// Requests may carry tokens (`import`) and passwords (`login`): describe them without.
     public var description: String { "Request(op: \(op), account: \(account ?? "-"))" }
 }
 
 /// The ops of protocol version 1.
 public enum Op: String, CaseIterable, Sendable {
-    case hello, token, list, status, refresh, `import`, login, logout, watch
+    case hello, token, list, status, refresh, `import`, login, account, logout, watch
 }

@@ -31,6 +31,12 @@ public struct Response: Codable, Sendable, Equatable {
     // watch
     public var watching: [String]?
 
+    // login (its last line), account upgrade
+    /// `done` on the line that ends a successful `login`, after its progress lines.
+    public var progress: String?
+    /// How the user signed in: `password`, `anonymous`, `custom`, `google.com`, `oidc`.
+    public var signInProvider: String?
+
     public init(id: RequestID? = nil, ok: Bool = true) {
         self.id = id
         self.ok = ok
@@ -43,7 +49,8 @@ public struct Response: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, ok, error, `protocol`, version, capabilities, account, token, kind, accounts, watching
+        case id, ok, error, `protocol`, version, capabilities, account, token, kind, accounts, watching, progress
+        case signInProvider = "sign_in_provider"
         case expiresAt = "expires_at"
         case expiresIn = "expires_in"
     }
@@ -100,6 +107,12 @@ public struct Event: Codable, Sendable, Equatable {
         case refreshed, refreshFailed = "refresh_failed", needsLogin = "needs_login", loggedOut = "logged_out"
         case imported, configError = "config_error", keyringLocked = "keyring_locked", keyringUnlocked = "keyring_unlocked"
         case keyringUnavailable = "keyring_unavailable", configReloaded = "config_reloaded"
+        /// Auth state: a login installed a new session (`sign_in_provider` says how).
+        case signedIn = "signed_in"
+        /// Auth state: the session ended by the user's hand (`reason`: `logout`, `deleted`).
+        case signedOut = "signed_out"
+        /// Auth state: the same user, changed (an anonymous user upgraded, an email verified).
+        case userChanged = "user_changed"
     }
     public var event: Kind
     public var account: String?
@@ -108,6 +121,12 @@ public struct Event: Codable, Sendable, Equatable {
     public var expiresAt: String?
     public var error: RefreshFailure?
     public var retryAt: String?
+    /// `signed_in`, `user_changed`: how the user signed in.
+    public var signInProvider: String?
+    /// `signed_out`, `user_changed`: why.
+    public var reason: String?
+    /// `signed_in`, `user_changed`: the user's email, only for a watch that asked for `profile`.
+    public var email: String?
 
     public init(event: Kind, account: String?, at: String) {
         self.event = event
@@ -116,8 +135,44 @@ public struct Event: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case event, account, at, error
+        case event, account, at, error, reason, email
         case expiresAt = "expires_at"
         case retryAt = "retry_at"
+        case signInProvider = "sign_in_provider"
+    }
+}
+
+/// A progress line of a `login` stream: what the user has to do now. Like events, progress
+/// lines carry no `ok`; the stream ends with one response line that does. Never a token, code,
+/// verifier or password.
+public struct LoginProgress: Codable, Sendable, Equatable {
+    public enum Step: String, Codable, Sendable {
+        case openURL = "open_url", userCode = "user_code", waiting
+    }
+    public var id: RequestID?
+    public var progress: Step
+    public var account: String
+    /// `open_url`: the page to open in a browser.
+    public var url: String?
+    /// `user_code`: where to go and what to type (the device grant).
+    public var verificationURI: String?
+    public var verificationURIComplete: String?
+    public var userCode: String?
+    public var expiresIn: Int?
+    /// `waiting`: for what.
+    public var message: String?
+
+    public init(id: RequestID?, progress: Step, account: String) {
+        self.id = id
+        self.progress = progress
+        self.account = account
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, progress, account, url, message
+        case verificationURI = "verification_uri"
+        case verificationURIComplete = "verification_uri_complete"
+        case userCode = "user_code"
+        case expiresIn = "expires_in"
     }
 }

@@ -18,17 +18,21 @@ public struct FirebaseProvider: TokenProvider {
         self.transport = transport
     }
 
-    /// The token endpoint. The API key sits in the query, as Google requires; it is a public
-    /// project identifier, but it still never goes into a log line.
-    var tokenURL: String {
+    /// The token endpoint.
+    var tokenURL: String { endpoint(host: Self.productionHost, path: "/v1/token") }
+
+    /// A Google API endpoint of the project: production over HTTPS, or the emulator with the
+    /// production host as the first path segment. The API key sits in the query, as Google
+    /// requires; it is a public project identifier, but it still never goes into a log line.
+    func endpoint(host: String, path: String) -> String {
         var key: [UInt8] = []
         FormEncoding.escape(apiKey, into: &key)
-        let query = "/v1/token?key=" + String(decoding: key, as: UTF8.self)
+        let query = path + "?key=" + String(decoding: key, as: UTF8.self)
         if let emulatorHost {
-            let host = emulatorHost.contains(":") ? emulatorHost : emulatorHost + ":9099"
-            return "http://\(host)/\(Self.productionHost)\(query)"
+            let authority = emulatorHost.contains(":") ? emulatorHost : emulatorHost + ":9099"
+            return "http://\(authority)/\(host)\(query)"
         }
-        return "https://\(Self.productionHost)\(query)"
+        return "https://\(host)\(query)"
     }
 
     public func refresh(refreshToken: String) async -> RefreshOutcome {

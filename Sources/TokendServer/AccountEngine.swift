@@ -33,6 +33,13 @@ public actor AccountEngine {
         /// new incarnation, so a refresh or a keyring read begun for the old one can never be
         /// applied to the new one (its machine's generations start over).
         var incarnation: UInt64
+        /// Set while a browser, device or Google login runs: one interactive login at a time.
+        var interactiveLogin = false
+        /// User actions (login, import, logout, delete, upgrade) are numbered as they are issued;
+        /// a login's session is installed only if no later-issued action has committed yet, so
+        /// the newest choice of the user wins whatever order the providers answer in.
+        var issuedUserActions: UInt64 = 0
+        var committedUserAction: UInt64 = 0
     }
 
     /// Default wait for a refresh when a request names no `timeout`: long enough for a slow
@@ -362,6 +369,7 @@ public actor AccountEngine {
         tokens.endpoint = account.configuration.endpoint
         // A new session does not lift the provider's rate limit: it waits out the backoff too.
         let backoff = account.machine.backoff(at: start)
+        account.commitNewUserAction()
         account.machine.install(tokens, unit: random())
         if let backoff { account.machine.holdBackoff(until: backoff) }
         disarm(&account)
@@ -382,13 +390,15 @@ public actor AccountEngine {
     /// Forgets the account's session, in memory and in the keyring.
     public func logout(account name: String) async -> Result<Void, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
-        account.machine.forget(reason: "logged out; run: tokenctl import \(name)")
+        account.commitNewUserAction()
+        account.machine.forget(reason: "logged out; run: tokenctl login \(name)")
         disarm(&account)
         account.unsaved = false
         accounts[name] = account
         wake(name)
         let deleted = await store.delete(account: name, ifRefreshToken: nil)
         hub.publish(Event(event: .loggedOut, account: name, at: Timestamp.format(clock.now())))
+        publishSignedOut(name, reason: "logout")
         logger.info("logged out", metadata: ["account": "\(name)"])
         switch deleted {
         case .success:

@@ -11,7 +11,8 @@ public final class EventHub: Sendable {
 
     private struct Subscriber {
         var account: String?
-        var continuation: AsyncStream<Event>.Continuation
+        var deliver: @Sendable (Event) -> Void
+        var finish: @Sendable () -> Void
     }
 
     private let subscribers = Mutex<[UInt64: Subscriber]>([:])
@@ -21,20 +22,29 @@ public final class EventHub: Sendable {
 
     /// A stream of events for one account, or all when `account` is nil.
     public func subscribe(account: String?) -> AsyncStream<Event> {
+        subscribe(account: account, first: nil) { $0 }
+    }
+
+    /// A stream that starts with `first` and then carries each event as `wrap` makes it: what a
+    /// `watch` connection writes. No task in between, so the subscription ends the moment the
+    /// stream is dropped.
+    func subscribe<Element: Sendable>(account: String?, first: Element?, _ wrap: @escaping @Sendable (Event) -> Element) -> AsyncStream<Element> {
         let id = nextID.add(1, ordering: .relaxed).newValue
-        let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(Self.bufferLimit))
+        let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(Self.bufferLimit))
+        if let first { continuation.yield(first) }
         continuation.onTermination = { [weak self] _ in
             self?.subscribers.withLock { _ = $0.removeValue(forKey: id) }
         }
-        subscribers.withLock { $0[id] = Subscriber(account: account, continuation: continuation) }
+        let subscriber = Subscriber(account: account, deliver: { continuation.yield(wrap($0)) }, finish: { continuation.finish() })
+        subscribers.withLock { $0[id] = subscriber }
         return stream
     }
 
     public func publish(_ event: Event) {
         let targets = subscribers.withLock { subscribers in
-            subscribers.values.filter { $0.account == nil || event.account == nil || $0.account == event.account }.map(\.continuation)
+            subscribers.values.filter { $0.account == nil || event.account == nil || $0.account == event.account }.map(\.deliver)
         }
-        for continuation in targets { continuation.yield(event) }
+        for deliver in targets { deliver(event) }
     }
 
     public var subscriberCount: Int { subscribers.withLock { $0.count } }
@@ -43,8 +53,8 @@ public final class EventHub: Sendable {
     public func finishAll() {
         let all = subscribers.withLock { subscribers in
             defer { subscribers.removeAll() }
-            return subscribers.values.map(\.continuation)
+            return subscribers.values.map(\.finish)
         }
-        for continuation in all { continuation.finish() }
+        for finish in all { finish() }
     }
 }

@@ -7,8 +7,24 @@ import TokendProtocol
 public struct RequestHandler: Sendable {
     public enum Reply: Sendable {
         case response(Response)
-        /// Send the response, then stream the events until the client goes away.
-        case watch(Response, AsyncStream<Event>)
+        /// From here on the connection carries only these lines (`watch`, `login`). It closes
+        /// when they end; a client that goes away ends them (and cancels what produces them).
+        case stream(AsyncStream<StreamLine>)
+    }
+
+    /// One line of a streamed reply: a response (carries `ok`), an event or a login's progress.
+    public enum StreamLine: Sendable, Equatable {
+        case response(Response)
+        case event(Event)
+        case progress(LoginProgress)
+
+        public var encoded: [UInt8] {
+            switch self {
+            case .response(let response): WireCoding.encodeLine(response)
+            case .event(let event): WireCoding.encodeLine(event)
+            case .progress(let progress): WireCoding.encodeLine(progress)
+            }
+        }
     }
 
     /// `min_valid` default (DESIGN.md §5): a minute covers a script's typical API call.
@@ -52,7 +68,7 @@ public struct RequestHandler: Sendable {
         case .hello:
             response.protocol = protocolVersion
             response.version = version
-            response.capabilities = Op.allCases.filter { $0 != .login }.map(\.rawValue)
+            response.capabilities = Op.allCases.map(\.rawValue)
         case .token:
             let name = try account(of: request)
             let minValid = try number(request.minValid, "min_valid", default: Self.defaultMinValid, maximum: Self.maximumMinValid)
@@ -77,15 +93,22 @@ public struct RequestHandler: Sendable {
             response.account = name
         case .watch:
             if let name = request.account { _ = try await engine.statuses(account: name).get() }
-            let stream = hub.subscribe(account: request.account)
             if let name = request.account {
                 response.watching = [name]
             } else {
                 response.watching = await engine.accountNames
             }
-            return .watch(response, stream)
+            // Profile fields (email) only for a client that asked for them.
+            let profile = request.profile == true
+            return .stream(hub.subscribe(account: request.account, first: .response(response)) { event in
+                var event = event
+                if !profile { event.email = nil }
+                return .event(event)
+            })
         case .login:
-            throw TokendError(.unsupportedOp, "login is not available in this version; import a refresh token: tokenctl import ACCOUNT")
+            return .stream(try login(request))
+        case .account:
+            return try await accountAction(request)
         }
         return .response(response)
     }

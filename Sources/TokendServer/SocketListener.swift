@@ -138,7 +138,8 @@ public final class SocketListener: Sendable {
         return provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(tokend_so_peercred()))
     }
 
-    /// One connection: requests answered in order; after `watch`, events until the client leaves.
+    /// One connection: requests answered in order; after `watch` or `login`, the stream until it
+    /// ends or the client leaves.
     func serve(_ connection: NIOAsyncChannel<LineFrame, ByteBuffer>) async {
         let key = ObjectIdentifier(connection.channel)
         openConnections.withLock { $0[key] = connection.channel }
@@ -156,14 +157,13 @@ public final class SocketListener: Sendable {
                     switch await handler.handle(line: line) {
                     case .response(let response):
                         try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(response)))
-                    case .watch(let response, let events):
-                        try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(response)))
-                        // From here the connection carries only events; what the client sends is
-                        // read (to notice it leaving) and ignored.
+                    case .stream(let stream):
+                        // From here the connection carries only the stream; what the client sends
+                        // is read (to notice it leaving) and ignored.
                         let writer = Task {
                             do {
-                                for await event in events {
-                                    try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(event)))
+                                for await line in stream {
+                                    try await outbound.write(ByteBuffer(bytes: line.encoded))
                                 }
                             } catch {}  // a write error: the client is gone
                             connection.channel.close(promise: nil)

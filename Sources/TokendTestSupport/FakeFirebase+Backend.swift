@@ -23,6 +23,9 @@ extension FakeFirebase {
             var nextWaiterID: UInt64 = 0
             var observers: [@Sendable (Request) -> Void] = []
             var isShutDown = false
+            /// Failed password sign-ins so far (`Options.maximumFailedSignIns`).
+            var failedSignIns = 0
+            var sentEmails: [FakeFirebase.SentEmail] = []
         }
 
         let state: Mutex<State>
@@ -120,7 +123,7 @@ extension FakeFirebase {
                 let now = state.options.clock.now()
                 let existing = email.flatMap(state.ledger.user(withEmail:))
                 if existing != nil, !reuseExisting { return nil }
-                let user = existing ?? state.ledger.addUser(email: email, password: password)
+                let user = existing ?? state.ledger.addUser(email: email, password: password, now: now)
                 let provider = user.email == nil ? "anonymous" : "password"
                 return state.ledger.signIn(uid: user.uid, provider: provider, now: now, options: state.options)
             }

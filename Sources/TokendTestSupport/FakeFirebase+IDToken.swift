@@ -36,6 +36,10 @@ enum IDTokenMinter {
         var provider: String
         /// Seconds since the epoch of the sign-in: `auth_time`, unchanged across refreshes.
         var authTime: Int
+        /// The user's current `emailVerified`, read again at every refresh.
+        var emailVerified = false
+        /// Linked identities by provider (`email`, `google.com`), for `firebase.identities`.
+        var identities: [String: [String]] = [:]
     }
 
     /// The token and its expiry. `iat` is whole seconds (JWT NumericDate), so `exp - iat` is
@@ -43,12 +47,12 @@ enum IDTokenMinter {
     static func mint(for subject: Subject, issuedAt now: Date, lifetime: Int, projectID: String) -> (token: String, expiresAt: Date) {
         let iat = Int(now.timeIntervalSince1970.rounded(.down))
         let exp = iat + lifetime
-        var identities: [String: [String]] = [:]
-        if let email = subject.email { identities["email"] = [email] }
+        var identities = subject.identities
+        if let email = subject.email, identities["email"] == nil { identities["email"] = [email] }
         let claims = Claims(
             iss: "https://securetoken.google.com/\(projectID)", aud: projectID, auth_time: subject.authTime,
             user_id: subject.uid, sub: subject.uid, iat: iat, exp: exp,
-            email: subject.email, email_verified: subject.email.map { _ in false },
+            email: subject.email, email_verified: subject.email.map { _ in subject.emailVerified },
             firebase: .init(identities: identities, sign_in_provider: subject.provider),
             jti: FakeIdentifiers.nonce())
         let token = segment(Header()) + "." + segment(claims) + "."

@@ -8,6 +8,22 @@ struct Ledger: Sendable {
         var email: String?
         var password: String?
         var disabled = false
+        var emailVerified = false
+        /// Google subjects (`sub` of a Google ID token) linked to this user.
+        var googleSubject: String?
+        /// A second factor is enrolled: password sign-ins answer `mfaPendingCredential`.
+        var secondFactor = false
+        /// Milliseconds since 1970, as `accounts:lookup` reports them.
+        var createdAt: Int64 = 0
+        var lastLoginAt: Int64 = 0
+
+        /// `providerUserInfo` of `accounts:lookup`: one entry per linked sign-in method.
+        var providers: [String] {
+            var providers: [String] = []
+            if password != nil { providers.append("password") }
+            if googleSubject != nil { providers.append("google.com") }
+            return providers
+        }
     }
 
     /// What a refresh token is good for.
@@ -51,18 +67,35 @@ struct Ledger: Sendable {
     }
 
     /// Adds a user; the caller has checked that the email is free.
-    mutating func addUser(email: String?, password: String?, uid: String = FakeIdentifiers.uid()) -> User {
-        let user = User(uid: uid, email: email, password: password)
+    mutating func addUser(email: String?, password: String?, uid: String = FakeIdentifiers.uid(), now: Date = Date()) -> User {
+        var user = User(uid: uid, email: email, password: password)
+        user.createdAt = Int64(now.timeIntervalSince1970 * 1000)
         users[uid] = user
         return user
     }
 
     /// A new session for an existing user: a fresh refresh token and ID token, `auth_time` now.
     mutating func signIn(uid: String, provider: String, now: Date, options: FakeFirebase.Options) -> Minted {
-        let subject = IDTokenMinter.Subject(
+        var subject = IDTokenMinter.Subject(
             uid: uid, email: users[uid]?.email, provider: provider,
             authTime: Int(now.timeIntervalSince1970.rounded(.down)))
+        if let user = users[uid] {
+            subject.emailVerified = user.emailVerified
+            if let google = user.googleSubject { subject.identities["google.com"] = [google] }
+        }
+        users[uid]?.lastLoginAt = Int64(now.timeIntervalSince1970 * 1000)
         return issue(for: subject, now: now, options: options)
+    }
+
+    /// Changes a user in place (upgrade, verification, second factor).
+    mutating func change(_ uid: String, _ body: (inout User) -> Void) -> Bool {
+        guard users[uid] != nil else { return false }
+        body(&users[uid]!)
+        return true
+    }
+
+    func user(withGoogleSubject subject: String) -> User? {
+        users.values.first { $0.googleSubject == subject }
     }
 
     /// What the Secure Token API does with a presented refresh token.
@@ -76,6 +109,7 @@ struct Ledger: Sendable {
 
         var subject = grant.subject
         subject.email = user.email
+        subject.emailVerified = user.emailVerified
         guard options.rotate else {
             let (idToken, expiresAt) = IDTokenMinter.mint(
                 for: subject, issuedAt: now, lifetime: options.lifetime, projectID: options.projectID)

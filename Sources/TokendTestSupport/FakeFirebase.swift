@@ -35,6 +35,25 @@ public final class FakeFirebase: Sendable {
         /// The fake's notion of now, for `iat`/`exp` and for fault windows. A `ManualClock` here
         /// lets a test expire a `forSeconds` fault without waiting for it.
         public var clock: any WallClock = SystemWallClock()
+        /// Email-enumeration protection (on for new projects): an unknown email and a wrong
+        /// password both answer `INVALID_LOGIN_CREDENTIALS`; off, `EMAIL_NOT_FOUND` and
+        /// `INVALID_PASSWORD`.
+        public var emailEnumerationProtection = true
+        /// Sign-in methods switched off in the project (`password`, `anonymous`, `google.com`):
+        /// they answer `OPERATION_NOT_ALLOWED`.
+        public var disabledProviders: Set<String> = []
+        /// The project lets only administrators create users: `signUp` answers `ADMIN_ONLY_OPERATION`.
+        public var adminOnlySignUp = false
+        /// The project lets only administrators delete users: `delete` answers `ADMIN_ONLY_OPERATION`.
+        public var adminOnlyDelete = false
+        /// After this many failed password sign-ins, every password sign-in answers
+        /// `TOO_MANY_ATTEMPTS_TRY_LATER`. Nil: never.
+        public var maximumFailedSignIns: Int?
+        /// `update` and `delete` need a sign-in at most this many seconds old, else
+        /// `CREDENTIAL_TOO_OLD_LOGIN_AGAIN` (production: 300). Nil: no limit.
+        public var recentSignInWindow: Double?
+        /// The Google client ids whose ID tokens `signInWithIdp` accepts; empty: any.
+        public var googleClientIDs: Set<String> = []
 
         public init() {}
     }

@@ -59,7 +59,7 @@ extension TokenctlError {
         let name = account ?? "the account"
         switch error.code {
         case .needsLogin:
-            let command = account.map { "tokenctl import \($0)" } ?? "tokenctl import ACCOUNT"
+            let command = account.map { "tokenctl login \($0)" } ?? "tokenctl login ACCOUNT"
             self.init(.needsLogin, "\(name) needs a new login\(detail)", next: "run: \(command)")
         case .unknownAccount:
             self.init(.unknownAccount, "tokend has no account named \(name)\(detail)", next: "tokenctl list shows the configured accounts")

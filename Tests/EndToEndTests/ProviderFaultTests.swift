@@ -108,7 +108,7 @@ import TokendTestSupport
         for _ in 0..<3 {
             let run = try await world.tokenctl(["token", "work"])
             #expect(run.status == 77)
-            #expect(run.stderr.contains("tokenctl import work"), "\(run.stderr)")
+            #expect(run.stderr.contains("tokenctl login work"), "\(run.stderr)")
         }
         // Longer than the token lived and than the first retries would take: nothing more is asked.
         try await Task.sleep(for: .seconds(4))

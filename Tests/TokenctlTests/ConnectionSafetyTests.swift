@@ -74,7 +74,9 @@ import Glibc
         server.standardError = FileHandle.nullDevice
         try server.run()
         defer {
-            server.terminate()
+            // SIGKILL, not terminate(): Foundation's Process hands its child a signal mask that
+            // blocks SIGTERM, and a socat that never dies would block this thread forever.
+            kill(server.processIdentifier, SIGKILL)
             server.waitUntilExit()
         }
         let deadline = Date().addingTimeInterval(20)

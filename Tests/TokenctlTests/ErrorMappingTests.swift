@@ -34,7 +34,7 @@ struct ErrorMappingTests {
         func line(_ code: TokendError.Code) -> String {
             TokenctlError(daemon: TokendError(code, "msg"), account: "work", environment: [:]).line
         }
-        #expect(line(.needsLogin) == "tokenctl: work needs a new login (msg); run: tokenctl import work")
+        #expect(line(.needsLogin) == "tokenctl: work needs a new login (msg); run: tokenctl login work")
         #expect(line(.unavailable).hasSuffix("; try again later (tokenctl status work shows the last error)"))
         #expect(line(.unknownAccount).hasSuffix("; tokenctl list shows the configured accounts"))
         #expect(line(.keyringLocked).contains("unlock your login keyring"))

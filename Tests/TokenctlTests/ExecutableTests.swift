@@ -52,7 +52,7 @@ struct ExecutableTests {
         let outcome = try Self.run(["token", "work", "--socket", daemon.path])
         #expect(outcome.status == 77)
         #expect(outcome.stdout.isEmpty)
-        #expect(outcome.stderr == "tokenctl: work needs a new login (revoked); run: tokenctl import work\n")
+        #expect(outcome.stderr == "tokenctl: work needs a new login (revoked); run: tokenctl login work\n")
     }
 
     @Test func noDaemonExits69() throws {

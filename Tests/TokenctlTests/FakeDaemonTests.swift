@@ -59,7 +59,7 @@ struct FakeDaemonTests {
         defer { daemon.stop() }
         let console = CapturingConsole()
         #expect(runTokenctl(["token", "work", "--socket", daemon.path], console: console) == 77)
-        #expect(console.stderr == "tokenctl: work needs a new login (the refresh token was revoked); run: tokenctl import work\n")
+        #expect(console.stderr == "tokenctl: work needs a new login (the refresh token was revoked); run: tokenctl login work\n")
     }
 
     @Test func noDaemonIs69() {

@@ -171,14 +171,15 @@ import TokendTestSupport
     @Test func watchStreamsEventsWithoutTokens() async throws {
         let fixture = try await EngineFixture.make()
         defer { Task { await fixture.shutdown() } }
-        guard case .watch(let response, let events) = await fixture.handler.handle(Request(op: "watch", account: "work")) else {
+        guard case .stream(let lines) = await fixture.handler.handle(Request(op: "watch", account: "work")) else {
             Issue.record("expected watch"); return
         }
+        var iterator = lines.makeAsyncIterator()
+        guard case .response(let response)? = await iterator.next() else { Issue.record("expected the acknowledgement"); return }
         #expect(response.watching == ["work"])
         let session = try await fixture.importSession()
-        var iterator = events.makeAsyncIterator()
         var kinds: [Event.Kind] = []
-        while kinds.count < 2, let event = await iterator.next() {
+        while kinds.count < 2, case .event(let event)? = await iterator.next() {
             kinds.append(event.event)
             let line = String(decoding: WireCoding.encodeLine(event), as: UTF8.self)
             #expect(!line.contains(session.refreshToken))

@@ -1,0 +1,181 @@
+import Logging
+import TokendCore
+import TokendKeyring
+import TokendProtocol
+import TokendProviders
+
+/// What a finished login tells its client: never a token.
+public struct LoginSummary: Sendable, Equatable {
+    public var expiresAt: Date?
+    public var signInProvider: String?
+}
+
+extension AccountEngine.Account {
+    /// Numbers and commits a user action that takes effect at once (import, logout).
+    mutating func commitNewUserAction() {
+        issuedUserActions += 1
+        committedUserAction = issuedUserActions
+    }
+}
+
+extension LoginRequest.Method {
+    /// Flows that wait for the user in a browser or on another device: one at a time per
+    /// account, since a second would open a second browser tab for the same session.
+    var isInteractive: Bool {
+        switch self {
+        case .browser, .device, .google: true
+        case .email, .anonymous, .customToken: false
+        }
+    }
+}
+
+extension LoginFailure.Kind {
+    /// The protocol's error code for a failed sign-in (tokenctl turns it into an exit status).
+    var errorCode: TokendError.Code {
+        switch self {
+        case .denied: .needsLogin
+        case .misconfigured: .configError
+        case .transient, .timedOut: .unavailable
+        case .badRequest: .badRequest
+        }
+    }
+}
+
+extension LoginFailure {
+    /// The failure as the `login` op reports it: the provider's code first, so scripts and
+    /// people can both read it.
+    var tokendError: TokendError { TokendError(kind.errorCode, "\(code): \(message)") }
+}
+
+extension AccountEngine {
+    /// A provider that has not finished (nor failed) this long after the login's own timeout
+    /// is stuck: the engine gives up so the account's login slot is not held forever.
+    static let loginGrace: Double = 15
+
+    /// Runs the provider's sign-in for `name`, relaying each step to `progress`, then installs
+    /// the session it produced: atomically (one keyring replace), winning over any refresh in
+    /// flight, and only if no user action issued after this one has taken effect meanwhile.
+    /// The replaced refresh token is revoked at the provider once the new one is stored.
+    public func login(
+        account name: String, _ request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void
+    ) async -> Result<LoginSummary, TokendError> {
+        guard var account = accounts[name] else { return .failure(missingAccount(name)) }
+        let interactive = request.method.isInteractive
+        if interactive {
+            guard !account.interactiveLogin else {
+                return .failure(TokendError(
+                    .unavailable,
+                    "a login for \(name) is already waiting for the user; finish or cancel it (Ctrl-C in its tokenctl) first"))
+            }
+            account.interactiveLogin = true
+        }
+        account.issuedUserActions += 1
+        let serial = account.issuedUserActions
+        accounts[name] = account
+        defer { if interactive { accounts[name]?.interactiveLogin = false } }
+
+        let provider = account.provider
+        let start = clock.now()
+        logger.info("login started", metadata: ["account": "\(name)", "method": "\(request.method.rawValue)"])
+        let signedIn: SignedIn
+        switch await Self.runFlow(provider, request, progress: progress) {
+        case .success(let done):
+            signedIn = done
+        case .failure(let failure):
+            logger.notice("login failed", metadata: ["account": "\(name)", "method": "\(request.method.rawValue)", "code": "\(failure.code)"])
+            return .failure(failure.tokendError)
+        }
+        guard let refreshToken = signedIn.tokens.refreshToken, !refreshToken.isEmpty else {
+            return .failure(TokendError(.internal, "the provider signed the user in but issued no refresh token; tokend cannot keep such a session"))
+        }
+        // Lifetimes count from the start of the login: never longer than the truth.
+        let tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
+        return await installLogin(name, tokens, serial: serial, signInProvider: signedIn.signInProvider, provider: provider)
+    }
+
+    /// The provider's flow, bounded by the request's timeout plus `loginGrace`.
+    static func runFlow(
+        _ provider: any TokenProvider, _ request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void
+    ) async -> Result<SignedIn, LoginFailure> {
+        await withTaskGroup(of: Result<SignedIn, LoginFailure>?.self) { group in
+            group.addTask {
+                do {
+                    for try await step in provider.login(request) {
+                        if case .done(let signedIn) = step { return .success(signedIn) }
+                        progress(step)
+                    }
+                    if Task.isCancelled { return .failure(LoginFailure(.timedOut, code: "cancelled", message: "the login was cancelled")) }
+                    return .failure(LoginFailure(.transient, code: "incomplete", message: "the sign-in ended without a session; try again"))
+                } catch let failure as LoginFailure {
+                    return .failure(failure)
+                } catch {
+                    return .failure(LoginFailure(.transient, code: "failed", message: "the sign-in failed; try again"))
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(request.timeout + loginGrace))
+                return Task.isCancelled ? nil : .failure(LoginFailure(
+                    .timedOut, code: "timeout", message: "the sign-in did not finish within \(Int(request.timeout)) s; run the login again"))
+            }
+            var outcome: Result<SignedIn, LoginFailure> = .failure(LoginFailure(.timedOut, code: "cancelled", message: "the login was cancelled"))
+            if let first = await group.next(), let first { outcome = first }
+            group.cancelAll()
+            return outcome
+        }
+    }
+
+    /// Replaces the account's session with a login's, unless a newer user action has already
+    /// taken effect (then the login's session is dropped, and revoked where the provider can).
+    func installLogin(
+        _ name: String, _ tokens: TokenSet, serial: UInt64, signInProvider: String?, provider: any TokenProvider
+    ) async -> Result<LoginSummary, TokendError> {
+        guard var account = accounts[name] else { return .failure(missingAccount(name)) }
+        guard serial > account.committedUserAction else {
+            logger.notice("a login finished after a newer command changed the account; its session is dropped", metadata: ["account": "\(name)"])
+            _ = await provider.revoke(refreshToken: tokens.refreshToken)
+            return .failure(TokendError(
+                .unavailable, "a newer command changed \(name) while this sign-in ran, so its session was not kept; see tokenctl status \(name)"))
+        }
+        account.committedUserAction = serial
+        let previous = account.machine.tokens
+        account.machine.install(tokens, unit: random())
+        disarm(&account)
+        account.unsaved = false
+        accounts[name] = account
+        schedule(name)
+        wake(name)
+        let saved = await store.save(tokens, account: name)
+        let stored = noteKeyring(saved, account: name)
+        if accounts[name]?.machine.tokens == tokens { accounts[name]?.unsaved = !stored }
+        var event = Event(event: .signedIn, account: name, at: Timestamp.format(clock.now()))
+        event.signInProvider = signInProvider
+        event.expiresAt = tokens.expiresAt.map(Timestamp.format)
+        event.email = tokens.idToken.flatMap { JWTClaims(token: $0)?.email }
+        hub.publish(event)
+        logger.info("signed in", metadata: ["account": "\(name)", "provider": "\(signInProvider ?? "-")", "stored": "\(stored)"])
+        // Only once the new session is safely stored may the old one stop working.
+        if stored, let previous, previous.refreshToken != tokens.refreshToken {
+            await revokeReplaced(previous.refreshToken, of: name, provider: provider)
+        }
+        return .success(LoginSummary(expiresAt: tokens.expiresAt, signInProvider: signInProvider))
+    }
+
+    func revokeReplaced(_ refreshToken: String, of name: String, provider: any TokenProvider) async {
+        switch await provider.revoke(refreshToken: refreshToken) {
+        case .revoked:
+            logger.info("the replaced session was revoked at the provider", metadata: ["account": "\(name)"])
+        case .unsupported(let why):
+            logger.debug("the replaced session could not be revoked", metadata: ["account": "\(name)", "why": "\(why)"])
+        case .failed(let failure):
+            logger.warning(
+                "revoking the replaced session failed", metadata: ["account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)"])
+        }
+    }
+
+    /// Auth state for watchers: the user's session is gone.
+    func publishSignedOut(_ name: String, reason: String) {
+        var event = Event(event: .signedOut, account: name, at: Timestamp.format(clock.now()))
+        event.reason = reason
+        hub.publish(event)
+    }
+}

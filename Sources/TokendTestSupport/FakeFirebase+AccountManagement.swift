@@ -1,0 +1,332 @@
+import Foundation
+import TokendCore
+
+/// Identity Toolkit account management and federated sign-in: `signInWithIdp`, `lookup`,
+/// `sendOobCode`, `update`, `delete`, in production's shapes.
+extension FakeFirebase.Backend {
+    /// The issuer a Google ID token must name (both spellings Google uses).
+    static let googleIssuers: Set<String> = ["https://accounts.google.com", "accounts.google.com"]
+
+    private struct IDTokenBody: Decodable {
+        var idToken: String?
+    }
+
+    private struct IdpBody: Decodable {
+        var requestUri: String?
+        var postBody: String?
+        var idToken: String?
+        var returnIdpCredential: Bool?
+    }
+
+    private struct OobBody: Decodable {
+        var requestType: String?
+        var email: String?
+        var idToken: String?
+    }
+
+    private struct UpdateBody: Decodable {
+        var idToken: String?
+        var email: String?
+        var password: String?
+    }
+
+    struct TokenClaims: Decodable {
+        var user_id: String?
+        var sub: String?
+        var exp: Double?
+        var auth_time: Double?
+        var iss: String?
+        var aud: String?
+        var email: String?
+    }
+
+    static func claims(of token: String) -> TokenClaims? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = JWTClaims.base64URLDecode(parts[1]) else { return nil }
+        return try? JSONDecoder().decode(TokenClaims.self, from: payload)
+    }
+
+    /// The user an ID token of this project names. Signatures are not checked (like the
+    /// emulator); issuer, expiry and the user's existence are.
+    private func user(of idToken: String?, now: Date, state: State) -> Result<(Ledger.User, TokenClaims), FirebaseRejection> {
+        guard let idToken, !idToken.isEmpty else { return .failure(.firebase("MISSING_ID_TOKEN")) }
+        guard let claims = Self.claims(of: idToken), let uid = claims.user_id ?? claims.sub,
+            claims.iss == "https://securetoken.google.com/\(state.options.projectID)"
+        else { return .failure(.firebase("INVALID_ID_TOKEN")) }
+        guard let exp = claims.exp, exp > now.timeIntervalSince1970 else { return .failure(.firebase("TOKEN_EXPIRED")) }
+        guard let user = state.ledger.users[uid] else { return .failure(.firebase("USER_NOT_FOUND")) }
+        if user.disabled { return .failure(.firebase("USER_DISABLED")) }
+        return .success((user, claims))
+    }
+
+    /// Sensitive changes need a sign-in younger than `recentSignInWindow` (production: 5 min).
+    private func requireRecentSignIn(_ claims: TokenClaims, now: Date, state: State) -> FirebaseRejection? {
+        guard let window = state.options.recentSignInWindow, let authTime = claims.auth_time else { return nil }
+        return now.timeIntervalSince1970 - authTime > window ? .firebase("CREDENTIAL_TOO_OLD_LOGIN_AGAIN") : nil
+    }
+
+    /// A Google ID token (from `postBody`) signs a user in, creates one, or — with the current
+    /// user's `idToken` — links Google to that user, keeping its uid (anonymous upgrade). An ID
+    /// token Firebase cannot accept answers 200 with `errorMessage`, as production may.
+    func signInWithIdp(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
+        guard let request = try? FakeJSON.decode(IdpBody.self, from: body) else { return .failure(.invalidJSONPayload) }
+        guard request.requestUri?.isEmpty == false else { return .failure(.firebase("MISSING_REQUEST_URI")) }
+        let form = FormEncoding.decode(Array((request.postBody ?? "").utf8))
+        guard form["providerId"] == "google.com" else { return .failure(.firebase("INVALID_PROVIDER_ID : Provider Id is not supported.")) }
+        if state.options.disabledProviders.contains("google.com") { return .failure(.firebase("OPERATION_NOT_ALLOWED")) }
+        func idpError(_ message: String) -> Result<ToolkitAnswer, FirebaseRejection> {
+            .success(ToolkitAnswer(reply: .json(200, IdpError(errorMessage: message)), uid: nil))
+        }
+        guard let googleToken = form["id_token"], let google = Self.claims(of: googleToken), let subject = google.sub,
+            let issuer = google.iss, Self.googleIssuers.contains(issuer)
+        else { return idpError("INVALID_IDP_RESPONSE : Unable to parse Google id_token") }
+        guard let exp = google.exp, exp > now.timeIntervalSince1970 else {
+            return idpError("INVALID_IDP_RESPONSE : The supplied auth credential is malformed or has expired.")
+        }
+        if !state.options.googleClientIDs.isEmpty, !state.options.googleClientIDs.contains(google.aud ?? "") {
+            return idpError("INVALID_IDP_RESPONSE : The audience of the id_token is not a client of this project.")
+        }
+        var uid: String
+        var isNewUser = false
+        if let linking = request.idToken {
+            let current: Ledger.User
+            switch user(of: linking, now: now, state: state) {
+            case .failure(let rejection): return .failure(rejection)
+            case .success(let (found, _)): current = found
+            }
+            if let owner = state.ledger.user(withGoogleSubject: subject), owner.uid != current.uid {
+                return .failure(.firebase("FEDERATED_USER_ID_ALREADY_LINKED"))
+            }
+            uid = current.uid
+        } else if let existing = state.ledger.user(withGoogleSubject: subject) {
+            if existing.disabled { return .failure(.firebase("USER_DISABLED")) }
+            uid = existing.uid
+        } else {
+            uid = state.ledger.addUser(email: nil, password: nil, now: now).uid
+            isNewUser = true
+        }
+        _ = state.ledger.change(uid) { user in
+            user.googleSubject = subject
+            if user.email == nil, let email = google.email {
+                user.email = email
+                user.emailVerified = true
+            }
+        }
+        let minted = state.ledger.signIn(uid: uid, provider: "google.com", now: now, options: state.options)
+        var answer = response("identitytoolkit#VerifyAssertionResponse", minted)
+        answer.providerId = "google.com"
+        answer.federatedId = "https://accounts.google.com/\(subject)"
+        answer.emailVerified = state.ledger.users[uid]?.emailVerified
+        answer.isNewUser = isNewUser ? true : nil
+        return .success(ToolkitAnswer(reply: .json(200, answer), uid: uid, minted: minted))
+    }
+
+    private struct IdpError: Encodable {
+        var kind = "identitytoolkit#VerifyAssertionResponse"
+        var errorMessage: String
+    }
+
+    /// `accounts:lookup`: the user behind an ID token.
+    func lookup(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
+        guard let request = try? FakeJSON.decode(IDTokenBody.self, from: body) else { return .failure(.invalidJSONPayload) }
+        switch user(of: request.idToken, now: now, state: state) {
+        case .failure(let rejection): return .failure(rejection)
+        case .success(let (user, _)):
+            return .success(ToolkitAnswer(reply: .json(200, LookupResponse(users: [UserInfo(user)])), uid: user.uid))
+        }
+    }
+
+    struct LookupResponse: Encodable {
+        var kind = "identitytoolkit#GetAccountInfoResponse"
+        var users: [UserInfo]
+    }
+
+    /// A user as `lookup` and `update` describe it (production's field names; times in ms as strings).
+    struct UserInfo: Encodable {
+        struct Provider: Encodable {
+            var providerId: String
+            var federatedId: String
+            var email: String?
+            var rawId: String
+        }
+        var localId: String
+        var email: String?
+        var emailVerified: Bool
+        var passwordHash: String?
+        var providerUserInfo: [Provider]
+        var disabled: Bool?
+        var createdAt: String
+        var lastLoginAt: String
+
+        init(_ user: Ledger.User) {
+            localId = user.uid
+            email = user.email
+            emailVerified = user.emailVerified
+            passwordHash = user.password == nil ? nil : "UkVEQUNURUQ="  // production's placeholder
+            providerUserInfo = user.providers.map { provider in
+                let raw = provider == "google.com" ? user.googleSubject ?? "" : user.email ?? ""
+                return Provider(providerId: provider, federatedId: raw, email: user.email, rawId: raw)
+            }
+            disabled = user.disabled ? true : nil
+            createdAt = String(user.createdAt)
+            lastLoginAt = String(user.lastLoginAt)
+        }
+    }
+
+    /// `accounts:sendOobCode`: the fake records the email it would send. With email-enumeration
+    /// protection a reset for an unknown address still answers 200, like production.
+    func sendOobCode(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
+        guard let request = try? FakeJSON.decode(OobBody.self, from: body) else { return .failure(.invalidJSONPayload) }
+        switch request.requestType {
+        case "PASSWORD_RESET":
+            guard let email = request.email, !email.isEmpty else { return .failure(.firebase("MISSING_EMAIL")) }
+            guard email.contains("@") else { return .failure(.firebase("INVALID_EMAIL")) }
+            let user = state.ledger.user(withEmail: email)
+            if user == nil, !state.options.emailEnumerationProtection { return .failure(.firebase("EMAIL_NOT_FOUND")) }
+            if user != nil { state.sentEmails.append(FakeFirebase.SentEmail(kind: "PASSWORD_RESET", email: email, uid: user?.uid)) }
+            return .success(ToolkitAnswer(reply: .json(200, OobResponse(email: email)), uid: user?.uid))
+        case "VERIFY_EMAIL":
+            switch user(of: request.idToken, now: now, state: state) {
+            case .failure(let rejection): return .failure(rejection)
+            case .success(let (user, _)):
+                guard let email = user.email else { return .failure(.firebase("MISSING_EMAIL")) }
+                state.sentEmails.append(FakeFirebase.SentEmail(kind: "VERIFY_EMAIL", email: email, uid: user.uid))
+                return .success(ToolkitAnswer(reply: .json(200, OobResponse(email: email)), uid: user.uid))
+            }
+        default:
+            return .failure(.firebase("INVALID_REQ_TYPE : Unsupported request parameters."))
+        }
+    }
+
+    private struct OobResponse: Encodable {
+        var kind = "identitytoolkit#GetOobConfirmationCodeResponse"
+        var email: String
+    }
+
+    /// `accounts:update` with email and password: an anonymous user becomes a password user with
+    /// the same `localId`, and gets a new session.
+    func update(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
+        guard let request = try? FakeJSON.decode(UpdateBody.self, from: body) else { return .failure(.invalidJSONPayload) }
+        let (user, claims): (Ledger.User, TokenClaims)
+        switch self.user(of: request.idToken, now: now, state: state) {
+        case .failure(let rejection): return .failure(rejection)
+        case .success(let found): (user, claims) = found
+        }
+        if let rejection = requireRecentSignIn(claims, now: now, state: state) { return .failure(rejection) }
+        if let email = request.email {
+            guard email.contains("@") else { return .failure(.firebase("INVALID_EMAIL")) }
+            if let owner = state.ledger.user(withEmail: email), owner.uid != user.uid { return .failure(.firebase("EMAIL_EXISTS")) }
+        }
+        if let password = request.password, password.count < Self.minimumPasswordLength {
+            return .failure(.firebase("WEAK_PASSWORD : Password should be at least 6 characters"))
+        }
+        _ = state.ledger.change(user.uid) { changed in
+            if let email = request.email, email.lowercased() != changed.email?.lowercased() {
+                changed.email = email
+                changed.emailVerified = false
+            }
+            if let password = request.password { changed.password = password }
+        }
+        let provider = request.password != nil ? "password" : (FakeFirebase.Backend.claimsProvider(request.idToken) ?? "password")
+        let minted = state.ledger.signIn(uid: user.uid, provider: provider, now: now, options: state.options)
+        guard let changed = state.ledger.users[user.uid] else { return .failure(.firebase("USER_NOT_FOUND")) }
+        let answer = UpdateResponse(
+            localId: changed.uid, email: changed.email, emailVerified: changed.emailVerified,
+            passwordHash: changed.password == nil ? nil : "UkVEQUNURUQ=", providerUserInfo: UserInfo(changed).providerUserInfo,
+            idToken: minted.idToken, refreshToken: minted.refreshToken, expiresIn: String(minted.lifetime))
+        return .success(ToolkitAnswer(reply: .json(200, answer), uid: changed.uid, minted: minted))
+    }
+
+    private struct ProviderClaims: Decodable {
+        struct Firebase: Decodable { var sign_in_provider: String? }
+        var firebase: Firebase?
+    }
+
+    static func claimsProvider(_ token: String?) -> String? {
+        guard let token, let payload = token.split(separator: ".", omittingEmptySubsequences: false).dropFirst().first,
+            let bytes = JWTClaims.base64URLDecode(payload)
+        else { return nil }
+        return (try? JSONDecoder().decode(ProviderClaims.self, from: bytes))?.firebase?.sign_in_provider
+    }
+
+    private struct UpdateResponse: Encodable {
+        var kind = "identitytoolkit#SetAccountInfoResponse"
+        var localId: String
+        var email: String?
+        var emailVerified: Bool
+        var passwordHash: String?
+        var providerUserInfo: [UserInfo.Provider]
+        var idToken: String
+        var refreshToken: String
+        var expiresIn: String
+    }
+
+    /// `accounts:delete`: the user and every session of it are gone.
+    func delete(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
+        guard let request = try? FakeJSON.decode(IDTokenBody.self, from: body) else { return .failure(.invalidJSONPayload) }
+        let (user, claims): (Ledger.User, TokenClaims)
+        switch self.user(of: request.idToken, now: now, state: state) {
+        case .failure(let rejection): return .failure(rejection)
+        case .success(let found): (user, claims) = found
+        }
+        if state.options.adminOnlyDelete { return .failure(.firebase("ADMIN_ONLY_OPERATION")) }
+        if let rejection = requireRecentSignIn(claims, now: now, state: state) { return .failure(rejection) }
+        _ = state.ledger.delete(user.uid)
+        return .success(ToolkitAnswer(reply: .json(200, DeleteResponse()), uid: user.uid))
+    }
+
+    private struct DeleteResponse: Encodable {
+        var kind = "identitytoolkit#DeleteAccountResponse"
+    }
+}
+
+extension FakeFirebase {
+    /// An email the fake would have sent (`sendOobCode`).
+    public struct SentEmail: Sendable, Equatable {
+        /// `PASSWORD_RESET` or `VERIFY_EMAIL`.
+        public var kind: String
+        public var email: String
+        public var uid: String?
+    }
+
+    /// Every email the fake would have sent, oldest first.
+    public var sentEmails: [SentEmail] { backend.state.withLock { $0.sentEmails } }
+
+    /// Whether the fake still has the user (false once `accounts:delete` removed it).
+    public func hasUser(_ uid: String) -> Bool { backend.state.withLock { $0.ledger.users[uid] != nil } }
+
+    /// The user's email and sign-in methods as the fake holds them.
+    public func user(_ uid: String) -> (email: String?, emailVerified: Bool, providers: [String])? {
+        backend.state.withLock { state in
+            state.ledger.users[uid].map { ($0.email, $0.emailVerified, $0.providers) }
+        }
+    }
+
+    /// The user followed the verification link: `emailVerified` is true from now on.
+    public func confirmEmailVerification(_ uid: String) {
+        backend.state.withLock { _ = $0.ledger.change(uid) { $0.emailVerified = true } }
+    }
+
+    /// The user enrolls a second factor: password sign-ins answer `mfaPendingCredential`.
+    public func enrollSecondFactor(_ uid: String) {
+        backend.state.withLock { _ = $0.ledger.change(uid) { $0.secondFactor = true } }
+    }
+
+    /// An ID token as Google's issuer would mint it for `audience` (a client id), unsigned
+    /// like the fake's own: what a Google sign-in hands over for `signInWithIdp`.
+    public static func googleIDToken(subject: String, email: String?, audience: String, lifetime: Int = 3600, now: Date = Date()) -> String {
+        struct Claims: Encodable {
+            var iss = "https://accounts.google.com"
+            var aud: String
+            var sub: String
+            var email: String?
+            var email_verified: Bool?
+            var iat: Int
+            var exp: Int
+        }
+        let iat = Int(now.timeIntervalSince1970)
+        let claims = Claims(aud: audience, sub: subject, email: email, email_verified: email.map { _ in true }, iat: iat, exp: iat + lifetime)
+        let header = JWTClaims.base64URLEncode(Data(#"{"alg":"none","typ":"JWT"}"#.utf8))
+        return header + "." + JWTClaims.base64URLEncode(FakeJSON.encode(claims)) + "."
+    }
+}

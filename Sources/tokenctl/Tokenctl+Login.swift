@@ -1,0 +1,208 @@
+import ArgumentParser
+import CTokendShims
+import TokendCore
+import TokendProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Tokenctl {
+    /// `tokenctl login ACCOUNT`: the daemon runs the sign-in (it holds the HTTP client and every
+    /// secret); tokenctl reads a password or custom token from the user and relays the progress.
+    struct Login: TokenctlCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Sign an account in; tokend stores and refreshes the session.",
+            discussion: """
+                OpenID Connect: a browser sign-in (the URL is printed on a line of its own and \
+                opened when there is a display), or --device for a code to enter on another device. \
+                Firebase: --email ADDRESS (the password is read from a prompt without echo, or \
+                from the first line of stdin; add --create to sign up), --anonymous, \
+                --custom-token (the token on stdin), or --google. Secrets are never taken from \
+                arguments or the environment. --timeout is how long the sign-in may take \
+                (default: 300 seconds).
+                """)
+
+        @Argument(help: "The account, as named in config.toml.")
+        var account: String
+
+        @Flag(help: "Print the sign-in URL instead of opening a browser.")
+        var noBrowser = false
+
+        @Flag(help: "OpenID Connect: the device grant (a code to enter on another device).")
+        var device = false
+
+        @Option(help: ArgumentHelp("Firebase: sign in with this email address and a password.", valueName: "address"))
+        var email: String?
+
+        @Flag(help: "Firebase, with --email: create the user (sign up) instead of signing in.")
+        var create = false
+
+        @Flag(help: "Firebase: sign in as a new anonymous user.")
+        var anonymous = false
+
+        @Flag(help: "Firebase: sign in with a custom token read from stdin.")
+        var customToken = false
+
+        @Flag(help: "Firebase: sign in with a Google account.")
+        var google = false
+
+        @OptionGroup var connection: ConnectionOptions
+
+        func validate() throws {
+            try validateAccount(account)
+            let chosen = [device, email != nil, anonymous, customToken, google].filter { $0 }.count
+            guard chosen <= 1 else { throw ValidationError("choose one of --device, --email, --anonymous, --custom-token and --google") }
+            if create, email == nil { throw ValidationError("--create goes with --email ADDRESS") }
+            if let email, email.isEmpty { throw ValidationError("--email needs an address") }
+        }
+
+        var method: String {
+            if device { return "device" }
+            if email != nil { return "email" }
+            if anonymous { return "anonymous" }
+            if customToken { return "custom_token" }
+            if google { return "google" }
+            return "browser"
+        }
+
+        /// Five minutes, as the daemon's own default: room to find a password manager.
+        static let defaultTimeout = 300.0
+        /// The daemon gives a stuck provider this much longer than the sign-in's timeout before it
+        /// gives up itself; tokenctl waits that long too, so the daemon's answer is the one seen.
+        static let daemonGrace = 15.0
+
+        func execute(_ context: CommandContext) throws(TokenctlError) {
+            _ = tokend_set_not_dumpable()
+            let secret = try readSecret(context.console)
+            let timeout = connection.timeoutOption ?? Self.defaultTimeout
+            let daemon = try DaemonConnection(options: connection, context: context)
+            let client = daemon.client
+            let request = Request.login(
+                account: account, method: method, email: email, create: create ? true : nil, secret: secret, timeout: timeout)
+            var sent = request
+            sent.id = DaemonConnection.requestID
+            do {
+                client.setReadTimeout(seconds: timeout + Self.daemonGrace + ConnectionOptions.answerMargin)
+                try client.send(sent)
+            } catch {
+                throw TokenctlError(client: error, path: daemon.path, timeout: timeout)
+            }
+            let opener = BrowserOpener(environment: context.environment, disabled: noBrowser)
+            while true {
+                let line: [UInt8]
+                do {
+                    line = try client.receiveLine()
+                } catch {
+                    throw TokenctlError(client: error, path: daemon.path, timeout: timeout)
+                }
+                if let response = try? JSONDecoder().decode(Response.self, from: Data(line)) {
+                    try finish(response, context: context)
+                    return
+                }
+                guard let progress = try? JSONDecoder().decode(LoginProgress.self, from: Data(line)) else {
+                    throw .protocolMismatch("a login line this tokenctl cannot read")
+                }
+                try relay(progress, console: context.console, opener: opener)
+            }
+        }
+
+        /// The password (`--email`) or custom token: a no-echo prompt on a terminal, else the
+        /// first line of stdin. Never argv, never the environment.
+        func readSecret(_ console: any Console) throws(TokenctlError) -> String? {
+            let what: String
+            if email != nil {
+                what = "password"
+            } else if customToken {
+                what = "custom token"
+            } else {
+                return nil
+            }
+            let limit = ImportInput.maximumLength
+            let input =
+                console.inputIsTerminal
+                ? try console.readSecretLine(prompt: "\(what.prefix(1).uppercased() + what.dropFirst()) for \(Text.singleLine(email ?? account)): ", limit: limit)
+                : try console.readInput(limit: limit)
+            guard input.count <= limit else {
+                throw TokenctlError(.usage, "stdin holds more than \(limit / 1024) KiB", next: "pipe in only the \(what)")
+            }
+            var line = Array(input.prefix { $0 != UInt8(ascii: "\n") })
+            if line.last == UInt8(ascii: "\r") { line.removeLast() }
+            guard let text = String(validating: line, as: UTF8.self) else {
+                throw TokenctlError(.usage, "the \(what) is not UTF-8 text", next: "type it at the prompt or pipe it on stdin")
+            }
+            let secret = customToken ? Text.trim(text) : text
+            guard !secret.isEmpty else {
+                throw TokenctlError(.usage, "no \(what) was given", next: "type it at the prompt, or pipe it: tokenctl login \(Text.singleLine(account)) … < FILE")
+            }
+            return secret
+        }
+
+        func relay(_ progress: LoginProgress, console: any Console, opener: BrowserOpener) throws(TokenctlError) {
+            switch progress.progress {
+            case .openURL:
+                guard let url = progress.url else { return }
+                // The URL alone on its line: easy to copy, and to pick out for scripts and tests.
+                try console.write("Open this page in a browser to sign in:\n\(Text.singleLine(url))\n")
+                opener.open(url)
+            case .userCode:
+                let uri = Text.singleLine(progress.verificationURI ?? "")
+                try console.write("To sign in, visit \(uri) and enter the code: \(Text.singleLine(progress.userCode ?? ""))\n")
+                if let complete = progress.verificationURIComplete {
+                    try console.write("or open:\n\(Text.singleLine(complete))\n")
+                }
+            case .waiting:
+                try console.write("\(Text.singleLine(progress.message ?? "waiting for the sign-in"))…\n")
+            }
+        }
+
+        func finish(_ response: Response, context: CommandContext) throws(TokenctlError) {
+            guard response.ok else {
+                guard let error = response.error else { throw .protocolMismatch("a failure without an error") }
+                throw TokenctlError(login: error, account: account, environment: context.environment)
+            }
+            let how = response.signInProvider.map { " (\(Text.singleLine($0)))" } ?? ""
+            try context.console.write("\(Text.singleLine(account)) signed in\(how)\(expiry(of: response, now: context.now()))\n")
+        }
+    }
+}
+
+extension TokenctlError {
+    /// A failed sign-in: the daemon's message says what the provider said; the next step says
+    /// what to run.
+    init(login error: TokendError, account: String, environment: [String: String]) {
+        let said = Text.singleLine(error.message)
+        let name = Text.singleLine(account)
+        switch error.code {
+        case .needsLogin:
+            self.init(.needsLogin, "signing \(name) in failed: \(said)", next: "then run: tokenctl login \(name) again")
+        case .configError:
+            self.init(.configuration, "signing \(name) in failed: \(said)", next: "then run: tokenctl login \(name) again (config: \(Self.configPath(environment)))")
+        case .unavailable:
+            self.init(.temporary, "signing \(name) in failed: \(said)", next: "try again later")
+        case .badRequest:
+            self.init(.usage, "tokend refused the sign-in: \(said)", next: "see: tokenctl login --help")
+        default:
+            self.init(daemon: error, account: account, environment: environment)
+        }
+    }
+}
+
+/// Opens a sign-in page with `xdg-open` when a graphical session is there to show it.
+struct BrowserOpener {
+    let enabled: Bool
+
+    init(environment: [String: String], disabled: Bool) {
+        let display = [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains { !($0 ?? "").isEmpty }
+        enabled = display && !disabled
+    }
+
+    /// Best effort and not waited for: the URL is printed either way. The URL carries no secret
+    /// (PKCE sends the challenge, never the verifier), so it may go in xdg-open's argv.
+    func open(_ url: String) {
+        guard enabled else { return }
+        var pid: pid_t = 0
+        let arguments: [UnsafeMutablePointer<CChar>?] = ["xdg-open", url].map { (text: String) in strdup(text) } + [nil]
+        defer { for argument in arguments { free(argument) } }
+        _ = posix_spawnp(&pid, "xdg-open", nil, nil, arguments, environ)
+    }
+}
