@@ -271,11 +271,14 @@ import Glibc
             directory = (directory as NSString).deletingLastPathComponent
         }
         chmod(world.socketPath, 0o666)
-        let run = try await world.tokenctlAsNobody(["list"])
-        #expect(run.status == 69, "no answer for another user (exit \(run.status)): \(run.stdout) \(run.stderr)")
+        // The daemon's side: a raw client of another uid asks and gets not a byte back.
+        let raw = try await world.runAsNobody("/usr/bin/socat", ["-t", "2", "-", "UNIX-CONNECT:" + world.socketPath], stdin: "{\"op\":\"list\"}\n")
+        #expect(raw.stdout.isEmpty, "no answer for another user: \(raw.stdout)")
+        // tokenctl's side: it checks the server's uid as well and sends nothing to another user.
+        let run = try await world.runAsNobody(DaemonHarness.binDirectory + "/tokenctl", ["list"])
+        #expect(run.status == 69, "exit \(run.status): \(run.stdout) \(run.stderr)")
         #expect(!run.stdout.contains("work"), "and nothing about the accounts")
-        // Hung up on at once, not left to wait for tokenctl's 30-second timeout.
-        #expect(run.stderr.contains("closed the connection"), "\(run.stderr)")
+        #expect(run.stderr.contains("nothing was sent"), "\(run.stderr)")
         try await poll(timeout: Self.patience, "the daemon logs the refusal") {
             world.daemonLog.contains("refused a client of another user")
         }
@@ -288,11 +291,11 @@ import Glibc
 // MARK: - Tools
 
 extension DaemonHarness {
-    /// tokenctl run as `nobody` (uid and gid 65534, no groups) with this world's environment.
-    func tokenctlAsNobody(_ arguments: [String]) async throws -> Run {
-        let command = ["--reuid=65534", "--regid=65534", "--clear-groups", Self.binDirectory + "/tokenctl"] + arguments
+    /// A program run as `nobody` (uid and gid 65534, no groups) with this world's environment.
+    func runAsNobody(_ program: String, _ arguments: [String], stdin: String? = nil) async throws -> Run {
+        let command = ["--reuid=65534", "--regid=65534", "--clear-groups", program] + arguments
         let environment = environment
-        let result = try await offPool { try ChildProcess.run("/usr/bin/setpriv", command, environment: environment) }
+        let result = try await offPool { try ChildProcess.run("/usr/bin/setpriv", command, environment: environment, stdin: stdin) }
         return Run(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 }
