@@ -8,6 +8,8 @@ import TokendTestSupport
 final class BearerServer: Sendable {
     let directory: URL
     let port: Int
+    /// posix_spawn (ChildProcess.start), not Foundation's Process: its waitUntilExit can miss the
+    /// exit and hang the test.
     private let pid: pid_t
 
     static let script = #"""
@@ -74,8 +76,8 @@ final class BearerServer: Sendable {
         try Self.script.write(to: directory.appendingPathComponent("server.py"), atomically: true, encoding: .utf8)
         try Data(expectedToken.utf8).write(to: directory.appendingPathComponent("token"))
         chmod(directory.appendingPathComponent("token").path, 0o600)
-        pid = try spawnBackground(
-            ["/usr/bin/python3", directory.appendingPathComponent("server.py").path, directory.path,
+        pid = try ChildProcess.start(
+            "/usr/bin/python3", [directory.appendingPathComponent("server.py").path, directory.path,
              directory.appendingPathComponent("token").path, directory.appendingPathComponent("requests.log").path],
             environment: ProcessInfo.processInfo.environment)
         let portFile = directory.appendingPathComponent("port").path
@@ -103,7 +105,7 @@ final class BearerServer: Sendable {
     }
 
     func stop() {
-        stopBackground(pid)
+        ChildProcess.stop(pid)
         try? FileManager.default.removeItem(at: directory)
     }
 }
@@ -111,33 +113,4 @@ final class BearerServer: Sendable {
 /// A short-lived program run to completion off the cooperative pool (see `offPool`).
 func runChild(_ path: String, _ arguments: [String], environment: [String: String]) async throws -> ChildProcess.Result {
     try await offPool { try ChildProcess.run(path, arguments, environment: environment) }
-}
-
-/// Starts a long-running program (a server, a `watch`) with stdin from /dev/null and stdout and
-/// stderr into `output`. posix_spawn, not Foundation's Process: its waitUntilExit can miss the
-/// exit and hang the test.
-func spawnBackground(_ argv: [String], environment: [String: String], output: String = "/dev/null") throws -> pid_t {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    let cArguments = argv.map { strdup($0) } + [nil]
-    let cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer {
-        cArguments.forEach { free($0) }
-        cEnvironment.forEach { free($0) }
-    }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, cEnvironment)
-    guard spawned == 0 else { throw HarnessError("cannot start \(argv[0]): \(String(cString: strerror(spawned)))") }
-    return pid
-}
-
-/// SIGKILLs and reaps what `spawnBackground` started.
-func stopBackground(_ pid: pid_t) {
-    kill(pid, SIGKILL)
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0, errno == EINTR {}
 }

@@ -102,12 +102,12 @@ import TokendTestSupport
         defer { try? directory.remove() }
         let piped = directory.appending("piped")
         let terminal = directory.appending("terminal")
-        let watcher = try spawnBackground([IntegrationTests.tokenctlPath, "watch"], environment: world.environment, output: piped)
-        defer { stopBackground(watcher) }
+        let watcher = try ChildProcess.start(IntegrationTests.tokenctlPath, ["watch"], environment: world.environment, output: piped)
+        defer { ChildProcess.stop(watcher) }
         var scriptEnvironment = world.environment
         scriptEnvironment["TOKENCTL"] = IntegrationTests.tokenctlPath
-        let readable = try spawnBackground(["/usr/bin/script", "-qfec", "\"$TOKENCTL\" watch work", terminal], environment: scriptEnvironment)
-        defer { stopBackground(readable) }
+        let readable = try ChildProcess.start("/usr/bin/script", ["-qfec", "\"$TOKENCTL\" watch work", terminal], environment: scriptEnvironment)
+        defer { ChildProcess.stop(readable) }
         func text(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
         // Both watchers are subscribed once a forced refresh shows up in them.
         try await poll(timeout: 30, "both watchers see a refresh") {
