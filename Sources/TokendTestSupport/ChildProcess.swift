@@ -1,3 +1,4 @@
+import CTokendShims
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -72,14 +73,11 @@ public enum ChildProcess {
     private static func spawn(
         _ path: String, _ arguments: [String], environment: [String: String], actions: inout posix_spawn_file_actions_t
     ) throws -> pid_t {
-        // A clean signal mask: the spawning thread may block signals the child must receive.
+        // A clean signal state: the spawning thread may block signals the child must receive.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+        _ = tokend_spawnattr_clean(&attributes, 0)
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
