@@ -66,7 +66,7 @@ let package = Package(
         .target(
             name: "TokendTestSupport",
             dependencies: [
-                "TokendCore", "TokendTestClock",
+                "TokendCore", "CTokendShims", "TokendTestClock",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

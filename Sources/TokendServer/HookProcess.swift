@@ -51,17 +51,9 @@ enum HookProcess {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        // A clean signal mask and default dispositions (the daemon ignores SIGPIPE and SIGHUP),
-        // and a process group of its own so that the timeout kills the hook's children too.
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGPIPE, SIGHUP, SIGINT, SIGTERM] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+        // A clean signal state (the daemon ignores SIGPIPE and SIGHUP), and a process group of
+        // its own so that the timeout kills the hook's children too.
+        _ = tokend_spawnattr_clean(&attributes, 1)
         let cArguments = argv.map { strdup($0) } + [nil]
         let cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {

@@ -9,10 +9,10 @@ import Glibc
 /// Runs the `[hooks]` commands and the desktop notification on the daemon's events. It only
 /// listens to the `EventHub`: a slow or hanging hook delays other runs of the same event and
 /// nothing else — refreshes and requests never wait for it.
-public final class HookRunner: Sendable {
+final class HookRunner: Sendable {
     /// A hook gets 10 s, then it and its process group are killed: long enough to post a message
     /// or restart a service, short enough that a queue of events does not grow behind it.
-    public static let defaultTimeout: Double = 10
+    static let defaultTimeout: Double = 10
     /// Events waiting behind a running hook of the same name; older ones are dropped beyond it
     /// (a hook that hangs must not grow the daemon's memory).
     static let queueLimit = 64
@@ -36,7 +36,7 @@ public final class HookRunner: Sendable {
     private let timeout: Double
     private let logger: Logger
 
-    public init(environment: [String: String], clock: any WallClock, logger: Logger, timeout: Double = defaultTimeout) {
+    init(environment: [String: String], clock: any WallClock, logger: Logger, timeout: Double = defaultTimeout) {
         // A hook never sees a token, even one the daemon was started with by `tokenctl exec`.
         self.environment = environment.filter { !$0.key.hasPrefix("TOKEND_TOKEN") }
         self.notifier = DesktopNotifier(environment: environment, clock: clock)
@@ -45,7 +45,7 @@ public final class HookRunner: Sendable {
     }
 
     /// Takes the `[hooks]` table and `notify` of a (re)loaded configuration.
-    public func apply(_ configuration: Configuration) {
+    func apply(_ configuration: Configuration) {
         settings.withLock {
             $0.hooks = configuration.hooks
             $0.notify = configuration.notify
@@ -53,7 +53,7 @@ public final class HookRunner: Sendable {
     }
 
     /// Runs until `events` ends (the hub finishes every stream at shutdown).
-    public func run(_ events: AsyncStream<Event>) async {
+    func run(_ events: AsyncStream<Event>) async {
         for await event in events { handle(event) }
         let continuations = queues.withLock { queues in
             defer { queues.removeAll() }

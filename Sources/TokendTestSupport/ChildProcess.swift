@@ -1,10 +1,12 @@
+import CTokendShims
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Runs a short-lived program to completion, for tests: posix_spawn with stdin, stdout and stderr
-/// redirected to files the child opens itself. Foundation's `Process` proved unfit here: it
+/// redirected to files the child opens itself (or, with `start`, a background program).
+/// Foundation's `Process` proved unfit here: it
 /// leaks pipe ends into unrelated children (so end-of-file never comes), passes on a signal mask
 /// that blocks SIGTERM, and under heavy parallel spawning its `terminationStatus` can trap.
 public enum ChildProcess {
@@ -42,14 +44,40 @@ public enum ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, directory + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, directory + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        // A clean signal mask: the spawning thread may block signals the child must receive.
+        let pid = try spawn(path, arguments, environment: environment, actions: &actions)
+        let status = try wait(for: pid, timeout: timeout)
+        let stdout = (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? ""
+        let stderr = (try? String(contentsOfFile: directory + "/err", encoding: .utf8)) ?? ""
+        return Result(status: status, stdout: stdout, stderr: stderr)
+    }
+
+    /// Starts a long-running program (a server, a `watch`) with stdin from /dev/null and stdout
+    /// and stderr appended to `output`; `stop` ends it.
+    public static func start(_ path: String, _ arguments: [String], environment: [String: String], output: String = "/dev/null") throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        return try spawn(path, arguments, environment: environment, actions: &actions)
+    }
+
+    /// SIGKILLs and reaps what `start` started.
+    public static func stop(_ pid: pid_t) {
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+    }
+
+    private static func spawn(
+        _ path: String, _ arguments: [String], environment: [String: String], actions: inout posix_spawn_file_actions_t
+    ) throws -> pid_t {
+        // A clean signal state: the spawning thread may block signals the child must receive.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+        _ = tokend_spawnattr_clean(&attributes, 0)
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -59,10 +87,7 @@ public enum ChildProcess {
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         guard spawned == 0 else { throw ChildProcessError("posix_spawn \(path): \(String(cString: strerror(spawned)))") }
-        let status = try wait(for: pid, timeout: timeout)
-        let stdout = (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? ""
-        let stderr = (try? String(contentsOfFile: directory + "/err", encoding: .utf8)) ?? ""
-        return Result(status: status, stdout: stdout, stderr: stderr)
+        return pid
     }
 
     /// The child's exit status (128 + signal when killed), SIGKILLing it past the timeout.

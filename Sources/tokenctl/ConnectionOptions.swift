@@ -1,6 +1,9 @@
 import ArgumentParser
 import TokendCore
 import TokendProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The options every subcommand takes: where the daemon is and how long to wait for it.
 struct ConnectionOptions: ParsableArguments {
@@ -38,6 +41,8 @@ struct CommandContext {
     var console: any Console
     var environment: [String: String]
     var now: () -> Date = { Date() }
+    /// SIGPIPE's disposition before tokenctl ignored it, for `exec` to hand on unchanged.
+    var inheritedPipeHandler: __sighandler_t? = SIG_DFL
 }
 
 /// One request/response exchange with the daemon, failures mapped to `TokenctlError`.

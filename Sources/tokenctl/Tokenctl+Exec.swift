@@ -44,8 +44,8 @@ extension Tokenctl {
             if let expiresAt = grant.expiresAt { setenv("TOKEND_TOKEN_EXPIRES_AT", expiresAt, 1) }
             setenv("TOKEND_ACCOUNT", token.account, 1)
             // tokenctl ignores SIGPIPE for itself; an ignored signal stays ignored across
-            // execve, and `CMD | head` relies on SIGPIPE ending CMD.
-            signal(SIGPIPE, SIG_DFL)
+            // execve, and `CMD | head` relies on SIGPIPE ending CMD: hand on what we were given.
+            signal(SIGPIPE, context.inheritedPipeHandler)
             let arguments = command.map { strdup($0) } + [nil]
             execvp(command[0], arguments)
             let failure = errno

@@ -27,7 +27,7 @@ struct Tokenctl: ParsableCommand {
     static func run(_ arguments: [String], environment: [String: String], console: any Console) -> Int32 {
         // A daemon hanging up mid-write must surface as EPIPE (exit 69), not kill us silently;
         // the same holds for stdout, which `watch` treats as its reader going away.
-        signal(SIGPIPE, SIG_IGN)
+        let inheritedPipeHandler = signal(SIGPIPE, SIG_IGN)
         let parsed: any ParsableCommand
         do {
             parsed = try Token.parseFast(arguments) ?? Header.parseFast(arguments) ?? Exec.parseFast(arguments) ?? parseAsRoot(arguments)
@@ -46,7 +46,7 @@ struct Tokenctl: ParsableCommand {
             }
         }
         do {
-            try command.execute(CommandContext(console: console, environment: environment))
+            try command.execute(CommandContext(console: console, environment: environment, inheritedPipeHandler: inheritedPipeHandler))
             return 0
         } catch {
             console.writeError(error.line + "\n")

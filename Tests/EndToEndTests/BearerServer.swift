@@ -8,6 +8,8 @@ import TokendTestSupport
 final class BearerServer: Sendable {
     let directory: URL
     let port: Int
+    /// posix_spawn (ChildProcess.start), not Foundation's Process: its waitUntilExit can miss the
+    /// exit and hang the test.
     private let pid: pid_t
 
     static let script = #"""
@@ -74,23 +76,10 @@ final class BearerServer: Sendable {
         try Self.script.write(to: directory.appendingPathComponent("server.py"), atomically: true, encoding: .utf8)
         try Data(expectedToken.utf8).write(to: directory.appendingPathComponent("token"))
         chmod(directory.appendingPathComponent("token").path, 0o600)
-        // posix_spawn, not Foundation's Process: its waitUntilExit can miss the exit and hang.
-        let argv = ["/usr/bin/python3", directory.appendingPathComponent("server.py").path, directory.path,
-                    directory.appendingPathComponent("token").path, directory.appendingPathComponent("requests.log").path]
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for fd in Int32(0)...2 { posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0) }
-        let cArguments = argv.map { strdup($0) } + [nil]
-        let cEnvironment = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            cArguments.forEach { free($0) }
-            cEnvironment.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, cEnvironment)
-        guard spawned == 0 else { throw HarnessError("cannot start python3: \(String(cString: strerror(spawned)))") }
-        self.pid = pid
+        pid = try ChildProcess.start(
+            "/usr/bin/python3", [directory.appendingPathComponent("server.py").path, directory.path,
+             directory.appendingPathComponent("token").path, directory.appendingPathComponent("requests.log").path],
+            environment: ProcessInfo.processInfo.environment)
         let portFile = directory.appendingPathComponent("port").path
         try await poll(timeout: 30, "the bearer server's port") { FileManager.default.fileExists(atPath: portFile) && !((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").isEmpty }
         port = Int(try String(contentsOfFile: portFile, encoding: .utf8)) ?? 0
@@ -116,9 +105,7 @@ final class BearerServer: Sendable {
     }
 
     func stop() {
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        ChildProcess.stop(pid)
         try? FileManager.default.removeItem(at: directory)
     }
 }

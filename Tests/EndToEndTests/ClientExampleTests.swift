@@ -90,6 +90,43 @@ import TokendTestSupport
         }
     }
 
+    /// `watch` into a pipe: JSON lines, keyring moods included, never a token; on a terminal
+    /// (a pty from script(1)): readable lines.
+    @Test func watchShowsKeyringMoodsAndNeverATokenAsJSONOrReadable() async throws {
+        var options = FakeFirebase.Options()
+        options.rotate = true
+        let world = try await DaemonHarness.start(options: options)
+        defer { Task { await world.shutdown() } }
+        try await world.importNewUser()
+        let directory = try TemporaryDirectory()
+        defer { try? directory.remove() }
+        let piped = directory.appending("piped")
+        let terminal = directory.appending("terminal")
+        let watcher = try ChildProcess.start(IntegrationTests.tokenctlPath, ["watch"], environment: world.environment, output: piped)
+        defer { ChildProcess.stop(watcher) }
+        var scriptEnvironment = world.environment
+        scriptEnvironment["TOKENCTL"] = IntegrationTests.tokenctlPath
+        let readable = try ChildProcess.start("/usr/bin/script", ["-qfec", "\"$TOKENCTL\" watch work", terminal], environment: scriptEnvironment)
+        defer { ChildProcess.stop(readable) }
+        func text(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+        // Both watchers are subscribed once a forced refresh shows up in them.
+        try await poll(timeout: 30, "both watchers see a refresh") {
+            _ = try await world.tokenctl(["refresh", "work"])
+            return text(piped).contains(#""event":"refreshed""#) && text(terminal).contains("  work  refreshed  expires ")
+        }
+        try world.keyring.lock()
+        #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
+        try await poll(timeout: 30, "keyring_locked") { text(piped).contains(#""event":"keyring_locked""#) }
+        try world.keyring.unlock()
+        try await poll(timeout: 30, "keyring_unlocked") { text(piped).contains(#""event":"keyring_unlocked""#) }
+        let token = try await world.tokenctl(["token", "work"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        for line in text(piped).split(separator: "\n") {
+            #expect(line.hasPrefix("{") && line.hasSuffix("}"), "a JSON line: \(line)")
+        }
+        #expect(!text(piped).contains(token) && !text(terminal).contains(token))
+        #expect(!text(terminal).contains("{"), "readable, not JSON, on a terminal")
+    }
+
     @Test func versionMatchesTheDaemons() async throws {
         let world = try await DaemonHarness.start(accounts: [])
         defer { Task { await world.shutdown() } }

@@ -24,10 +24,14 @@ import TokendTestSupport
         defer { try? directory.remove() }
         let events = directory.appending("events")
         let notifications = directory.appending("notifications")
+        let order = directory.appending("order")  // one file per event: different events may overlap
         let record = try Self.script(directory, "record", #"""
+            echo "start $$" >> "\#(order)-$TOKEND_EVENT"
             { echo "argv=$*"; echo "event=$TOKEND_EVENT"; echo "account=$TOKEND_ACCOUNT"; env | grep -c '^TOKEND_TOKEN' ; } >> "\#(events)"
             env > "\#(directory.path)/env-$TOKEND_EVENT-$$"
             echo "hook says hi"
+            sleep 0.2  # long enough for a second run of the event to overlap, were runs not serial
+            echo "end $$" >> "\#(order)-$TOKEND_EVENT"
             """#)
         let stubs = directory.appending("bin")
         try FileManager.default.createDirectory(atPath: stubs, withIntermediateDirectories: true)
@@ -39,6 +43,7 @@ import TokendTestSupport
             [hooks]
             imported = ["\(record)", "first arg", "$HOME"]
             needs_login = ["\(record)", "login"]
+            refreshed = ["/bin/sh", "-c", "echo complaint >&2; exit 7"]
 
             \(world.firebaseAccount("work"))
             \(world.firebaseAccount("home"))
@@ -67,6 +72,17 @@ import TokendTestSupport
         // Notifications run before the hook of the same event: three hook runs mean every
         // notification that was going to be sent has been.
         try await poll(timeout: 30, "three needs_login hooks") { Self.lines(events).filter { $0 == "event=needs_login" }.count == 3 }
+        // One at a time per event: each run's start is followed by its own end.
+        let runs = Self.lines(order + "-needs_login")
+        #expect(runs.count >= 5, "\(runs)")
+        for (index, line) in runs.enumerated() {
+            let expected = index % 2 == 0 ? "start " : "end " + runs[index - 1].dropFirst("start ".count)
+            #expect(index % 2 == 0 ? line.hasPrefix(expected) : line == expected, "\(runs)")
+        }
+        // A failing hook is logged with its output.
+        try await poll(timeout: 10, "the failing hook logged") {
+            world.daemonLog.contains("hook failed with exit status 7") && world.daemonLog.contains("complaint")
+        }
         let sent = Self.lines(notifications)
         #expect(sent.count == 2, "\(sent)")
         #expect(sent.contains { $0.contains("work needs you to sign in again: tokenctl login work") })

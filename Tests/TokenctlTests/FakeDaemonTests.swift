@@ -206,6 +206,20 @@ struct FakeDaemonTests {
         #expect(request["timeout"] == nil)
     }
 
+    @Test func watchIsReadableOnATerminalUnlessJSONIsAskedFor() throws {
+        let event = #"{"event":"refreshed","account":"work","at":"2025-03-01T12:00:00Z","expires_at":"2025-03-01T13:00:00Z"}"#
+        for (arguments, expected) in [
+            ([String](), "2025-03-01T12:00:00Z  work  refreshed  expires 2025-03-01T13:00:00Z\n"), (["--json"], event + "\n"),
+        ] {
+            let daemon = try FakeDaemon(replies: [#"{"id":1,"ok":true,"watching":["work"]}"#, event])
+            defer { daemon.stop() }
+            let console = CapturingConsole()
+            console.outputIsTerminal = true
+            #expect(runTokenctl(["watch", "work", "--socket", daemon.path] + arguments, console: console) == 69)
+            #expect(console.stdout == expected)
+        }
+    }
+
     @Test func watchOfAnUnknownAccount() throws {
         let daemon = try FakeDaemon(replies: [#"{"ok":false,"error":{"code":"unknown_account","message":"no account nope"}}"#])
         defer { daemon.stop() }

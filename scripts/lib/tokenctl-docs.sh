@@ -9,8 +9,13 @@ generate_tokenctl_docs() {
   "$tokenctl" --generate-completion-script zsh >"$out/_tokenctl"
   "$tokenctl" --generate-completion-script fish >"$out/tokenctl.fish"
   # generate-manual is swift-argument-parser's own tool (what its generate-manual plugin runs);
-  # building just it avoids the plugin's rebuild of every product in debug mode.
-  swift build --product generate-manual >/dev/null
-  "$(swift build --show-bin-path)/generate-manual" "$tokenctl" --output-directory "$out" \
-    --authors "the tokend authors" >/dev/null
+  # building just it avoids the plugin's rebuild of every product in debug mode. One already
+  # built beside tokenctl (scripts/test builds it there) spares `install --from` a build.
+  local manual
+  manual="$(dirname "$tokenctl")/generate-manual"
+  if [ ! -x "$manual" ]; then
+    swift build --product generate-manual >/dev/null
+    manual="$(swift build --show-bin-path)/generate-manual"
+  fi
+  "$manual" "$tokenctl" --output-directory "$out" --authors "the tokend authors" >/dev/null
 }

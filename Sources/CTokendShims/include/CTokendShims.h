@@ -30,4 +30,10 @@ int tokend_pipe_cloexec(int fds[2]);
 /// so a hook inherits none of the daemon's sockets (a GNU extension, hence here).
 int tokend_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
 
+/// Spawn attributes for a child that starts clean: no blocked signals, default dispositions for
+/// the signals a parent commonly ignores (SIGPIPE, SIGHUP, SIGINT, SIGTERM), and, when
+/// `own_process_group` is set, a process group of its own so the whole group can be killed.
+/// `attributes` must be initialised. Returns 0, or an errno value.
+int tokend_spawnattr_clean(posix_spawnattr_t *attributes, int own_process_group);
+
 #endif
