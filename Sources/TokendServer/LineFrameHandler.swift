@@ -5,6 +5,8 @@ import TokendProtocol
 public enum LineFrame: Sendable, Equatable {
     case line([UInt8])
     case tooLarge
+    /// More empty lines in a row than any client has a reason to send.
+    case emptyLineFlood
 }
 
 /// Frames a connection's bytes into JSON Lines with `LineFramer`'s 64 KiB cap, and cuts a client
@@ -14,10 +16,14 @@ final class LineFrameHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = LineFrame
 
-    /// Empty lines are passed on: each costs the connection a turn like any request, so a flood
-    /// of newlines meets back-pressure and the timers instead of spinning here.
+    /// Empty lines in a row a connection may send before it is cut. A person at `socat` presses
+    /// Enter a few times; a flood of newlines (which used to cost the daemon a core for minutes)
+    /// is refused after this many, while each one costs only a byte comparison.
+    static let maximumEmptyLinesInARow = 1024
+
     private var framer = LineFramer(keepsEmptyLines: true)
     private var broken = false
+    private var emptyLinesInARow = 0
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !broken else { return }
@@ -25,7 +31,17 @@ final class LineFrameHandler: ChannelInboundHandler {
         framer.append(buffer.readableBytesView)
         do {
             while let line = try framer.nextLine() {
-                context.fireChannelRead(wrapInboundOut(.line(line)))
+                guard line.isEmpty else {
+                    emptyLinesInARow = 0
+                    context.fireChannelRead(wrapInboundOut(.line(line)))
+                    continue
+                }
+                emptyLinesInARow += 1
+                if emptyLinesInARow > Self.maximumEmptyLinesInARow {
+                    broken = true
+                    context.fireChannelRead(wrapInboundOut(.emptyLineFlood))
+                    return
+                }
             }
         } catch {
             broken = true

@@ -148,12 +148,16 @@ public final class SocketListener: Sendable {
             try await connection.executeThenClose { inbound, outbound in
                 var lines = inbound.makeAsyncIterator()
                 while let frame = try await lines.next() {
-                    guard case .line(let line) = frame else {
-                        let refusal = Response.failure(TokendError(.tooLarge, "a request line may be at most \(LineFramer.maximumLineLength) bytes; closing"))
-                        try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(refusal)))
+                    let line: [UInt8]
+                    switch frame {
+                    case .line(let bytes): line = bytes
+                    case .tooLarge, .emptyLineFlood:
+                        let refusal = frame == .tooLarge
+                            ? TokendError(.tooLarge, "a request line may be at most \(LineFramer.maximumLineLength) bytes; closing")
+                            : TokendError(.badRequest, "more than \(LineFrameHandler.maximumEmptyLinesInARow) empty lines in a row; closing")
+                        try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(Response.failure(refusal))))
                         return
                     }
-                    if line.isEmpty { continue }  // read in turn (back-pressure), answered by nothing
                     switch await handler.handle(line: line) {
                     case .response(let response):
                         try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(response)))

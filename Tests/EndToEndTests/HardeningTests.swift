@@ -21,7 +21,7 @@ import TokendTestSupport
             let secret = name == "garbage"
                 ? "not a token set"
                 : #"{"refresh_token":"CANARY-\#(name)","id_token":"x","id_token_expires_at":\#(instant),"expires_at":\#(instant)}"#
-            try world.keyring.secretTool(["store", "--label=hostile", "application", "tokend", "account", name], stdin: secret).check()
+            _ = try world.keyring.secretTool(["store", "--label=hostile", "application", "tokend", "account", name], stdin: secret).check()
             written[name] = secret
         }
         try await world.startDaemon()
@@ -170,5 +170,27 @@ import TokendTestSupport
         try await poll(timeout: 20, "the reload is refused") { world.daemonLog.contains("config.toml:2") }
         #expect(try await world.tokenctl(["token", "work"]).status == 0)
         #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
+    }
+
+    /// Item 6: 16 MiB of empty lines from one client. Empty lines count against the connection:
+    /// a few are fine (a request after them is answered), a flood gets `bad_request` and is cut,
+    /// and other clients are answered throughout.
+    @Test func aNewlineFloodIsCutAndOthersAreServed() async throws {
+        let world = try await DaemonHarness.start()
+        defer { Task { await world.shutdown() } }
+        let probe = ServedProbe(world)
+        let patient = try RawConnection(path: world.socketPath)
+        await patient.send(Array("\n\n\r\n{\"op\":\"hello\",\"id\":\"after\"}\n".utf8))
+        #expect(try await patient.response(timeout: HostileClientTests.patience).id == .string("after"))
+        let flooder = try RawConnection(path: world.socketPath)
+        let flood = [UInt8](repeating: UInt8(ascii: "\n"), count: 16 * 1024 * 1024)
+        let (sent, outcome) = await flooder.sendNonBlocking(flood, stallLimit: HostileClientTests.patience)
+        #expect(outcome == .closed, "the flood was not cut (\(sent) bytes taken, \(outcome))")
+        // The refusal may be lost to a reset (the daemon closes with our bytes unread); if it
+        // arrives, it says why.
+        if let refusal = try? await flooder.response(timeout: HostileClientTests.patience) {
+            #expect(refusal.error?.code == .badRequest)
+        }
+        await probe.finish()
     }
 }
