@@ -193,4 +193,29 @@ import TokendTestSupport
         }
         await probe.finish()
     }
+
+    /// Item 15: a reload removes the account while its refresh is in flight at a provider that
+    /// rotates and revokes the previous token. The rotated token still reaches the keyring, so
+    /// adding the account back serves without a new import.
+    @Test func aRotationThatFinishesAfterItsAccountWasRemovedIsSaved() async throws {
+        var options = FakeFirebase.Options()
+        options.rotate = true
+        options.revokePrevious = true
+        let world = try await DaemonHarness.start(options: options)
+        defer { Task { await world.shutdown() } }
+        let session = try await world.importNewUser()
+        world.fake.update { $0.latency = 2 }
+        let before = world.fake.requests.count
+        async let refresh = world.tokenctl(["refresh", "work"])
+        try await poll(timeout: 10, "the refresh reaches the provider") { world.fake.requests.count > before }
+        try world.writeConfig("")
+        world.signalDaemon(SIGHUP)
+        _ = try await refresh
+        let newest = try #require(world.fake.newestRefreshToken(uid: session.uid))
+        try await poll(timeout: 10, "the rotated token is saved") { try await world.storedSession()?.refreshToken == newest }
+        world.fake.update { $0.latency = 0 }
+        try world.writeConfig(world.firebaseAccount("work"))
+        world.signalDaemon(SIGHUP)
+        try await poll(timeout: 20, "the account is back") { try await world.tokenctl(["token", "work", "--min-valid", "1"]).status == 0 }
+    }
 }
