@@ -92,7 +92,7 @@ let package = Package(
         .testTarget(
             name: "TokendServerTests",
             dependencies: ["TokendServer", "TokendTestSupport"]),
-        .testTarget(name: "TokenctlTests", dependencies: ["tokenctl"]),
+        .testTarget(name: "TokenctlTests", dependencies: ["tokenctl", "TokendTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["TokendProtocol", "TokendTestSupport", "TokendKeyring"]),

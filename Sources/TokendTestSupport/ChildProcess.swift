@@ -4,8 +4,9 @@ import Foundation
 import Glibc
 #endif
 
-/// Runs a short-lived program to completion, for tests: posix_spawn with stdin, stdout and stderr
-/// redirected to files the child opens itself (or, with `start`, a background program).
+/// The one way tests start programs: `run` runs a short-lived one to completion, posix_spawn with
+/// stdin, stdout and stderr redirected to files the child opens itself; `start` starts a
+/// background one that `stop` (SIGKILL) or `terminate` (SIGTERM) ends.
 /// Foundation's `Process` proved unfit here: it
 /// leaks pipe ends into unrelated children (so end-of-file never comes), passes on a signal mask
 /// that blocks SIGTERM, and under heavy parallel spawning its `terminationStatus` can trap.
@@ -51,13 +52,19 @@ public enum ChildProcess {
         return Result(status: status, stdout: stdout, stderr: stderr)
     }
 
-    /// Starts a long-running program (a server, a `watch`) with stdin from /dev/null and stdout
-    /// and stderr appended to `output`; `stop` ends it.
-    public static func start(_ path: String, _ arguments: [String], environment: [String: String], output: String = "/dev/null") throws -> pid_t {
+    /// Starts a long-running program (a server, a `watch`) with stdin from the descriptor `stdin`
+    /// (else /dev/null) and stdout and stderr appended to `output`; `stop` or `terminate` ends it.
+    public static func start(
+        _ path: String, _ arguments: [String], environment: [String: String], stdin: Int32? = nil, output: String = "/dev/null"
+    ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let stdin {
+            posix_spawn_file_actions_adddup2(&actions, stdin, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         return try spawn(path, arguments, environment: environment, actions: &actions)
@@ -70,9 +77,35 @@ public enum ChildProcess {
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
     }
 
+    /// SIGTERMs what `start` started and reaps it: its exit status (128 + signal when killed).
+    /// One that ignores SIGTERM is SIGKILLed past `timeout`, so a hung child fails the test
+    /// instead of hanging it.
+    public static func terminate(_ pid: pid_t, timeout: Double = defaultTimeout) throws -> Int32 {
+        kill(pid, SIGTERM)
+        return try wait(for: pid, timeout: timeout)
+    }
+
+    /// The exit status of what `start` started if it has ended (and then it is reaped: do not
+    /// `stop` or `terminate` it again), nil while it runs.
+    public static func exitStatusIfEnded(_ pid: pid_t) -> Int32? {
+        var status: Int32 = 0
+        var result: pid_t
+        repeat { result = waitpid(pid, &status, WNOHANG) } while result < 0 && errno == EINTR
+        return result == pid ? decode(status) : nil
+    }
+
     private static func spawn(
         _ path: String, _ arguments: [String], environment: [String: String], actions: inout posix_spawn_file_actions_t
     ) throws -> pid_t {
+        // Only stdin, stdout and stderr: an inherited pipe end (another test's) would keep that
+        // pipe from ever reaching end-of-file, and an inherited socket its port busy.
+        if let closeFrom = closeFromAction {
+            _ = closeFrom(&actions, 3)
+        } else {
+            // Racy (a descriptor opened meanwhile leaks), but glibc before 2.34 has no better.
+            // It ignores closing a descriptor that is no longer open by then.
+            for fd in openDescriptors() where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
+        }
         // A clean signal state: the spawning thread may block signals the child must receive.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -90,6 +123,19 @@ public enum ChildProcess {
         return pid
     }
 
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+): closes every descriptor
+    /// from 3 up in the child, including ones other threads open while we spawn. Looked up at
+    /// run time because Swift's Glibc module leaves out the _GNU_SOURCE declarations.
+    private static let closeFromAction: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
+
+    private static func openDescriptors() -> [Int32] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return names.compactMap { Int32($0) }
+    }
+
     /// The child's exit status (128 + signal when killed), SIGKILLing it past the timeout.
     static func wait(for pid: pid_t, timeout: Double) throws -> Int32 {
         let deadline = Date().addingTimeInterval(timeout)
@@ -101,8 +147,12 @@ public enum ChildProcess {
             if Date() > deadline { kill(pid, SIGKILL) }
             usleep(2_000)  // 2 ms: short tools finish in tens of milliseconds
         }
-        // WIFEXITED / WEXITSTATUS spelled out: the C macros are not imported into Swift.
-        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return decode(status)
+    }
+
+    /// WIFEXITED / WEXITSTATUS spelled out: the C macros are not imported into Swift.
+    private static func decode(_ status: Int32) -> Int32 {
+        status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
     }
 }
 

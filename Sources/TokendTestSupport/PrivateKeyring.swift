@@ -388,6 +388,7 @@ public struct CommandResult: Sendable {
     public var stderr: String
 
     /// Self if the command succeeded; else a `commandFailed` error with its stderr.
+    @discardableResult
     public func check() throws -> CommandResult {
         guard status == 0 else {
             throw PrivateKeyringError(.commandFailed, "`\(command)` exited with \(status): \(stderr)")
@@ -397,11 +398,9 @@ public struct CommandResult: Sendable {
 }
 
 extension PrivateKeyring {
-    /// A long-running child started with `posix_spawn`, not Foundation's `Process`: that one
-    /// passes on the spawning thread's signal mask, in which SIGTERM is blocked on Swift's worker
-    /// threads (measured: a gnome-keyring started so ignores SIGTERM forever), and every open
-    /// descriptor of this process. Here the child gets an empty mask, default dispositions, and
-    /// only stdin, stdout and stderr.
+    /// A long-running child (the bus, the keyring), started by `ChildProcess`: with an empty
+    /// signal mask (SIGTERM is blocked on Swift's worker threads, and a gnome-keyring started so
+    /// ignores SIGTERM forever) and only stdin, stdout and stderr.
     struct Daemon {
         let pid: pid_t
         private var exited = false
@@ -411,44 +410,11 @@ extension PrivateKeyring {
         static func spawn(
             _ executable: String, _ arguments: [String], environment: [String: String], stdin: Int32, log: String
         ) throws -> Daemon {
-            let logFD = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
-            guard logFD >= 0 else { throw PrivateKeyringError(.commandFailed, "cannot open \(log): errno \(errno)") }
-            defer { close(logFD) }
-
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_adddup2(&actions, stdin, 0)
-            posix_spawn_file_actions_adddup2(&actions, logFD, 1)
-            posix_spawn_file_actions_adddup2(&actions, logFD, 2)
-            if let closeFrom = closeFromAction {
-                _ = closeFrom(&actions, 3)
-            } else {
-                // Racy (a descriptor opened meanwhile leaks), but glibc before 2.34 has no better.
-                // It ignores closing a descriptor that is no longer open by then.
-                for fd in openDescriptors() where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
+            do {
+                return Daemon(pid: try ChildProcess.start(executable, arguments, environment: environment, stdin: stdin, output: log))
+            } catch {
+                throw PrivateKeyringError(.commandFailed, "cannot start \(executable): \(error)")
             }
-
-            var attributes = posix_spawnattr_t()
-            posix_spawnattr_init(&attributes)
-            defer { posix_spawnattr_destroy(&attributes) }
-            var none = sigset_t()
-            sigemptyset(&none)
-            var all = sigset_t()
-            sigfillset(&all)
-            posix_spawnattr_setsigmask(&attributes, &none)
-            posix_spawnattr_setsigdefault(&attributes, &all)
-            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-            let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-            let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-            defer { for pointer in argv + envp { free(pointer) } }
-            var pid: pid_t = 0
-            let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-            guard status == 0 else {
-                throw PrivateKeyringError(.commandFailed, "cannot start \(executable): error \(status)")
-            }
-            return Daemon(pid: pid)
         }
 
         /// Reaps the child if it has exited.
@@ -472,20 +438,6 @@ extension PrivateKeyring {
 
         mutating func kill(_ signal: Int32) {
             if !hasExited() { _ = Glibc.kill(pid, signal) }
-        }
-
-        /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+): closes every descriptor
-        /// from 3 up in the child, including ones other threads open while we spawn. Looked up at
-        /// run time because Swift's Glibc module leaves out the _GNU_SOURCE declarations.
-        private static let closeFromAction: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
-            guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
-            return unsafeBitCast(
-                symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
-        }()
-
-        private static func openDescriptors() -> [Int32] {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-            return names.compactMap { Int32($0) }
         }
     }
 }

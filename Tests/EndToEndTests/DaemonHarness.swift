@@ -13,7 +13,7 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
     let socketPath: String
     let configPath: String
     let logPath: String
-    private let daemon = Mutex<Process?>(nil)
+    private let daemon = Mutex<pid_t?>(nil)  // the running tokend; nil once reaped
     private var restarts = 0
 
     /// Where the binaries under test are: `TOKEND_BIN_DIR` (scripts/test sets it), else beside
@@ -72,50 +72,45 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
         return environment
     }
 
-    /// Starts tokend (stderr appended to `logPath`) and waits until it answers `hello`.
+    /// Starts tokend (stdout and stderr appended to `logPath`) and waits until it answers `hello`.
     func startDaemon(extraEnvironment: [String: String] = [:], arguments: [String] = [], launcher: [String] = []) async throws {
-        let process = Process()
-        if launcher.isEmpty {
-            process.executableURL = URL(fileURLWithPath: Self.binDirectory + "/tokend")
-            process.arguments = arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: launcher[0])
-            process.arguments = Array(launcher.dropFirst()) + [Self.binDirectory + "/tokend"] + arguments
-        }
-        process.environment = environment.merging(extraEnvironment) { $1 }
-        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        log.seekToEndOfFile()
-        process.standardError = log
-        process.standardOutput = log
-        process.standardInput = FileHandle.nullDevice
+        let tokend = Self.binDirectory + "/tokend"
+        let (path, argv) = launcher.isEmpty ? (tokend, arguments) : (launcher[0], Array(launcher.dropFirst()) + [tokend] + arguments)
         _ = reapDaemonsAtExit
-        try process.run()
-        daemon.withLock { $0 = process }
-        spawnedDaemons.withLock { _ = $0.insert(process.processIdentifier) }
+        let pid = try ChildProcess.start(path, argv, environment: environment.merging(extraEnvironment) { $1 }, output: logPath)
+        daemon.withLock { $0 = pid }
+        spawnedDaemons.withLock { _ = $0.insert(pid) }
         try await poll(timeout: Self.startTimeout, "tokend did not answer on \(socketPath); log:\n\(daemonLog)") {
-            guard process.isRunning else { throw HarnessError("tokend exited with \(process.terminationStatus); log:\n\(self.daemonLog)") }
+            if let status = ChildProcess.exitStatusIfEnded(pid) {
+                self.forget(pid)
+                throw HarnessError("tokend exited with \(status); log:\n\(self.daemonLog)")
+            }
             return (try? await self.call(Request(op: "hello"))) != nil
         }
     }
 
-    var daemonPID: Int32? { daemon.withLock { $0?.processIdentifier } }
+    var daemonPID: Int32? { daemon.withLock { $0 } }
 
     func kill9() {
-        guard let process = daemon.withLock({ $0 }) else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        spawnedDaemons.withLock { _ = $0.remove(process.processIdentifier) }
+        guard let pid = daemon.withLock({ $0 }) else { return }
+        ChildProcess.stop(pid)
+        forget(pid)
     }
 
-    /// SIGTERM and wait; returns the exit status.
+    /// SIGTERM and wait (SIGKILL past `ChildProcess.defaultTimeout`); returns the exit status,
+    /// nil when no daemon was running.
     @discardableResult
     func stopDaemon() -> Int32? {
-        guard let process = daemon.withLock({ $0 }), process.isRunning else { return nil }
-        process.terminate()
-        process.waitUntilExit()
-        spawnedDaemons.withLock { _ = $0.remove(process.processIdentifier) }
-        return process.terminationStatus
+        guard let pid = daemon.withLock({ $0 }) else { return nil }
+        defer { forget(pid) }
+        if ChildProcess.exitStatusIfEnded(pid) != nil { return nil }
+        return try? ChildProcess.terminate(pid)
+    }
+
+    /// The daemon `pid` is reaped: nothing left to signal or to kill at exit.
+    private func forget(_ pid: pid_t) {
+        daemon.withLock { if $0 == pid { $0 = nil } }
+        spawnedDaemons.withLock { _ = $0.remove(pid) }
     }
 
     func signalDaemon(_ signal: Int32) {

@@ -128,12 +128,14 @@ import Glibc
         await probe.finish()
     }
 
+    /// An unknown op, and a known one misspelt (ops are case-sensitive), with an account: both
+    /// answer unsupported_op, not a guess.
     @Test func unknownOpsAreUnsupported() async throws {
         let world = try await DaemonHarness.start()
         defer { Task { await world.shutdown() } }
         let probe = ServedProbe(world)
         let connection = try RawConnection(path: world.socketPath)
-        for (line, id) in [(#"{"op":"frobnicate","id":7}"#, RequestID.number(7)), (#"{"op":"login","account":"work","id":8}"#, .number(8))] {
+        for (line, id) in [(#"{"op":"frobnicate","id":7}"#, RequestID.number(7)), (#"{"op":"Token","account":"work","id":8}"#, .number(8))] {
             await connection.send(Array(line.utf8) + [10])
             let reply = try await connection.response(timeout: Self.patience)
             #expect(reply.error?.code == .unsupportedOp)

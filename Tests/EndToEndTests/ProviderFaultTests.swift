@@ -28,12 +28,20 @@ import TokendTestSupport
         options.rotate = true
         let world = try await DaemonHarness.start(options: options)
         defer { Task { await world.shutdown() } }
-        try await world.importNewUser()
-        let stored = try #require(try await world.storedSession())
-        let heldExpiry = try #require(stored.idTokenExpiresAt)
+        let user = try await world.importNewUser()
+        // The fault first, then the baseline: the proactive refresh (due half-way through the
+        // first token's life) may beat the injection on a loaded machine, and its rotated token
+        // must be the baseline, not the imported one. None can succeed after the injection.
         let injectedAt = Date()
         world.fake.inject(fault, forSeconds: Self.faultWindow)
         let windowEnd = injectedAt.addingTimeInterval(Self.faultWindow)
+        var baseline: TokenSet?
+        try await poll(timeout: 30, "the keyring holds the newest refresh token the fake issued") {
+            baseline = try await world.storedSession()
+            return baseline != nil && baseline?.refreshToken == world.fake.newestRefreshToken(uid: user.uid)
+        }
+        let stored = try #require(baseline)
+        let heldExpiry = try #require(stored.idTokenExpiresAt)
         var served = 0
         var refused = 0
         while Date() < windowEnd.addingTimeInterval(-0.5) {

@@ -36,28 +36,24 @@ import Glibc
         }
 
         /// Starts tokend and waits until it answers `hello` on `socket`.
-        func startServing(socket: String) async throws -> Process {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: DaemonHarness.binDirectory + "/tokend")
-            process.arguments = ["--socket", socket, "--config", config]
-            process.environment = environment
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
+        func startServing(socket: String) async throws -> pid_t {
             _ = reapDaemonsAtExit
-            try process.run()
-            spawnedDaemons.withLock { _ = $0.insert(process.processIdentifier) }
+            let pid = try ChildProcess.start(
+                DaemonHarness.binDirectory + "/tokend", ["--socket", socket, "--config", config], environment: environment)
+            spawnedDaemons.withLock { _ = $0.insert(pid) }
             try await poll(timeout: SocketDirectoryTests.patience, "tokend did not answer on \(socket)") {
-                guard process.isRunning else { throw HarnessError("tokend exited with \(process.terminationStatus)") }
+                if let status = ChildProcess.exitStatusIfEnded(pid) {
+                    spawnedDaemons.withLock { _ = $0.remove(pid) }
+                    throw HarnessError("tokend exited with \(status)")
+                }
                 return (try? BlockingClient(path: socket).call(Request(op: "hello")))?.ok == true
             }
-            return process
+            return pid
         }
 
-        func stop(_ process: Process) {
-            process.terminate()
-            process.waitUntilExit()
-            spawnedDaemons.withLock { _ = $0.remove(process.processIdentifier) }
+        func stop(_ pid: pid_t) {
+            _ = try? ChildProcess.terminate(pid, timeout: SocketDirectoryTests.patience)
+            spawnedDaemons.withLock { _ = $0.remove(pid) }
         }
     }
 

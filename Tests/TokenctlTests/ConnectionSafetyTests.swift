@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokendProtocol
+import TokendTestSupport
 
 @testable import tokenctl
 
@@ -67,18 +68,11 @@ import Glibc
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/tokend.sock"
         let received = directory + "/received"
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        server.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/socat", "-u", "UNIX-LISTEN:\(path),fork", "CREATE:\(received)"]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer {
-            // SIGKILL, not terminate(): Foundation's Process hands its child a signal mask that
-            // blocks SIGTERM, and a socat that never dies would block this thread forever.
-            kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
-        }
+        let server = try ChildProcess.start(
+            "/usr/bin/setpriv",
+            ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/socat", "-u", "UNIX-LISTEN:\(path),fork", "CREATE:\(received)"],
+            environment: [:])
+        defer { ChildProcess.stop(server) }
         let deadline = Date().addingTimeInterval(20)
         while access(path, F_OK) != 0, Date() < deadline { usleep(20_000) }  // polling for the socket file
         let console = CapturingConsole(input: "CANARY-refresh-token-8e1\n")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokendTestSupport
 
 /// The built `tokenctl` binary, end to end: what a shell script sees, exit status included.
 @Suite("The tokenctl executable")
@@ -21,20 +22,8 @@ struct ExecutableTests {
     }
 
     static func run(_ arguments: [String]) throws -> Outcome {
-        let process = Process()
-        process.executableURL = try binary
-        process.arguments = arguments
-        process.environment = ["PATH": "/usr/bin:/bin"]
-        process.standardInput = FileHandle.nullDevice
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        let result = try ChildProcess.run(try binary.path, arguments, environment: ["PATH": "/usr/bin:/bin"])
+        return Outcome(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 
     @Test func tokenPrintsOnlyTheToken() throws {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokendCore
 import TokendKeyring
+import TokendTestSupport
 
 /// `LibsecretStore` with no usable session bus. libsecret binds to one bus per process, so each
 /// case runs in a child: this test binary again, filtered to `report()`, with the environment
@@ -10,6 +11,9 @@ import TokendKeyring
 struct NoSessionBusTests {
     /// Set in the child only: where to write the report.
     static let reportVariable = "TOKEND_KEYRING_TEST_NO_BUS_REPORT"
+    /// Every store call in the child has a deadline; this bounds a child that hangs anyway, with
+    /// room for loading the whole test bundle on two loaded cores.
+    static let childTimeout: Double = 120
 
     struct Report: Codable {
         var state: String
@@ -71,18 +75,13 @@ struct NoSessionBusTests {
         // Without a display GDBus cannot autolaunch a bus: the no-bus case stays a no-bus case.
         environment["DISPLAY"] = nil
         environment["WAYLAND_DISPLAY"] = nil
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/proc/self/exe")
-        child.arguments = ["--testing-library", "swift-testing", "--filter", "NoSessionBusTests/report"]
-        child.environment = environment
-        // A file, not a pipe: a pipe's write end can leak into daemons other tests spawn at the
-        // same moment, and then EOF never comes.
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        // Bounded: every store call in the child has a deadline.
-        child.waitUntilExit()
-        #expect(child.terminationStatus == 0)
+        // Output to files, not pipes (ChildProcess): a pipe's write end can leak into daemons
+        // other tests spawn at the same moment, and then EOF never comes.
+        let testBinary = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let child = try ChildProcess.run(
+            testBinary, ["--testing-library", "swift-testing", "--filter", "NoSessionBusTests/report"], environment: environment,
+            timeout: Self.childTimeout)
+        #expect(child.status == 0, "\(child.stderr)")
         let data = try #require(try? Data(contentsOf: reportFile), "the child wrote no report")
         return try JSONDecoder().decode(Report.self, from: data)
     }
