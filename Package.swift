@@ -84,7 +84,7 @@ let package = Package(
             dependencies: ["TokendCore", "TokendProtocol", "TokendKeyring", "TokendServer", "TokendProviders"]),
         .testTarget(name: "TokendFuzzingTests", dependencies: ["TokendFuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "TokendCoreTests", dependencies: ["TokendCore", "TokendTestClock"]),
-        .testTarget(name: "TokendProtocolTests", dependencies: ["TokendProtocol"]),
+        .testTarget(name: "TokendProtocolTests", dependencies: ["TokendProtocol", "TokendTestSupport"]),
         .testTarget(name: "TokendKeyringTests", dependencies: ["TokendKeyring", "TokendTestSupport"]),
         .testTarget(
             name: "TokendProvidersTests",

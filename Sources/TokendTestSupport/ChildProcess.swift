@@ -52,6 +52,16 @@ public enum ChildProcess {
         return Result(status: status, stdout: stdout, stderr: stderr)
     }
 
+    /// Runs the test named by `filter` in a child: this test binary again, with this process's
+    /// environment changed by `changes` (nil removes a variable). For checks of process-wide
+    /// state (descriptor counts, environment) that tests running in parallel would disturb.
+    public static func runTest(_ filter: String, changing changes: [String: String?], timeout: Double = defaultTimeout) throws -> Result {
+        let testBinary = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        var environment = ProcessInfo.processInfo.environment
+        for (name, value) in changes { environment[name] = value }
+        return try run(testBinary, ["--testing-library", "swift-testing", "--filter", filter], environment: environment, timeout: timeout)
+    }
+
     /// Starts a long-running program (a server, a `watch`) with stdin from the descriptor `stdin`
     /// (else /dev/null) and stdout and stderr appended to `output`; `stop` or `terminate` ends it.
     public static func start(

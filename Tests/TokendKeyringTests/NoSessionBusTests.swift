@@ -69,17 +69,10 @@ struct NoSessionBusTests {
     private func runChild(busAddress: String?) throws -> Report {
         let reportFile = FileManager.default.temporaryDirectory.appendingPathComponent("tokend-no-bus-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: reportFile) }
-        var environment = ProcessInfo.processInfo.environment
-        environment[Self.reportVariable] = reportFile.path
-        environment["DBUS_SESSION_BUS_ADDRESS"] = busAddress
         // Without a display GDBus cannot autolaunch a bus: the no-bus case stays a no-bus case.
-        environment["DISPLAY"] = nil
-        environment["WAYLAND_DISPLAY"] = nil
-        // Output to files, not pipes (ChildProcess): a pipe's write end can leak into daemons
-        // other tests spawn at the same moment, and then EOF never comes.
-        let testBinary = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let child = try ChildProcess.run(
-            testBinary, ["--testing-library", "swift-testing", "--filter", "NoSessionBusTests/report"], environment: environment,
+        let child = try ChildProcess.runTest(
+            "NoSessionBusTests/report",
+            changing: [Self.reportVariable: reportFile.path, "DBUS_SESSION_BUS_ADDRESS": busAddress, "DISPLAY": nil, "WAYLAND_DISPLAY": nil],
             timeout: Self.childTimeout)
         #expect(child.status == 0, "\(child.stderr)")
         let data = try #require(try? Data(contentsOf: reportFile), "the child wrote no report")

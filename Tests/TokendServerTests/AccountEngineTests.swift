@@ -60,8 +60,10 @@ import TokendTestSupport
         let fixture = try await EngineFixture.make(options: options)
         defer { Task { await fixture.shutdown() } }
         _ = try await fixture.importSession()
+        let logged = fixture.fake.requests.count
         async let refreshing = fixture.engine.refresh(account: "work", timeout: 5)
-        try await Task.sleep(for: .milliseconds(100))  // let the refresh get in flight
+        // In flight: the fake has taken the request and holds its answer back (latency).
+        #expect(await fixture.fake.waitForRequests(count: logged + 1, timeout: 30), "the refresh never reached the fake")
         _ = try await fixture.engine.logout(account: "work").get()
         _ = await refreshing
         #expect(fixture.store.storedTokens(account: "work") == nil, "a slow refresh never resurrects a logged-out session")
@@ -76,8 +78,10 @@ import TokendTestSupport
         let fixture = try await EngineFixture.make(options: options)
         defer { Task { await fixture.shutdown() } }
         _ = try await fixture.importSession()
+        let logged = fixture.fake.requests.count
         async let refreshing = fixture.engine.refresh(account: "work", timeout: 5)
-        try await Task.sleep(for: .milliseconds(100))
+        // In flight: the fake has taken the request and holds its answer back (latency).
+        #expect(await fixture.fake.waitForRequests(count: logged + 1, timeout: 30), "the refresh never reached the fake")
         let newer = fixture.fake.createUser()
         _ = await fixture.engine.install(account: "work", tokens: TokenSet(refreshToken: newer.refreshToken), timeout: 5)
         _ = await refreshing
