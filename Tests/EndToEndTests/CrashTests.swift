@@ -40,16 +40,19 @@ import TokendTestSupport
             case .idle:
                 break
             case .inFlight:
-                world.fake.update { $0.latency = 5 }
+                // Longer than anything before the kill may take on a loaded machine: the answer
+                // must not arrive first. The fake logs the request when it takes it.
+                world.fake.update { $0.latency = 120 }
+                let logged = world.fake.requests.count
                 background = Task.detached { _ = try? await world.tokenctl(["refresh", "work"]) }
-                try await poll(timeout: 10, "refresh in flight") { try await world.status().state == "refreshing" }
+                #expect(await world.fake.waitForRequests(count: logged + 1, timeout: 30), "the refresh never reached the fake")
             case .afterResponseBeforeWrite:
                 try world.keyring.pauseKeyring()
                 background = Task.detached { _ = try? await world.tokenctl(["refresh", "work"]) }
-                try await poll(timeout: 10, "the provider answered") { world.fake.requests.filter { $0.status == 200 }.count > answered }
+                try await poll(timeout: 30, "the provider answered") { world.fake.requests.filter { $0.status == 200 }.count > answered }
             case .afterWrite:
                 #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
-                try await poll(timeout: 10, "rotated token stored") {
+                try await poll(timeout: 30, "rotated token stored") {
                     try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
                 }
             }
@@ -73,7 +76,7 @@ import TokendTestSupport
                 session = try await world.importNewUser()
             } else {
                 #expect(refresh.status == 0, "round \(round): \(refresh.stderr)")
-                try await poll(timeout: 10, "keyring holds the newest refresh token") {
+                try await poll(timeout: 30, "keyring holds the newest refresh token") {
                     try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
                 }
             }

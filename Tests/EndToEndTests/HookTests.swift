@@ -57,7 +57,7 @@ import TokendTestSupport
         #expect(imported.contains("argv=first arg $HOME"), "argv as written, no shell: \(imported)")
         #expect(imported.contains("account=work"))
         #expect(imported.contains("0"), "no TOKEND_TOKEN* variable")
-        try await poll(timeout: 10, "the hook's output in the log") { world.daemonLog.contains("hook says hi") }
+        try await poll(timeout: 30, "the hook's output in the log") { world.daemonLog.contains("hook says hi") }
         let environments = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("env-") }
         for name in environments {
             let text = try String(contentsOfFile: directory.appending(name), encoding: .utf8)
@@ -80,7 +80,7 @@ import TokendTestSupport
             #expect(index % 2 == 0 ? line.hasPrefix(expected) : line == expected, "\(runs)")
         }
         // A failing hook is logged with its output.
-        try await poll(timeout: 10, "the failing hook logged") {
+        try await poll(timeout: 30, "the failing hook logged") {
             world.daemonLog.contains("hook failed with exit status 7") && world.daemonLog.contains("complaint")
         }
         let sent = Self.lines(notifications)
@@ -113,7 +113,7 @@ import TokendTestSupport
         #expect(processes.count == 2)
         for pid in processes {
             // Killed with its process group; reaped (the shell) or re-parented and reaped (sleep).
-            try await poll(timeout: 10, "process \(pid) gone") { kill(pid, 0) != 0 || Self.isZombieOrGone(pid) }
+            try await poll(timeout: 30, "process \(pid) gone") { kill(pid, 0) != 0 || Self.isZombieOrGone(pid) }
         }
     }
 

@@ -64,7 +64,7 @@ import TokendTestSupport
             try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
         }
         #expect(world.fake.requests.count == requests, "written back without waiting for a refresh")
-        try await poll(timeout: 10, "status clears") { try await world.status().unsaved == nil }
+        try await poll(timeout: 30, "status clears") { try await world.status().unsaved == nil }
     }
 
     /// gnome-keyring restarts mid-run: the daemon reconnects and keeps writing.

@@ -69,7 +69,7 @@ import TokendTestSupport
         }
         let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
         #expect(run.status == 0, "\(run.stderr)")
-        try await poll(timeout: 10, "keyring catches up") {
+        try await poll(timeout: 30, "keyring catches up") {
             try await world.storedSession()?.refreshToken != stored.refreshToken
         }
     }

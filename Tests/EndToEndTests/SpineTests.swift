@@ -78,7 +78,7 @@ import TokendTestSupport
         // holds the newest refresh token the fake issued.
         let seen = world.fake.requests.count
         try await poll(timeout: 30, "a refresh after the restart") { world.fake.requests.count > seen }
-        try await poll(timeout: 10, "keyring catches up with the fake") {
+        try await poll(timeout: 30, "keyring catches up with the fake") {
             try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
         }
     }
@@ -107,7 +107,7 @@ import TokendTestSupport
         try await poll(timeout: 300, interval: 0.5, "a successful refresh after the outage") {
             world.fake.requests.contains { $0.status == 200 && $0.at > outageEnd }
         }
-        try await poll(timeout: 10, "rotated token saved") { try await world.storedSession()?.refreshToken != stored }
+        try await poll(timeout: 30, "rotated token saved") { try await world.storedSession()?.refreshToken != stored }
         #expect(try await world.status().state == "active")
     }
 
@@ -165,7 +165,7 @@ import TokendTestSupport
         #expect(badRequest.error?.code == .badRequest)
         #expect(try garbage.call(Request(op: "hello", id: .number(2))).ok, "the connection survives a bad line")
 
-        try await poll(timeout: 10, "the busy client is served") { served.load(ordering: .relaxed) > 20 }
+        try await poll(timeout: 30, "the busy client is served") { served.load(ordering: .relaxed) > 20 }
         stop.store(true, ordering: .relaxed)
         try await busy.value
         #expect(failed.load(ordering: .relaxed) == 0)
