@@ -89,10 +89,15 @@ import TokendTestSupport
         options.rotate = true
         let world = try await DaemonHarness.start(options: options)
         defer { Task { await world.shutdown() } }
-        try await world.importNewUser()
-        let stored = try #require(try await world.storedSession()?.refreshToken)
+        let user = try await world.importNewUser()
+        // The outage first, then the baseline: whatever refresh beat the injection has reached
+        // the keyring once it holds the newest token the fake issued, and none can follow.
         world.fake.inject(.status(503), forSeconds: 20)
         let outageEnd = Date().addingTimeInterval(20)
+        try await poll(timeout: 30, "the keyring holds the newest refresh token the fake issued") {
+            try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: user.uid)
+        }
+        let stored = try #require(try await world.storedSession()?.refreshToken)
         // Forced refreshes fail with "try later", the held token keeps being served.
         let forced = try await world.tokenctl(["refresh", "work"])
         #expect(forced.status == 75, "\(forced.stderr)")
