@@ -212,12 +212,12 @@ import TokendTestSupport
         world.fake.update { $0.latency = 2 }
         let before = world.fake.requests.count
         async let refresh = world.tokenctl(["refresh", "work"])
-        try await poll(timeout: 10, "the refresh reaches the provider") { world.fake.requests.count > before }
+        try await poll(timeout: 30, "the refresh reaches the provider") { world.fake.requests.count > before }
         try world.writeConfig("")
         world.signalDaemon(SIGHUP)
         _ = try await refresh
         let newest = try #require(world.fake.newestRefreshToken(uid: session.uid))
-        try await poll(timeout: 10, "the rotated token is saved") { try await world.storedSession()?.refreshToken == newest }
+        try await poll(timeout: 30, "the rotated token is saved") { try await world.storedSession()?.refreshToken == newest }
         world.fake.update { $0.latency = 0 }
         try world.writeConfig(world.firebaseAccount("work"))
         world.signalDaemon(SIGHUP)
