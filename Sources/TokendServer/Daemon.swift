@@ -104,10 +104,11 @@ public final class Daemon: Service, Sendable {
         await finish()
     }
 
-    /// The end of every run: timers stop, then whatever keyring write is in flight completes
+    /// The end of every run: running hooks are killed, timers stop, then whatever keyring write is in flight completes
     /// (the keyring thread runs jobs in order, so one more call returns after all earlier ones,
     /// or after the keyring timeout), then HTTP shuts down.
     func finish() async {
+        HookProcess.killRunning()
         await engine.shutdown()
         _ = await store.state()
         await transport.shutdown()  // AsyncHTTPClient traps if its client is dropped unshut

@@ -1,5 +1,6 @@
 import CTokendShims
 import Dispatch
+import Synchronization
 import TokendCore
 #if canImport(Glibc)
 import Glibc
@@ -27,6 +28,17 @@ enum HookProcess {
     /// A hook is meant to print a line or two; beyond 64 KiB the rest is read and dropped, so a
     /// chatty hook can neither block on a full pipe nor flood the journal.
     static let outputLimit = 64 * 1024
+
+    /// Process groups of the hooks running now: the daemon kills them when it stops, so that no
+    /// hook (or a child it left behind) outlives the daemon that started it.
+    private static let running = Mutex<Set<pid_t>>([])
+
+    /// Kills every running hook's process group (daemon shutdown).
+    static func killRunning() {
+        running.withLock { groups in
+            for group in groups { kill(-group, SIGKILL) }
+        }
+    }
 
     /// Runs `argv` (argv[0] looked up on PATH) with exactly `environment`, off the caller's thread.
     static func run(_ argv: [String], environment: [String: String], timeout: Double) async -> Outcome {
@@ -67,6 +79,8 @@ enum HookProcess {
             close(pipeEnds[0])
             return Outcome(ending: .notStarted(spawned), output: [])
         }
+        running.withLock { _ = $0.insert(pid) }
+        defer { running.withLock { _ = $0.remove(pid) } }
         let (output, timedOut) = collect(from: pipeEnds[0], pid: pid, deadline: monotonicNow() + timeout)
         close(pipeEnds[0])
         if timedOut {

@@ -117,6 +117,31 @@ import TokendTestSupport
         }
     }
 
+    /// A hook still running when the daemon stops is killed with its process group: no hook
+    /// outlives the daemon, under systemd (whose cgroup would catch it) or not.
+    @Test func aRunningHookDiesWithTheDaemon() async throws {
+        let directory = try TemporaryDirectory()
+        defer { try? directory.remove() }
+        let pids = directory.appending("pids")
+        let hang = try Self.script(directory, "hang", #"""
+            sleep 300 &
+            echo "$$ $!" > "\#(pids)"
+            wait
+            """#)
+        let world = try await DaemonHarness.start(startDaemon: false)
+        defer { Task { await world.shutdown() } }
+        try world.writeConfig("[hooks]\nimported = [\"\(hang)\"]\n\n" + world.firebaseAccount("work"))
+        try await world.startDaemon()
+        try await world.importNewUser()
+        try await poll(timeout: 30, "the hook started") { !Self.lines(pids).isEmpty }
+        #expect(world.stopDaemon() == 0, "tokend stops cleanly")
+        let processes = (Self.lines(pids).first ?? "").split(separator: " ").compactMap { Int32($0) }
+        #expect(processes.count == 2)
+        for pid in processes {
+            try await poll(timeout: 30, "process \(pid) gone") { kill(pid, 0) != 0 || Self.isZombieOrGone(pid) }
+        }
+    }
+
     static func isZombieOrGone(_ pid: Int32) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
         return stat.split(separator: ")").last?.trimmingCharacters(in: .whitespaces).hasPrefix("Z") ?? true
