@@ -51,9 +51,9 @@ lines = [
     "| command | median | mean ± σ | min | ratio (median) |",
     "| --- | ---: | ---: | ---: | ---: |",
 ]
-for name in ("tokenctl", "oidc-token"):
+for name, shown in (("tokenctl", "tokenctl token bench"), ("oidc-token", "oidc-token bench")):
     r = shell[name]
-    lines.append(f"| `{name} token` | {r['median'] * 1e3:.2f} ms | {r['mean'] * 1e3:.2f} ± {r['stddev'] * 1e3:.2f} ms "
+    lines.append(f"| `{shown}` | {r['median'] * 1e3:.2f} ms | {r['mean'] * 1e3:.2f} ± {r['stddev'] * 1e3:.2f} ms "
                  f"| {r['min'] * 1e3:.2f} ms | "
                  + (ratio(shell['tokenctl']['median'], shell['oidc-token']['median'], True) if name == "tokenctl" else "1")
                  + " |")
@@ -86,8 +86,10 @@ lines += [
     "| --- | ---: | ---: | ---: |",
     f"| idle RSS, 1 account | {int(facts['TOKEND_RSS_1']) / 1024:.1f} MB | {int(facts['AGENT_RSS']) / 1024:.1f} MB "
     f"({facts['AGENT_PROCESSES']} processes) | {ratio(int(facts['TOKEND_RSS_1']), int(facts['AGENT_RSS']), True)} |",
-    f"| of which file-backed (shared libraries) | {int(facts['TOKEND_FILE_1']) / 1024:.1f} MB | | |",
-    f"| context switches in {facts['IDLE_SECONDS']} s idle (all threads) | {facts['TOKEND_IDLE_SWITCHES']} "
+    f"| of which file-backed (mapped libraries) | {int(facts['TOKEND_FILE_1']) / 1024:.1f} MB | | |",
+    f"| of which anonymous (heap, stacks) | {int(facts['TOKEND_ANON_1']) / 1024:.1f} MB | | |",
+    f"| context switches in {facts['IDLE_SECONDS']} s idle (all threads; tokend has {facts['TOKEND_THREADS']}) "
+    f"| {facts['TOKEND_IDLE_SWITCHES']} "
     f"| {facts['AGENT_IDLE_SWITCHES']} | |",
 ]
 if "TOKEND_RSS_MANY" in facts:
