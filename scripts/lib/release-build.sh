@@ -8,7 +8,8 @@
 # FoundationEssentials only, never full Foundation and its ICU data.
 TOKENCTL_SCRATCH=.build-static
 # tokend links the Swift runtime and Foundation in (libsecret and GLib stay shared): it maps only
-# the pages it uses instead of whole shared libraries, ~6 MB less resident memory when idle.
+# the pages it uses instead of whole shared libraries; idle with one account, 34 MB resident
+# against 38 MB linked dynamically (Benchmarks/results/2026-11-23T1443Z-profile.md).
 TOKEND_SCRATCH=.build-tokend-static
 RELEASE_BIN_DIR=.build-release-bin
 
