@@ -32,14 +32,20 @@ public enum SocketPath {
         return path
     }
 
-    /// The process environment as a dictionary, without Foundation's ProcessInfo.
+    /// The process environment as a dictionary, without Foundation's ProcessInfo. Split on the
+    /// bytes: walking each entry as Characters (grapheme breaking) cost tokenctl 0.6 M
+    /// instructions, an eighth of a `tokenctl token` call.
     public static func processEnvironment() -> [String: String] {
         var result: [String: String] = [:]
         var cursor = environ
         while let entry = cursor.pointee {
-            let pair = String(cString: entry)
-            if let equals = pair.firstIndex(of: "=") {
-                result[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+            let length = strlen(entry)
+            entry.withMemoryRebound(to: UInt8.self, capacity: length) { start in
+                let bytes = UnsafeBufferPointer(start: start, count: length)
+                if let equals = bytes.firstIndex(of: UInt8(ascii: "=")) {
+                    let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[..<equals]), as: UTF8.self)
+                    result[name] = String(decoding: UnsafeBufferPointer(rebasing: bytes[(equals + 1)...]), as: UTF8.self)
+                }
             }
             cursor += 1
         }

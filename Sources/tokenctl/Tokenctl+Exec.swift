@@ -11,7 +11,9 @@ extension Tokenctl {
     /// environment. No wrapper process stays behind, so CMD's exit status and signals reach the
     /// caller unchanged.
     struct Exec: TokenctlCommand, FastParsedCommand {
+        static let fastName = "exec"
         static let configuration = CommandConfiguration(
+            commandName: fastName,
             abstract: "Run a command with a current token in its environment.",
             discussion: """
                 The command gets TOKEND_TOKEN, TOKEND_TOKEN_EXPIRES_AT (RFC 3339 UTC) and \

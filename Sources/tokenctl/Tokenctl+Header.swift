@@ -7,7 +7,9 @@ extension Tokenctl {
     /// `tokenctl header ACCOUNT`: the HTTP header line, for `curl -H "$(tokenctl header work)"`
     /// and `curl -H @<(tokenctl header work)` (the token stays out of curl's argv).
     struct Header: TokenctlCommand, FastParsedCommand {
+        static let fastName = "header"
         static let configuration = CommandConfiguration(
+            commandName: fastName,
             abstract: "Print \"Authorization: Bearer TOKEN\" for an account, for curl -H.",
             discussion: "Example: curl -H @<(tokenctl header work) https://api.example.com/ (keeps the token out of curl's argv)")
 

@@ -7,7 +7,9 @@ extension Tokenctl {
     /// `tokenctl token ACCOUNT`: the one command scripts call in loops, so it does one connect,
     /// one write, one read, and prints the token and a newline — nothing else — on stdout.
     struct Token: TokenctlCommand, FastParsedCommand {
+        static let fastName = "token"
         static let configuration = CommandConfiguration(
+            commandName: fastName,
             abstract: "Print a current token of an account on stdout, and nothing else.",
             discussion: "Example: curl -H \"Authorization: Bearer $(tokenctl token work)\" …")
 

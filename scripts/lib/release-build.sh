@@ -1,0 +1,32 @@
+# Shared by scripts/install and scripts/bench, so that the benchmark measures exactly what is
+# installed. `build_release_binaries` leaves tokend and tokenctl side by side in `release_bin_dir`.
+# Each build has its scratch directory: different flags in one .build would rebuild every shared
+# module whenever the other binary is built.
+
+# tokenctl runs thousands of times in shell loops, so it is a fully static executable: no dynamic
+# loader and no shared Swift runtime to map and relocate (~2 ms a call). It links
+# FoundationEssentials only, never full Foundation and its ICU data.
+TOKENCTL_SCRATCH=.build-static
+# tokend links the Swift runtime and Foundation in (libsecret and GLib stay shared): it maps only
+# the pages it uses instead of whole shared libraries; idle with one account, 34 MB resident
+# against 38 MB linked dynamically (Benchmarks/results/2026-11-23T1443Z-profile.md).
+TOKEND_SCRATCH=.build-tokend-static
+RELEASE_BIN_DIR=.build-release-bin
+
+build_release_binaries() {
+  swift build -c release --scratch-path "$TOKEND_SCRATCH" --product tokend --static-swift-stdlib
+  swift build -c release --scratch-path "$TOKENCTL_SCRATCH" --product tokenctl \
+    --static-swift-stdlib -Xswiftc -static-executable
+  install -d "$RELEASE_BIN_DIR"
+  install -m 0755 "$(swift build -c release --scratch-path "$TOKEND_SCRATCH" --show-bin-path)/tokend" \
+    "$(swift build -c release --scratch-path "$TOKENCTL_SCRATCH" --show-bin-path)/tokenctl" \
+    "$RELEASE_BIN_DIR/"
+}
+
+# The fake Firebase for benchmarks, built with tokend's flags so that it shares tokend's modules.
+build_release_fake() {
+  swift build -c release --scratch-path "$TOKEND_SCRATCH" --product tokend-fake-firebase --static-swift-stdlib >&2
+  echo "$(swift build -c release --scratch-path "$TOKEND_SCRATCH" --show-bin-path)/tokend-fake-firebase"
+}
+
+release_bin_dir() { echo "$PWD/$RELEASE_BIN_DIR"; }
