@@ -95,7 +95,7 @@ let package = Package(
         .testTarget(name: "TokenctlTests", dependencies: ["tokenctl", "TokendTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["TokendProtocol", "TokendTestSupport", "TokendKeyring"]),
+            dependencies: ["TokendProtocol", "TokendTestSupport", "TokendKeyring", "TokendProviders"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -19,12 +19,15 @@ public struct IssuedTokens: Sendable, Equatable {
     public var accessToken: String?
     /// Lifetime of the access token (and of the ID token when no `exp` claim says otherwise).
     public var expiresIn: Double?
+    /// The scopes the provider says it granted (OAuth `scope`), when it says.
+    public var scopes: [String]?
 
-    public init(refreshToken: String? = nil, idToken: String? = nil, accessToken: String? = nil, expiresIn: Double? = nil) {
+    public init(refreshToken: String? = nil, idToken: String? = nil, accessToken: String? = nil, expiresIn: Double? = nil, scopes: [String]? = nil) {
         self.refreshToken = refreshToken
         self.idToken = idToken
         self.accessToken = accessToken
         self.expiresIn = expiresIn
+        self.scopes = scopes
     }
 }
 

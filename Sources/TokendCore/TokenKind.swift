@@ -6,16 +6,14 @@ public enum TokenKind: String, Codable, Sendable, CaseIterable {
     case access
 }
 
-/// The kind of identity provider behind an account (DESIGN.md §2).
-public enum ProviderKind: String, Codable, Sendable {
-    case firebase
-    case oidc
+/// The name of a kind of identity provider (`provider = "…"` in an account table). Open: each
+/// provider declares its own (`ProviderKind.firebase` lives with the Firebase provider).
+public struct ProviderKind: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {
+    public let rawValue: String
 
-    /// What `tokenctl token` prints when no `--kind` is given (DESIGN.md §6).
-    public var defaultTokenKind: TokenKind {
-        switch self {
-        case .firebase: .id
-        case .oidc: .access
-        }
+    public init(rawValue: String) {
+        self.rawValue = rawValue
     }
+
+    public var description: String { rawValue }
 }

@@ -37,6 +37,11 @@ public struct Response: Codable, Sendable, Equatable {
     /// How the user signed in: `password`, `anonymous`, `custom`, `google.com`, `oidc`.
     public var signInProvider: String?
 
+    // logout: `revoked`, `unsupported` or `failed` (with `warning` saying why), absent when
+    // there was no session to revoke.
+    public var revocation: String?
+    public var warning: String?
+
     public init(id: RequestID? = nil, ok: Bool = true) {
         self.id = id
         self.ok = ok
@@ -49,7 +54,7 @@ public struct Response: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, ok, error, `protocol`, version, capabilities, account, token, kind, accounts, watching, progress
+        case id, ok, error, `protocol`, version, capabilities, account, token, kind, accounts, watching, progress, revocation, warning
         case signInProvider = "sign_in_provider"
         case expiresAt = "expires_at"
         case expiresIn = "expires_in"

@@ -1,11 +1,54 @@
 import TokendCore
 
-/// Firebase Authentication's Secure Token API (firebase-rest.md): production over HTTPS, or the
-/// Auth emulator convention (plain HTTP, production host as the first path segment).
+extension ProviderKind {
+    public static let firebase = ProviderKind(rawValue: "firebase")
+}
+
+/// Firebase Authentication's Secure Token API: production over HTTPS, or the Auth emulator
+/// convention (plain HTTP, production host as the first path segment).
 public struct FirebaseProvider: TokenProvider {
     public static let productionHost = "securetoken.googleapis.com"
     /// The variable the Firebase SDKs and CLI use to point at an emulator.
     public static let emulatorVariable = "FIREBASE_AUTH_EMULATOR_HOST"
+
+    /// An account's `provider = "firebase"` table.
+    public struct Settings: ProviderSettings, Equatable {
+        public var apiKey: String
+        /// `emulator` from the config, else `FIREBASE_AUTH_EMULATOR_HOST` at load time, else nil.
+        public var emulatorHost: String?
+
+        public init(apiKey: String, emulatorHost: String?) {
+            self.apiKey = apiKey
+            self.emulatorHost = emulatorHost
+        }
+
+        public var descriptor: ProviderDescriptor { FirebaseProvider.descriptor }
+        public var description: String { "firebase(emulator: \(emulatorHost ?? "none"))" }
+        public var endpoint: String {
+            "firebase \(apiKey) \(emulatorHost.map { "http://\($0)" } ?? "https://\(FirebaseProvider.productionHost)")"
+        }
+
+        public func makeProvider(transport: HTTPTransport) -> any TokenProvider {
+            FirebaseProvider(apiKey: apiKey, emulatorHost: emulatorHost, transport: transport)
+        }
+    }
+
+    public static let descriptor = ProviderDescriptor(
+        kind: .firebase, keys: ["api_key", "emulator"], defaultTokenKind: .id, capabilities: [.refresh], loginMethods: [],
+        parse: { values, environment throws(ProviderConfigError) in
+            let reader = ProviderConfigReader(values)
+            let apiKey = try reader.string("api_key", required: true) ?? ""
+            let configured = try reader.string("emulator")
+            let emulator = configured ?? environment[emulatorVariable].flatMap { $0.isEmpty ? nil : $0 }
+            // The emulator is spoken to over plain HTTP: refresh tokens must not leave the machine.
+            if let emulator, !reader.allowsPlainHTTP, !PlainHTTP.isLoopback(PlainHTTP.host(ofAuthority: Substring(emulator))) {
+                let source = configured == nil ? "\(emulatorVariable) (\(emulator)) in tokend's environment" : "an emulator on \(emulator)"
+                throw ProviderConfigError(
+                    key: nil, "\(source) would get refresh tokens over plain HTTP off this machine; use a loopback emulator, or set \(PlainHTTP.optInKey) = true")
+            }
+            return Settings(apiKey: apiKey, emulatorHost: emulator)
+        },
+        classify: { answer in RefreshClassifier.firebase(status: answer.status, body: answer.body, retryAfter: answer.retryAfter) })
 
     public let kind = ProviderKind.firebase
     let apiKey: String
@@ -36,14 +79,12 @@ public struct FirebaseProvider: TokenProvider {
     }
 
     public func refresh(refreshToken: String) async -> RefreshOutcome {
-        let body = FormEncoding.encode([("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
-        let headers = [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")]
-        switch await transport.post(url: tokenURL, headers: headers, body: body) {
+        let request = HTTPRequest.form(tokenURL, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
+        switch await transport.send(request) {
         case .failure(let failure):
-            return .transient(failure, retryAfter: nil)
+            return .transient(failure.refreshFailure, retryAfter: nil)
         case .success(let answer):
-            return RefreshClassifier.firebase(status: answer.status, body: answer.body, retryAfter: answer.retryAfter)
-                .redacting(refreshToken)
+            return Self.descriptor.classify(answer).redacting(refreshToken)
         }
     }
 }

@@ -3,30 +3,97 @@ import NIOCore
 import NIOHTTP1
 import TokendCore
 
-/// The one HTTP client of the daemon, shared by every provider: a connection pool, the request
-/// deadline, the response-size cap and the proxy settings live here and nowhere else.
+/// One HTTP exchange a provider asks for: GET or POST, with a form or JSON body.
+public struct HTTPRequest: Sendable {
+    public enum Method: String, Sendable { case get = "GET", post = "POST" }
+
+    public var method: Method
+    public var url: String
+    public var headers: [(String, String)]
+    public var body: [UInt8]?
+
+    public init(method: Method, url: String, headers: [(String, String)] = [], body: [UInt8]? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A GET that wants JSON back (discovery documents, JWKS).
+    public static func get(_ url: String, headers: [(String, String)] = []) -> HTTPRequest {
+        HTTPRequest(method: .get, url: url, headers: [("Accept", "application/json")] + headers)
+    }
+
+    /// A POST of `application/x-www-form-urlencoded` fields, as OAuth token endpoints take them.
+    public static func form(_ url: String, _ fields: [(String, String)], headers: [(String, String)] = []) -> HTTPRequest {
+        HTTPRequest(
+            method: .post, url: url,
+            headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")] + headers,
+            body: FormEncoding.encode(fields))
+    }
+
+    /// A POST of a JSON document.
+    public static func json(_ url: String, _ body: [UInt8], headers: [(String, String)] = []) -> HTTPRequest {
+        HTTPRequest(method: .post, url: url, headers: [("Content-Type", "application/json"), ("Accept", "application/json")] + headers, body: body)
+    }
+}
+
+/// What came back. A redirect is returned as it is: it is never followed.
+public struct HTTPAnswer: Sendable {
+    public var status: Int
+    /// Header names lowercased.
+    public var headers: [String: String]
+    public var body: [UInt8]
+    public var retryAfter: Double? { RefreshClassifier.retryAfter(headers["retry-after"]) }
+
+    public init(status: Int, headers: [String: String] = [:], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public var isRedirect: Bool { (300...399).contains(status) }
+}
+
+/// No complete answer: the server could not be reached, did not finish within the deadline, or
+/// sent more than we take. Each provider decides what that means for its operation.
+public struct TransportFailure: Error, Sendable, Equatable {
+    public enum Kind: Sendable, Equatable { case timeout, network, tooLarge }
+    public var kind: Kind
+    /// Safe to show: never a URL's query (it may carry an API key) nor a body.
+    public var message: String
+
+    /// The refresh domain's view: every transport failure is transient.
+    public var refreshFailure: RefreshFailure {
+        RefreshFailure(code: kind == .timeout ? "timeout" : kind == .tooLarge ? "too_large" : "network", message: message)
+    }
+}
+
+/// The one HTTP client of the daemon, shared by every provider: a connection pool, the deadline,
+/// the response-size cap, the redirect rule and the proxy settings live here and nowhere else.
 public final class HTTPTransport: Sendable {
-    /// A token endpoint that has not answered in 10 s is treated as down (transient); the daemon
-    /// keeps serving the held token meanwhile, so waiting longer buys nothing.
-    public static let requestTimeout: TimeAmount = .seconds(10)
+    /// A provider that has not finished answering in 10 s is treated as down (transient); the
+    /// daemon keeps serving the held token meanwhile, so waiting longer buys nothing.
+    public static let defaultDeadline: Double = 10
     /// Token responses are a few KiB; 1 MiB leaves room for 16 KiB tokens and refuses a runaway body.
     public static let maximumBodySize = 1024 * 1024
 
-    public struct Answer: Sendable {
-        public var status: Int
-        public var body: [UInt8]
-        public var retryAfter: Double?
-    }
-
+    /// Seconds for one whole exchange: connect, head and body. A body trickled a byte at a time
+    /// must not hold an account in `refreshing` for longer than this.
+    public let deadline: Double
     let direct: HTTPClient
-    /// Only for https URLs to hosts outside `NO_PROXY`: a loopback emulator is never proxied.
+    /// Only for https URLs to hosts outside `NO_PROXY`: a loopback server is never proxied.
     let proxied: HTTPClient?
     let noProxy: [String]
 
-    public init(environment: [String: String]) {
+    public init(environment: [String: String], deadline: Double = defaultDeadline) {
+        self.deadline = deadline
         func client(proxy: HTTPClient.Configuration.Proxy?) -> HTTPClient {
             var configuration = HTTPClient.Configuration()
-            configuration.timeout = .init(connect: .seconds(5), read: Self.requestTimeout)
+            configuration.timeout = .init(connect: .seconds(5), read: .milliseconds(Int64(deadline * 1000)))
+            // A redirect would re-send a refresh token, client secret or API key to wherever the
+            // Location points (https → http included): token endpoints never need one.
+            configuration.redirectConfiguration = .disallow
             configuration.proxy = proxy
             return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         }
@@ -60,21 +127,44 @@ public final class HTTPTransport: Sendable {
         return .server(host: String(host), port: port)
     }
 
-    /// POSTs a form or JSON body. Transport failures come back as a transient outcome's failure.
-    public func post(url: String, headers: [(String, String)], body: [UInt8]) async -> Result<Answer, RefreshFailure> {
-        var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        request.body = .bytes(ByteBuffer(bytes: body))
+    /// Performs one exchange within `deadline`, head and body together.
+    public func send(_ request: HTTPRequest) async -> Result<HTTPAnswer, TransportFailure> {
+        var outgoing = HTTPClientRequest(url: request.url)
+        outgoing.method = request.method == .get ? .GET : .POST
+        for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+        if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
+        let prepared = outgoing
+        let client = client(for: request.url)
+        let seconds = deadline
+        let timedOut = TransportFailure(kind: .timeout, message: "the provider did not answer within \(Int(seconds)) s")
         do {
-            let response = try await client(for: url).execute(request, timeout: Self.requestTimeout)
-            let bytes = try await response.body.collect(upTo: Self.maximumBodySize)
-            let retryAfter = RefreshClassifier.retryAfter(response.headers.first(name: "Retry-After"))
-            return .success(Answer(status: Int(response.status.code), body: Array(buffer: bytes), retryAfter: retryAfter))
+            // The exchange races a timer; whichever ends first cancels the other, and cancelling
+            // the exchange closes its connection, so a trickled body cannot outlive the deadline.
+            return try await withThrowingTaskGroup(of: HTTPAnswer?.self) { group in
+                group.addTask {
+                    let response = try await client.execute(prepared, deadline: .now() + .milliseconds(Int64(seconds * 1000)))
+                    let bytes = try await response.body.collect(upTo: Self.maximumBodySize)
+                    var headers: [String: String] = [:]
+                    for (name, value) in response.headers { headers[name.lowercased()] = value }
+                    return HTTPAnswer(status: Int(response.status.code), headers: headers, body: Array(buffer: bytes))
+                }
+                group.addTask {
+                    try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let answer = first else { return .failure(timedOut) }
+                return .success(answer)
+            }
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
-            return .failure(RefreshFailure(code: "timeout", message: "the provider did not answer within \(Self.requestTimeout.nanoseconds / 1_000_000_000) s"))
+            return .failure(timedOut)
+        } catch is CancellationError {
+            return .failure(timedOut)
+        } catch let error as NIOTooManyBytesError {
+            _ = error
+            return .failure(TransportFailure(kind: .tooLarge, message: "the provider's answer is larger than \(Self.maximumBodySize / 1024) KiB"))
         } catch {
-            return .failure(RefreshFailure(code: "network", message: "could not reach the provider: \(Self.describe(error))"))
+            return .failure(TransportFailure(kind: .network, message: "could not reach the provider: \(Self.describe(error))"))
         }
     }
 
@@ -103,6 +193,12 @@ public enum FormEncoding {
             escape(value, into: &out)
         }
         return out
+    }
+
+    public static func escaped(_ text: String) -> String {
+        var out: [UInt8] = []
+        escape(text, into: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     public static func escape(_ text: String, into out: inout [UInt8]) {

@@ -15,7 +15,7 @@ extension AccountEngine {
             var status = AccountStatus(
                 name: name, provider: kind.rawValue, state: machine.stateName(at: now),
                 keyring: account.unsaved || keyringState != .available ? keyringState.rawValue : KeyringState.available.rawValue)
-            if let expiresAt = machine.tokens?.token(kind.defaultTokenKind)?.expiresAt ?? machine.tokens?.expiresAt {
+            if let expiresAt = machine.tokens?.token(account.configuration.defaultTokenKind)?.expiresAt ?? machine.tokens?.expiresAt {
                 status.expiresAt = Timestamp.format(expiresAt)
                 status.expiresIn = max(0, Int(saturating: expiresAt.timeIntervalSince(now).rounded(.down)))
             }

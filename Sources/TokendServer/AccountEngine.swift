@@ -171,7 +171,7 @@ public actor AccountEngine {
     /// `timeout` seconds) when the held one will not do. Never an expired token.
     public func token(account name: String, kind requested: TokenKind?, minValid: Double, timeout: Double) async -> Result<TokenGrant, TokendError> {
         guard let initial = accounts[name] else { return .failure(missingAccount(name)) }
-        let kind = requested ?? initial.configuration.kind.defaultTokenKind
+        let kind = requested ?? initial.configuration.defaultTokenKind
         let start = clock.now()
         let deadline = start.addingTimeInterval(timeout)
         while true {
@@ -387,15 +387,32 @@ public actor AccountEngine {
         return await awaitRefreshOutcome(name, since: start, deadline: start.addingTimeInterval(timeout))
     }
 
-    /// Forgets the account's session, in memory and in the keyring.
-    public func logout(account name: String) async -> Result<Void, TokendError> {
+    /// Forgets the account's session, in memory and in the keyring, revoking its refresh token at
+    /// the provider first where the provider can. A failed revocation is reported, not fatal: the
+    /// local session goes either way. Nil outcome: there was no session to revoke.
+    public func logout(account name: String) async -> Result<RevocationOutcome?, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         account.commitNewUserAction()
+        let held = account.machine.tokens?.refreshToken
         account.machine.forget(reason: "logged out; run: tokenctl login \(name)")
         disarm(&account)
         account.unsaved = false
         accounts[name] = account
         wake(name)
+        var revocation: RevocationOutcome? = nil
+        if let held {
+            revocation = await account.provider.revoke(refreshToken: held)
+            switch revocation {
+            case .failed(let failure):
+                logger.warning("revocation at the provider failed; the local session is removed anyway", metadata: [
+                    "account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)",
+                ])
+            case .revoked:
+                logger.info("session revoked at the provider", metadata: ["account": "\(name)"])
+            case .unsupported, nil:
+                break
+            }
+        }
         let deleted = await store.delete(account: name, ifRefreshToken: nil)
         hub.publish(Event(event: .loggedOut, account: name, at: Timestamp.format(clock.now())))
         publishSignedOut(name, reason: "logout")
@@ -403,7 +420,7 @@ public actor AccountEngine {
         switch deleted {
         case .success:
             _ = noteKeyring(.success(()), account: name)
-            return .success(())
+            return .success(revocation)
         case .failure(let error):
             _ = noteKeyring(.failure(error), account: name)
             var mapped = error.tokendError(account: name)

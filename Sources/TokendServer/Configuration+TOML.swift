@@ -1,11 +1,11 @@
 import TOMLKit
 import TokendCore
 import TokendProtocol
+import TokendProviders
 
 extension Configuration {
-    /// The keys an account table may have; anything else is a typo worth an error, not silence.
-    static let firebaseKeys: Set<String> = ["provider", "api_key", "emulator", "refresh_before", "git_hosts", "git_username", PlainHTTP.optInKey]
-    static let oidcKeys: Set<String> = ["provider", "issuer", "client_id", "client_secret", "scopes", "refresh_before", "git_hosts", "git_username", PlainHTTP.optInKey]
+    /// Keys every account table may have, whatever its provider; the rest belong to the provider.
+    static let commonKeys: Set<String> = ["provider", "refresh_before", "git_hosts", "git_username", PlainHTTP.optInKey]
     static let topLevelKeys: Set<String> = ["account", "hooks", "notify"]
     /// Account names end up in keyring attributes, command lines and log lines: keep them tame.
     static let accountNameCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -34,7 +34,9 @@ extension Configuration {
         return try parse(text, path: path, environment: environment)
     }
 
-    public static func parse(_ text: String, path: String, environment: [String: String]) throws(ConfigurationError) -> Configuration {
+    public static func parse(
+        _ text: String, path: String, environment: [String: String], registry: ProviderRegistry = .standard
+    ) throws(ConfigurationError) -> Configuration {
         let root: TOMLTable
         do {
             root = try TOMLTable(string: text)
@@ -81,41 +83,28 @@ extension Configuration {
                 guard let flag = value.bool else { throw fail(PlainHTTP.optInKey, table: tableName, "must be true or false") }
                 allowPlainHTTP = flag
             }
-            let allowed: Set<String>
-            let accountProvider: AccountConfiguration.Provider
-            switch provider {
-            case "firebase":
-                allowed = firebaseKeys
-                let apiKey = try string("api_key", required: true) ?? ""
-                let configured = try string("emulator", required: false)
-                let emulator = configured ?? environment[FirebaseEmulator.variable].flatMap { $0.isEmpty ? nil : $0 }
-                if let emulator, !allowPlainHTTP, !PlainHTTP.isLoopback(PlainHTTP.host(ofAuthority: Substring(emulator))) {
-                    let source = configured == nil ? "\(FirebaseEmulator.variable) (\(emulator)) in tokend's environment" : "an emulator on \(emulator)"
-                    throw ConfigurationError(path: path, line: locator.line(ofTable: tableName), key: tableName,
-                        message: "\(source) would get refresh tokens over plain HTTP off this machine; use a loopback emulator, or set \(PlainHTTP.optInKey) = true")
-                }
-                accountProvider = .firebase(apiKey: apiKey, emulatorHost: emulator)
-            case "oidc":
-                allowed = oidcKeys
-                let issuer = try string("issuer", required: true) ?? ""
-                let plainHost = PlainHTTP.host(ofURL: issuer)
-                guard issuer.lowercased().hasPrefix("https://") || plainHost.map({ allowPlainHTTP || PlainHTTP.isLoopback($0) }) == true else {
-                    throw fail("issuer", table: tableName, "must be an https:// URL (plain http only on loopback, or with \(PlainHTTP.optInKey) = true)")
-                }
-                var scopes = ["openid"]
-                if let value = table["scopes"] {
-                    guard let array = value.array, let strings = Optional(array.compactMap(\.string)), strings.count == array.count else {
-                        throw fail("scopes", table: tableName, "must be an array of strings")
-                    }
-                    scopes = strings
-                }
-                accountProvider = .oidc(issuer: issuer, clientID: try string("client_id", required: true) ?? "",
-                    clientSecret: try string("client_secret", required: false), scopes: scopes)
-            default:
-                throw fail("provider", table: tableName, "must be \"firebase\" or \"oidc\", not \"\(provider)\"")
+            guard let descriptor = registry.descriptor(named: provider) else {
+                throw fail("provider", table: tableName, "must be one of \(registry.names.map { "\"\($0)\"" }.joined(separator: ", ")), not \"\(provider)\"")
             }
+            let allowed = commonKeys.union(descriptor.keys)
             for key in table.keys.sorted() where !allowed.contains(key) {
                 throw fail(key, table: tableName, "unknown key for a \(provider) account (known: \(allowed.sorted().joined(separator: ", ")))")
+            }
+            var values: [String: ProviderConfigValue] = [:]
+            for key in table.keys where descriptor.keys.contains(key) {
+                values[key] = table[key].map(Self.providerValue) ?? .other
+            }
+            // Providers check their endpoints against the plain-HTTP rule themselves.
+            values[PlainHTTP.optInKey] = .boolean(allowPlainHTTP)
+            let accountProvider: any ProviderSettings
+            do {
+                accountProvider = try descriptor.parse(values, environment)
+            } catch {
+                if let key = error.key, table[key] == nil {
+                    throw ConfigurationError(path: path, line: locator.line(ofTable: tableName), key: "\(tableName).\(key)", message: error.message)
+                }
+                throw error.key.map { fail($0, table: tableName, error.message) }
+                    ?? ConfigurationError(path: path, line: locator.line(ofTable: tableName), key: tableName, message: error.message)
             }
             var refreshBefore = RefreshPolicy.defaultRefreshBefore
             if let value = table["refresh_before"] {
@@ -124,7 +113,7 @@ extension Configuration {
                 }
                 refreshBefore = seconds
             }
-            var account = AccountConfiguration(name: name, provider: accountProvider, refreshBefore: refreshBefore)
+            var account = AccountConfiguration(name: name, provider: AnyProviderSettings(accountProvider), refreshBefore: refreshBefore)
             if let value = table["git_hosts"] {
                 let strings = value.array?.compactMap(\.string) ?? []
                 guard let array = value.array, strings.count == array.count, strings.allSatisfy({ GitHostClaim($0) != nil }) else {
@@ -161,9 +150,18 @@ extension Configuration {
     }
 }
 
-enum FirebaseEmulator {
-    /// The variable the Firebase SDKs and CLI use to point at an emulator.
-    static let variable = "FIREBASE_AUTH_EMULATOR_HOST"
+extension Configuration {
+    /// A TOML value as providers see it.
+    static func providerValue(_ value: any TOMLValueConvertible) -> ProviderConfigValue {
+        if let string = value.string { return .string(string) }
+        if let int = value.int { return .integer(int) }
+        if let bool = value.bool { return .boolean(bool) }
+        if let array = value.array {
+            let strings = array.compactMap(\.string)
+            return strings.count == array.count ? .strings(strings) : .other
+        }
+        return .other
+    }
 }
 
 /// Finds the line of a table header or a key in TOML text, for error messages: TOMLKit reports

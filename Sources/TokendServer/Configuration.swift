@@ -1,6 +1,7 @@
 import TokendCore
+import TokendProviders
 
-/// The daemon's configuration (DESIGN.md §2): accounts and their providers. No secrets, except an
+/// The daemon's configuration (README.md, "Configuration"): accounts and their providers. No secrets, except an
 /// OAuth `client_secret` where a provider requires one (it identifies the program, not the user).
 public struct Configuration: Sendable, Equatable {
     public var accounts: [String: AccountConfiguration]
@@ -18,14 +19,9 @@ public struct Configuration: Sendable, Equatable {
 }
 
 public struct AccountConfiguration: Sendable, Equatable {
-    public enum Provider: Sendable, Equatable {
-        /// `emulator` from the config, else `FIREBASE_AUTH_EMULATOR_HOST` at load time, else nil.
-        case firebase(apiKey: String, emulatorHost: String?)
-        case oidc(issuer: String, clientID: String, clientSecret: String?, scopes: [String])
-    }
-
     public var name: String
-    public var provider: Provider
+    /// The provider's own settings, validated by it (`ProviderRegistry`).
+    public var provider: AnyProviderSettings
     public var refreshBefore: Double
     /// `git_hosts`: the hosts (and path prefixes) `tokenctl git-credential` answers for with
     /// this account, as written; each parses as a `GitHostClaim`.
@@ -33,14 +29,27 @@ public struct AccountConfiguration: Sendable, Equatable {
     /// `git_username`: the user name git is given; nil lets tokenctl choose (email claim or `oauth2`).
     public var gitUsername: String? = nil
 
-    public var kind: ProviderKind {
-        switch provider {
-        case .firebase: .firebase
-        case .oidc: .oidc
-        }
+    public init(name: String, provider: AnyProviderSettings, refreshBefore: Double) {
+        self.name = name
+        self.provider = provider
+        self.refreshBefore = refreshBefore
     }
 
+    public var kind: ProviderKind { provider.kind }
+    public var defaultTokenKind: TokenKind { provider.base.defaultTokenKind }
+
     public var policy: RefreshPolicy { RefreshPolicy(refreshBefore: refreshBefore) }
+}
+
+extension AnyProviderSettings {
+    /// Shorthands for tests and callers that build configurations in code.
+    public static func firebase(apiKey: String, emulatorHost: String?) -> AnyProviderSettings {
+        AnyProviderSettings(FirebaseProvider.Settings(apiKey: apiKey, emulatorHost: emulatorHost))
+    }
+
+    public static func oidc(_ settings: OIDCProvider.Settings) -> AnyProviderSettings {
+        AnyProviderSettings(settings)
+    }
 }
 
 /// A configuration problem, located: file, line where known, key.

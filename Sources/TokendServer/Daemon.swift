@@ -85,12 +85,7 @@ public final class Daemon: Service, Sendable {
     }
 
     static func provider(for configuration: AccountConfiguration, transport: HTTPTransport) -> any TokenProvider {
-        switch configuration.provider {
-        case .firebase(let apiKey, let emulatorHost):
-            return FirebaseProvider(apiKey: apiKey, emulatorHost: emulatorHost, transport: transport)
-        case .oidc:
-            return UnsupportedProvider(kind: .oidc, reason: "OpenID Connect accounts are not supported by this version yet")
-        }
+        configuration.provider.base.makeProvider(transport: transport)
     }
 
     /// Serves until SIGTERM/SIGINT (graceful: stop accepting, close connections, end watches).
@@ -274,15 +269,5 @@ public final class Daemon: Service, Sendable {
             }
             return []
         }
-    }
-}
-
-/// Stands in for a provider this build cannot talk to: every refresh is a configuration error.
-struct UnsupportedProvider: TokenProvider {
-    let kind: ProviderKind
-    let reason: String
-
-    func refresh(refreshToken: String) async -> RefreshOutcome {
-        .misconfigured(RefreshFailure(code: "unsupported_provider", message: reason))
     }
 }

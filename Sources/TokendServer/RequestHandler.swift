@@ -89,8 +89,18 @@ public struct RequestHandler: Sendable {
             fill(&response, account: name, expiresAt: expiresAt)
         case .logout:
             let name = try account(of: request)
-            try await engine.logout(account: name).get()
+            let revocation = try await engine.logout(account: name).get()
             response.account = name
+            switch revocation {
+            case .revoked: response.revocation = "revoked"
+            case .unsupported(let reason):
+                response.revocation = "unsupported"
+                response.warning = reason
+            case .failed(let failure):
+                response.revocation = "failed"
+                response.warning = "the provider did not revoke the session (\(failure.code): \(failure.message))"
+            case nil: break
+            }
         case .watch:
             if let name = request.account { _ = try await engine.statuses(account: name).get() }
             if let name = request.account {

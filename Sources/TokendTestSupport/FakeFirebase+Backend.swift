@@ -191,6 +191,8 @@ struct Decision: Sendable {
         case dropMidResponse(Reply)
         /// Never answer; leave the connection open.
         case hang
+        /// Send the head, then this reply's body a byte at a time (`FakeFirebase.trickleInterval`).
+        case trickle(Reply)
     }
 
     var action: Action

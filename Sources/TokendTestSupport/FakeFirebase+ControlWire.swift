@@ -72,6 +72,8 @@ enum ControlWire {
             case .hang: self.init(kind: "hang")
             case .malformedJSON: self.init(kind: "malformed_json")
             case .missingFields: self.init(kind: "missing_fields")
+            case .trickle: self.init(kind: "trickle")
+            case .redirect(let status, let location): self.init(kind: "redirect", status: status, body: location)
             }
         }
 
@@ -103,6 +105,12 @@ enum ControlWire {
             case "hang": return .hang
             case "malformed_json": return .malformedJSON
             case "missing_fields": return .missingFields
+            case "trickle": return .trickle
+            case "redirect":
+                guard let status, (300...399).contains(status), let body, !body.isEmpty else {
+                    throw .badRequest("a redirect fault needs \"status\" 3xx and the Location in \"body\"")
+                }
+                return .redirect(status, location: body)
             default: throw .badRequest("unknown fault \"\(fault)\"")
             }
         }

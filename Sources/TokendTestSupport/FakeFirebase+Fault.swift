@@ -28,15 +28,25 @@ extension FakeFirebase {
         case malformedJSON
         /// 200 with JSON that lacks `id_token`, `access_token` and `expires_in`.
         case missingFields
+        /// Send the head and then the body one byte every `trickleInterval`, never finishing
+        /// within any sane deadline: a client must bound the whole exchange, not just the head.
+        case trickle
+        /// Answer `status` (307, 308, 302…) with `Location: location`. A client that follows it
+        /// re-sends the refresh token there; the fake logs any request that arrives.
+        case redirect(Int, location: String)
     }
+
+    /// A byte every 200 ms: each read sees progress (so a per-read timeout never fires), and a
+    /// token answer of a KiB takes minutes.
+    static let trickleInterval = 0.2
 }
 
 extension FakeFirebase.Fault {
     /// Faults after which no complete answer reached the client: logged with a nil status.
     var answersCompletely: Bool {
         switch self {
-        case .refuse, .drop, .dropMidResponse, .hang: false
-        case .status, .firebaseError, .oauthError, .malformedJSON, .missingFields: true
+        case .refuse, .drop, .dropMidResponse, .hang, .trickle: false
+        case .status, .firebaseError, .oauthError, .malformedJSON, .missingFields, .redirect: true
         }
     }
 }
@@ -111,6 +121,8 @@ extension FakeFirebase.Fault: CustomStringConvertible {
         case .hang: "hang"
         case .malformedJSON: "malformed_json"
         case .missingFields: "missing_fields"
+        case .trickle: "trickle"
+        case .redirect(let status, _): "redirect \(status)"
         }
     }
 }

@@ -25,6 +25,12 @@ extension FakeFirebase.Fault {
             return .hang
         case .dropMidResponse:
             return .dropMidResponse(Self.wouldBeAnswer(presented: presented, uid: uid, options: options, now: now))
+        case .trickle:
+            return .trickle(Self.wouldBeAnswer(presented: presented, uid: uid, options: options, now: now))
+        case .redirect(let status, let location):
+            var reply = Reply.text(status, "", contentType: "text/html; charset=UTF-8")
+            reply.extraHeaders["Location"] = location
+            return .reply(reply)
         case .malformedJSON:
             return .reply(.text(
                 200, "<!DOCTYPE html><html><head><title>Network login</title></head><body>Sign in to continue</body></html>",

@@ -66,7 +66,7 @@ final class FakeFirebaseHTTPHandler: ChannelInboundHandler, RemovableChannelHand
 
     private func perform(_ decision: Decision, keepAlive: Bool, context: ChannelHandlerContext) {
         switch decision.action {
-        case .drop, .dropMidResponse, .hang: abandoned = true
+        case .drop, .dropMidResponse, .hang, .trickle: abandoned = true
         case .reply: break
         }
         guard decision.delay > 0 else { return act(decision.action, keepAlive: keepAlive, context: context) }
@@ -82,7 +82,26 @@ final class FakeFirebaseHTTPHandler: ChannelInboundHandler, RemovableChannelHand
         case .dropMidResponse(let reply): write(reply, keepAlive: false, truncated: true, context: context)
         case .drop: context.close(promise: nil)
         case .hang: break
+        case .trickle(let reply): trickle(reply, context: context)
         }
+    }
+
+    /// Sends `reply`'s head, then one byte of its body per interval until the client hangs up.
+    private func trickle(_ reply: Reply, context: ChannelHandlerContext) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: reply.contentType)
+        headers.add(name: "Content-Length", value: String(reply.body.count))
+        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: reply.status), headers: headers)
+        context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
+        let interval = TimeAmount.milliseconds(Int64(FakeFirebase.trickleInterval * 1000))
+        let loop = context.eventLoop.assumeIsolated()
+        func send(_ index: Int) {
+            guard context.channel.isActive, index < reply.body.count else { return }
+            let byte = context.channel.allocator.buffer(bytes: [reply.body[index]])
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(byte))), promise: nil)
+            loop.scheduleTask(in: interval) { send(index + 1) }
+        }
+        send(0)
     }
 
     /// Writes `reply`; `truncated` sends its head (announcing the full length) and half its body,

@@ -6,7 +6,7 @@ extension Tokenctl {
     /// `tokenctl logout ACCOUNT`: the daemon forgets the session, keyring included.
     struct Logout: TokenctlCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Forget an account's tokens, keyring item included.")
+            abstract: "Forget an account's tokens, keyring item included, revoking them at the provider where it can.")
 
         @Argument(help: "The account, as named in config.toml.")
         var account: String
@@ -17,8 +17,13 @@ extension Tokenctl {
 
         func execute(_ context: CommandContext) throws(TokenctlError) {
             let daemon = try DaemonConnection(options: connection, context: context)
-            _ = try daemon.call(Request(op: Op.logout.rawValue, account: account))
-            try context.console.write("\(Text.singleLine(account)) logged out\n")
+            let (response, _) = try daemon.call(Request(op: Op.logout.rawValue, account: account))
+            let revoked = response.revocation == "revoked" ? "; the session was revoked at the provider" : ""
+            try context.console.write("\(Text.singleLine(account)) logged out\(revoked)\n")
+            if response.revocation == "failed", let warning = response.warning {
+                // The local session is gone either way; the user may want to revoke it by hand.
+                context.console.writeError("tokenctl: warning: \(Text.singleLine(warning)); revoke it in the provider's account settings if it matters\n")
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+import TokendProviders
 @testable import TokendServer
 
 @Suite struct ConfigurationTests {
@@ -21,7 +22,47 @@ import Testing
             """)
         #expect(configuration.accounts["work"]?.provider == .firebase(apiKey: "AIza", emulatorHost: nil))
         #expect(configuration.accounts["work"]?.refreshBefore == 120)
-        #expect(configuration.accounts["corp"]?.provider == .oidc(issuer: "https://login.example.com", clientID: "cli", clientSecret: nil, scopes: ["openid", "email"]))
+        #expect(configuration.accounts["corp"]?.provider == .oidc(OIDCProvider.Settings(issuer: "https://login.example.com", clientID: "cli", scopes: ["openid", "email"])))
+        #expect(configuration.accounts["corp"]?.defaultTokenKind == .access)
+    }
+
+    @Test func oidcOptions() throws {
+        let configuration = try parse("""
+            [account.corp]
+            provider = "oidc"
+            issuer = "http://127.0.0.1:8080/realms/x"
+            client_id = "cli"
+            client_secret = "s"
+            client_auth = "client_secret_post"
+            kind = "id"
+            token_endpoint = "http://127.0.0.1:8080/token"
+            revocation_endpoint = "https://example.com/revoke"
+            """)
+        let expected = OIDCProvider.Settings(
+            issuer: "http://127.0.0.1:8080/realms/x", clientID: "cli", clientSecret: "s", clientAuthentication: .post, tokenKind: .id,
+            endpoints: .init(token: "http://127.0.0.1:8080/token", revocation: "https://example.com/revoke"))
+        #expect(configuration.accounts["corp"]?.provider == .oidc(expected))
+        #expect(configuration.accounts["corp"]?.defaultTokenKind == .id)
+        // A secret alone means HTTP Basic; none means a public client.
+        #expect(OIDCProvider.Settings(issuer: "https://a", clientID: "c", clientSecret: "s").clientAuthentication == .basic)
+        #expect(OIDCProvider.Settings(issuer: "https://a", clientID: "c").clientAuthentication == .none)
+    }
+
+    @Test(arguments: [
+        ("issuer = \"http://login.example.com\"", "account.corp.issuer"),
+        ("token_endpoint = \"http://example.com/token\"", "account.corp.token_endpoint"),
+        ("client_auth = \"client_secret_jwt\"", "account.corp.client_auth"),
+        ("kind = \"refresh\"", "account.corp.kind"),
+        ("client_auth = \"client_secret_basic\"\nclient_secret_x = 1", "account.corp.client_secret_x"),
+    ])
+    func oidcMistakesNameTheirKey(line: String, key: String) {
+        var text = "[account.corp]\nprovider = \"oidc\"\nclient_id = \"c\"\n"
+        if !line.hasPrefix("issuer") { text += "issuer = \"https://login.example.com\"\n" }
+        #expect {
+            try parse(text + line + "\n")
+        } throws: { error in
+            (error as? ConfigurationError)?.key == key
+        }
     }
 
     @Test func emulatorComesFromTheEnvironmentUnlessConfigured() throws {

@@ -25,3 +25,16 @@ ensure_packages() {
 
 ensure_build_deps() { ensure_packages "${BUILD_PACKAGES[@]}"; }
 ensure_runtime_deps() { ensure_packages "${RUNTIME_PACKAGES[@]}"; }
+
+# oidc-provider-mock, a real OpenID provider for the OIDC end-to-end tests, in a git-ignored
+# venv beside the repository (pinned: its quirks are what the tests rely on).
+OIDC_MOCK_VERSION=0.3.4
+ensure_oidc_mock() {
+  local venv=.venv-oidc
+  if [ -x "$venv/bin/oidc-provider-mock" ] && "$venv/bin/pip" show oidc-provider-mock 2>/dev/null | grep -qx "Version: $OIDC_MOCK_VERSION"; then
+    return 0
+  fi
+  ensure_packages python3-venv
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "oidc-provider-mock==$OIDC_MOCK_VERSION"
+}

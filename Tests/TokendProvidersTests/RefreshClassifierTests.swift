@@ -1,5 +1,6 @@
 import Testing
-@testable import TokendCore
+import TokendCore
+@testable import TokendProviders
 
 @Suite struct RefreshClassifierTests {
     func firebaseError(_ message: String, status: Int = 400, reason: String? = nil) -> RefreshOutcome {
@@ -54,7 +55,8 @@ import Testing
     }
 
     @Test(arguments: ["not json", #"{"token_type":"Bearer"}"#, #"{"id_token":"x"}"#, "", #"{"id_token":"x","expires_in":"1e300"}"#,
-                      #"{"id_token":"x","expires_in":"-5"}"#, #"{"id_token":"x","expires_in":"nan"}"#])
+                      #"{"id_token":"x","expires_in":"-5"}"#, #"{"id_token":"x","expires_in":"nan"}"#,
+                      #"{"id_token":"x","expires_in":"60","refresh_token":""}"#])
     func brokenSuccessIsTransient(body: String) {
         guard case .transient(let failure, _) = RefreshClassifier.firebase(status: 200, body: Array(body.utf8), retryAfter: nil) else {
             Issue.record("expected transient"); return
@@ -71,6 +73,13 @@ import Testing
         guard case .transient = outcome("temporarily_unavailable") else { Issue.record("temporarily_unavailable"); return }
         let success = RefreshClassifier.oauth(status: 200, body: Array(#"{"access_token":"a","expires_in":300}"#.utf8), retryAfter: nil)
         #expect(success == .refreshed(IssuedTokens(accessToken: "a", expiresIn: 300)))
+    }
+
+    /// An empty refresh token in a 200 is malformed, never a rotation to persist.
+    @Test func emptyRefreshTokenIsMalformed() {
+        let outcome = RefreshClassifier.oauth(status: 200, body: Array(#"{"access_token":"a","expires_in":300,"refresh_token":""}"#.utf8), retryAfter: nil)
+        guard case .transient(let failure, _) = outcome else { Issue.record("expected transient, got \(outcome)"); return }
+        #expect(failure.code == "malformed_response")
     }
 
     @Test func oauthShapedAnswersFromFirebaseFollowOAuthRules() {

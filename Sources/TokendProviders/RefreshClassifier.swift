@@ -1,6 +1,8 @@
-/// Turns a provider's HTTP answer to a refresh into a `RefreshOutcome` (DESIGN.md §4,
-/// firebase-rest.md). Pure: the HTTP client hands it status, body and `Retry-After`; transport
-/// failures (refused, timed out, dropped) never reach it and are transient by definition.
+import TokendCore
+
+/// Turns a provider's HTTP answer to a refresh into a `RefreshOutcome`, by the refresh policy in
+/// README.md ("How refreshing works"). Pure: the HTTP client hands it status, body and
+/// `Retry-After`; transport failures (refused, timed out, dropped) are mapped by the provider.
 public enum RefreshClassifier {
     /// Firebase codes after which only a new sign-in helps.
     public static let firebaseNeedsLogin: Set<String> = ["TOKEN_EXPIRED", "USER_DISABLED", "USER_NOT_FOUND", "INVALID_REFRESH_TOKEN"]
@@ -20,6 +22,7 @@ public enum RefreshClassifier {
     /// A Secure Token API answer.
     public static func firebase(status: Int, body: [UInt8], retryAfter: Double?) -> RefreshOutcome {
         if status == 200 { return success(body: body, lifetimeIsString: true) }
+        if let redirect = redirect(status: status) { return redirect }
         let envelope = try? JSONDecoder().decode(GoogleErrorEnvelope.self, from: Data(body))
         // Google's OAuth front ends answer in RFC 6749's shape (`"error":"invalid_grant"`), not in
         // the API envelope: read such an answer by OAuth's rules rather than as an unknown 400.
@@ -45,33 +48,56 @@ public enum RefreshClassifier {
     }
 
     /// An OAuth 2.0 token endpoint answer (RFC 6749 §5.1, §5.2).
-    public static func oauth(status: Int, body: [UInt8], retryAfter: Double?) -> RefreshOutcome {
-        if status == 200 { return success(body: body, lifetimeIsString: false) }
+    /// `defaultLifetime` stands in for a missing `expires_in` when no token is a JWT with `exp`.
+    public static func oauth(status: Int, body: [UInt8], retryAfter: Double?, defaultLifetime: Double? = nil) -> RefreshOutcome {
+        if status == 200 { return success(body: body, lifetimeIsString: false, defaultLifetime: defaultLifetime) }
+        if let redirect = redirect(status: status) { return redirect }
         let error = try? JSONDecoder().decode(OAuthError.self, from: Data(body))
         let code = error?.error ?? "http_\(status)"
         let failure = RefreshFailure(code: code, message: error?.errorDescription ?? "HTTP \(status)")
         if isTransientStatus(status) || oauthTransient.contains(code) { return .transient(failure, retryAfter: retryAfter) }
         if code == "invalid_grant" { return .needsLogin(failure) }
+        // invalid_client, unauthorized_client, unsupported_grant_type, invalid_scope and any 4xx
+        // we do not know: the same request cannot succeed, and a new login would not fix it.
         return .misconfigured(failure)
+    }
+
+    /// Redirects are never followed (they would carry the refresh token elsewhere). One is not a
+    /// verdict on the session either: retried with backoff, and the status says why.
+    static func redirect(status: Int) -> RefreshOutcome? {
+        guard (300...399).contains(status) else { return nil }
+        return .transient(RefreshFailure(
+            code: "redirect", message: "the token endpoint answered HTTP \(status) (a redirect, never followed): check the account's endpoint"), retryAfter: nil)
     }
 
     /// A 200 answer. Missing tokens or a body that is not JSON is a broken answer, not a verdict
     /// on the session: transient, so the held refresh token stays untouched.
-    static func success(body: [UInt8], lifetimeIsString: Bool) -> RefreshOutcome {
+    public static func success(body: [UInt8], lifetimeIsString: Bool, defaultLifetime: Double? = nil) -> RefreshOutcome {
         guard let answer = try? JSONDecoder().decode(TokenAnswer.self, from: Data(body)) else {
             return .transient(RefreshFailure(code: "malformed_response", message: "the provider answered 200 with a body that is not a token response"), retryAfter: nil)
         }
         let idToken = answer.id_token ?? (lifetimeIsString ? answer.access_token : nil)
         let accessToken = answer.access_token ?? (lifetimeIsString ? answer.id_token : nil)
+        // An empty refresh token is no rotation but a broken answer: persisting it would lose the
+        // session for good, so the held one stays.
+        if answer.refresh_token?.isEmpty == true {
+            return .transient(RefreshFailure(code: "malformed_response", message: "the provider answered 200 with an empty refresh_token"), retryAfter: nil)
+        }
         guard idToken != nil || accessToken != nil else {
             return .transient(RefreshFailure(code: "malformed_response", message: "the provider answered 200 without a token"), retryAfter: nil)
         }
         // A lifetime outside (0, ten years] is a broken answer, not a token to keep for ever.
-        let lifetime = answer.expires_in?.seconds.flatMap { $0 > 0 && $0 <= maximumLifetime ? $0 : nil }
+        var lifetime = answer.expires_in?.seconds.flatMap { $0 > 0 && $0 <= maximumLifetime ? $0 : nil }
+        if answer.expires_in == nil, lifetime == nil, let defaultLifetime,
+            ![idToken, accessToken].contains(where: { $0.flatMap { JWTClaims(token: $0)?.expiresAt } != nil }) {
+            lifetime = defaultLifetime
+        }
         guard lifetime != nil || [idToken, accessToken].contains(where: { $0.flatMap { JWTClaims(token: $0)?.expiresAt } != nil }) else {
             return .transient(RefreshFailure(code: "malformed_response", message: "the provider answered 200 without expires_in"), retryAfter: nil)
         }
-        return .refreshed(IssuedTokens(refreshToken: answer.refresh_token, idToken: idToken, accessToken: accessToken, expiresIn: lifetime))
+        return .refreshed(IssuedTokens(
+            refreshToken: answer.refresh_token, idToken: idToken, accessToken: accessToken, expiresIn: lifetime,
+            scopes: answer.scope.map { $0.split(separator: " ").map(String.init) }))
     }
 
     /// `Retry-After` as delta-seconds (RFC 9110 §10.2.3). The HTTP-date form is ignored: no
@@ -87,6 +113,7 @@ public enum RefreshClassifier {
         var access_token: String?
         var refresh_token: String?
         var expires_in: Lifetime?
+        var scope: String?
     }
 
     /// Firebase sends `expires_in` as a string, OAuth as a number; accept both from either.
