@@ -28,13 +28,17 @@ ensure_runtime_deps() { ensure_packages "${RUNTIME_PACKAGES[@]}"; }
 
 # oidc-provider-mock, a real OpenID provider for the OIDC end-to-end tests, in a git-ignored
 # venv beside the repository (pinned: its quirks are what the tests rely on).
+# A real browser drives one login: Debian's chromium and its chromedriver, selenium in the venv.
 OIDC_MOCK_VERSION=0.3.4
+SELENIUM_VERSION=4.51.0
 ensure_oidc_mock() {
   local venv=.venv-oidc
-  if [ -x "$venv/bin/oidc-provider-mock" ] && "$venv/bin/pip" show oidc-provider-mock 2>/dev/null | grep -qx "Version: $OIDC_MOCK_VERSION"; then
+  ensure_packages chromium chromium-driver
+  if [ -x "$venv/bin/oidc-provider-mock" ] && "$venv/bin/pip" show oidc-provider-mock 2>/dev/null | grep -qx "Version: $OIDC_MOCK_VERSION" \
+    && "$venv/bin/pip" show selenium 2>/dev/null | grep -qx "Version: $SELENIUM_VERSION"; then
     return 0
   fi
   ensure_packages python3-venv
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q "oidc-provider-mock==$OIDC_MOCK_VERSION"
+  "$venv/bin/pip" install -q "oidc-provider-mock==$OIDC_MOCK_VERSION" "selenium==$SELENIUM_VERSION"
 }

@@ -1,0 +1,150 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import TokendCore
+
+/// Receives an authorization redirect on 127.0.0.1 at a port the kernel picks (RFC 8252 §7.3).
+/// A redirect whose `state` is not ours is refused with a page saying so, and the listener keeps
+/// waiting; the first one with our `state` gets the success or failure page, and the listener
+/// closes: one login, one redirect.
+final class LoopbackRedirectListener: Sendable {
+    /// What came back on the redirect: a code, or the provider's error (RFC 6749 §4.1.2.1).
+    struct Redirect: Sendable, Equatable {
+        var code: String?
+        var error: String?
+        var errorDescription: String?
+    }
+
+    static let callbackPath = "/callback"
+
+    let port: Int
+    let redirects: AsyncStream<Redirect>
+    private let channel: any Channel
+
+    private init(port: Int, redirects: AsyncStream<Redirect>, channel: any Channel) {
+        self.port = port
+        self.redirects = redirects
+        self.channel = channel
+    }
+
+    var redirectURI: String { "http://127.0.0.1:\(port)\(Self.callbackPath)" }
+
+    static func start(state: String) async throws -> LoopbackRedirectListener {
+        let (redirects, continuation) = AsyncStream.makeStream(of: Redirect.self, bufferingPolicy: .bufferingNewest(1))
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { child in
+                child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try child.pipeline.syncOperations.addHandler(RedirectHandler(state: state, continuation: continuation))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = channel.localAddress?.port ?? 0
+        return LoopbackRedirectListener(port: port, redirects: redirects, channel: channel)
+    }
+
+    func close() async {
+        try? await channel.close()
+    }
+}
+
+/// One connection's requests. Every answer closes the connection: a browser makes one request.
+private final class RedirectHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let state: String
+    let continuation: AsyncStream<LoopbackRedirectListener.Redirect>.Continuation
+    var uri: String?
+
+    init(state: String, continuation: AsyncStream<LoopbackRedirectListener.Redirect>.Continuation) {
+        self.state = state
+        self.continuation = continuation
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head): uri = head.uri
+        case .body: break
+        case .end:
+            guard let uri else { return }
+            self.uri = nil
+            answer(uri, context: context)
+        }
+    }
+
+    private func answer(_ uri: String, context: ChannelHandlerContext) {
+        let parts = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.first.map(String.init) == LoopbackRedirectListener.callbackPath else {
+            return respond(404, Page.notFound, context: context)
+        }
+        let query = parts.count > 1 ? QueryString.decode(parts[1]) : [:]
+        guard query["state"] == state else {
+            // Not the redirect of this login (a stale tab, or a forged link): refused, and the
+            // login keeps waiting for its own.
+            return respond(400, Page.wrongState, context: context)
+        }
+        let redirect = LoopbackRedirectListener.Redirect(code: query["code"], error: query["error"], errorDescription: query["error_description"])
+        respond(redirect.code != nil && redirect.error == nil ? 200 : 400, redirect.error == nil ? Page.success : Page.failure, context: context)
+        continuation.yield(redirect)
+        continuation.finish()
+    }
+
+    private func respond(_ status: Int, _ page: String, context: ChannelHandlerContext) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/html; charset=utf-8")
+        headers.add(name: "Content-Length", value: String(page.utf8.count))
+        headers.add(name: "Connection", value: "close")
+        headers.add(name: "Cache-Control", value: "no-store")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .init(statusCode: status), headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: page)))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+    }
+
+    /// The pages the browser shows: short, no script, nothing from the query echoed back.
+    enum Page {
+        static let success = page("Signed in", "tokend has your session. You can close this tab.")
+        static let failure = page("Sign-in failed", "The provider did not sign you in. tokenctl says why; you can close this tab.")
+        static let wrongState = page("Not this sign-in", "This link does not belong to the sign-in in progress. Use the link tokenctl printed.")
+        static let notFound = page("Not found", "Nothing here.")
+
+        static func page(_ title: String, _ text: String) -> String {
+            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>\(title)</title></head><body><h1>\(title)</h1><p>\(text)</p></body></html>"
+        }
+    }
+}
+
+/// `application/x-www-form-urlencoded` query decoding: `+` is a space, `%XX` a byte.
+enum QueryString {
+    static func decode(_ text: Substring) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = unescape(parts[0])
+            if fields[name] == nil { fields[name] = parts.count > 1 ? unescape(parts[1]) : "" }
+        }
+        return fields
+    }
+
+    static func unescape(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        var index = text.utf8.startIndex
+        let utf8 = text.utf8
+        while index < utf8.endIndex {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "+") {
+                bytes.append(UInt8(ascii: " "))
+            } else if byte == UInt8(ascii: "%"), let high = utf8.index(index, offsetBy: 1, limitedBy: utf8.endIndex), high < utf8.endIndex,
+                let low = utf8.index(high, offsetBy: 1, limitedBy: utf8.endIndex), low < utf8.endIndex,
+                let value = UInt8(String(decoding: [utf8[high], utf8[low]], as: UTF8.self), radix: 16) {
+                bytes.append(value)
+                index = low
+            } else {
+                bytes.append(byte)
+            }
+            index = utf8.index(after: index)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

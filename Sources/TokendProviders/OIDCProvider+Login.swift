@@ -1,0 +1,263 @@
+import Crypto
+import JWTKit
+import TokendCore
+
+extension OIDCProvider {
+    public func login(_ request: LoginRequest) -> AsyncThrowingStream<LoginStep, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    let signedIn: SignedIn
+                    switch request.method {
+                    case .browser:
+                        signedIn = try await browserLogin(request) { continuation.yield($0) }
+                    case .device:
+                        signedIn = try await deviceLogin(request) { continuation.yield($0) }
+                    default:
+                        throw LoginFailure(
+                            .badRequest, code: "unsupported_method",
+                            message: "OpenID Connect accounts sign in with the browser (default) or --device, not --\(request.method.rawValue)")
+                    }
+                    continuation.yield(.done(signedIn))
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Authorization code with PKCE S256 and a loopback redirect (RFC 7636, RFC 8252 §7.3).
+    func browserLogin(_ request: LoginRequest, progress: (LoginStep) -> Void) async throws -> SignedIn {
+        guard let authorizationEndpoint = try await requiredEndpoint({ $0.authorization }, "authorization_endpoint") else {
+            throw LoginFailure(.misconfigured, code: "no_authorization_endpoint", message: "the provider names no authorization_endpoint; set one in the account")
+        }
+        let verifier = Self.randomToken()
+        let state = Self.randomToken()
+        let nonce = Self.randomToken()
+        let challenge = JWTClaims.base64URLEncode(Data(SHA256.hash(data: Data(verifier.utf8))))
+        let scopes = request.scopes ?? settings.scopes
+        let listener = try await LoopbackRedirectListener.start(state: state)
+        let redirect: LoopbackRedirectListener.Redirect
+        do {
+            let query = FormEncoding.encode([
+                ("response_type", "code"), ("client_id", settings.clientID), ("redirect_uri", listener.redirectURI),
+                ("scope", scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
+                ("code_challenge", challenge), ("code_challenge_method", "S256"),
+            ])
+            let separator = authorizationEndpoint.contains("?") ? "&" : "?"
+            progress(.openURL(authorizationEndpoint + separator + String(decoding: query, as: UTF8.self)))
+            progress(.waiting("waiting for the sign-in in the browser"))
+            redirect = try await Self.first(of: listener.redirects, within: request.timeout)
+            await listener.close()
+        } catch {
+            await listener.close()
+            throw error
+        }
+        if let error = redirect.error {
+            throw LoginFailure(.denied, code: error, message: "the provider did not sign you in (\(error)\(redirect.errorDescription.map { ": \($0)" } ?? ""))")
+        }
+        guard let code = redirect.code else {
+            throw LoginFailure(.denied, code: "no_code", message: "the provider's redirect carried no authorization code")
+        }
+        return try await redeem(
+            [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", listener.redirectURI), ("code_verifier", verifier)],
+            nonce: nonce, requestedScopes: scopes)
+    }
+
+    /// The device authorization grant (RFC 8628), with Google's variants: `verification_url`,
+    /// HTTP 428 for "pending" and 403 for "slow down".
+    func deviceLogin(_ request: LoginRequest, progress: (LoginStep) -> Void) async throws -> SignedIn {
+        guard let deviceEndpoint = try await requiredEndpoint({ $0.deviceAuthorization }, "device_authorization_endpoint") else {
+            throw LoginFailure(
+                .misconfigured, code: "no_device_authorization_endpoint",
+                message: "the provider names no device_authorization_endpoint; use the browser login or set one in the account")
+        }
+        let scopes = request.scopes ?? settings.scopes
+        let answer: HTTPAnswer
+        switch await transport.send(authenticated(deviceEndpoint, [("scope", scopes.joined(separator: " "))])) {
+        case .failure(let failure): throw LoginFailure(.transient, code: failure.refreshFailure.code, message: failure.message)
+        case .success(let got): answer = got
+        }
+        guard answer.status == 200, let grant = try? JSONDecoder().decode(DeviceGrant.self, from: Data(answer.body)),
+            let verificationURI = grant.verification_uri ?? grant.verification_url
+        else {
+            let code = (try? JSONDecoder().decode(OAuthErrorBody.self, from: Data(answer.body)))?.error ?? "http_\(answer.status)"
+            throw LoginFailure(
+                RefreshClassifier.isTransientStatus(answer.status) ? .transient : .misconfigured, code: code,
+                message: "the device authorization endpoint refused the request (\(code))")
+        }
+        progress(.userCode(
+            verificationURI: verificationURI, verificationURIComplete: grant.verification_uri_complete, userCode: grant.user_code,
+            expiresIn: grant.expires_in?.seconds))
+        progress(.waiting("waiting for the code to be entered at \(verificationURI)"))
+        // RFC 8628 §3.5: poll at `interval` (default 5 s); each slow_down adds 5 s for good.
+        var interval = max(1, grant.interval?.seconds ?? 5)
+        let lifetime = min(request.timeout, grant.expires_in?.seconds ?? request.timeout)
+        let deadline = ContinuousClock.now + .milliseconds(Int64(lifetime * 1000))
+        guard let tokenEndpoint = try await requiredEndpoint({ $0.token }, "token_endpoint") else {
+            throw LoginFailure(.misconfigured, code: "no_token_endpoint", message: "the provider names no token_endpoint; set one in the account")
+        }
+        let fields = [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", grant.device_code)]
+        while true {
+            try await Task.sleep(for: .milliseconds(Int64(interval * 1000)))
+            guard ContinuousClock.now < deadline else {
+                throw LoginFailure(.timedOut, code: "timeout", message: "the code was not entered within \(Int(lifetime)) s; run tokenctl login --device again")
+            }
+            let poll: HTTPAnswer
+            switch await transport.send(authenticated(tokenEndpoint, fields)) {
+            case .failure: continue  // the network hiccuped: the next poll asks again
+            case .success(let got): poll = got
+            }
+            if poll.status == 200 { return try await signedIn(from: poll, nonce: nil, requestedScopes: scopes) }
+            let code = (try? JSONDecoder().decode(OAuthErrorBody.self, from: Data(poll.body)))?.error
+            switch (poll.status, code) {
+            case (_, "authorization_pending"), (428, nil): continue
+            case (_, "slow_down"), (403, nil): interval += 5
+            case (_, "access_denied"):
+                throw LoginFailure(.denied, code: "access_denied", message: "the sign-in was declined at the provider")
+            case (_, "expired_token"):
+                throw LoginFailure(.denied, code: "expired_token", message: "the code expired before it was entered; run tokenctl login --device again")
+            case (let status, _) where RefreshClassifier.isTransientStatus(status): continue
+            case (let status, let code):
+                throw LoginFailure(.misconfigured, code: code ?? "http_\(status)", message: "the token endpoint refused the device code (\(code ?? "HTTP \(status)"))")
+            }
+        }
+    }
+
+    /// Trades a grant at the token endpoint for a session; checks the ID token when one came.
+    func redeem(_ fields: [(String, String)], nonce: String?, requestedScopes: [String]) async throws -> SignedIn {
+        guard let tokenEndpoint = try await requiredEndpoint({ $0.token }, "token_endpoint") else {
+            throw LoginFailure(.misconfigured, code: "no_token_endpoint", message: "the provider names no token_endpoint; set one in the account")
+        }
+        switch await transport.send(authenticated(tokenEndpoint, fields)) {
+        case .failure(let failure): throw LoginFailure(.transient, code: failure.refreshFailure.code, message: failure.message)
+        case .success(let answer): return try await signedIn(from: answer, nonce: nonce, requestedScopes: requestedScopes)
+        }
+    }
+
+    /// A token endpoint's answer to a grant, as a session.
+    func signedIn(from answer: HTTPAnswer, nonce: String?, requestedScopes: [String]) async throws -> SignedIn {
+        let issued: IssuedTokens
+        switch Self.descriptor.classify(answer) {
+        case .refreshed(let tokens): issued = tokens
+        case .needsLogin(let failure): throw LoginFailure(.denied, code: failure.code, message: failure.message)
+        case .misconfigured(let failure): throw LoginFailure(.misconfigured, code: failure.code, message: failure.message)
+        case .transient(let failure, _): throw LoginFailure(.transient, code: failure.code, message: failure.message)
+        }
+        guard issued.refreshToken != nil else {
+            throw LoginFailure(
+                .misconfigured, code: "no_refresh_token",
+                message: "the provider issued no refresh token, so tokend cannot keep the session (many providers want the offline_access scope)")
+        }
+        if let idToken = issued.idToken { try await verifyIDToken(idToken, nonce: nonce) }
+        return SignedIn(tokens: issued, grantedScopes: issued.scopes ?? requestedScopes, signInProvider: "oidc")
+    }
+
+    /// The ID token's signature against the provider's JWKS, and its `iss`, `aud`, `exp` and
+    /// `nonce` (OpenID Connect Core §3.1.3.7).
+    func verifyIDToken(_ token: String, nonce: String?) async throws {
+        guard let jwksURL = try await requiredEndpoint({ $0.jwks }, "jwks_uri") else {
+            throw LoginFailure(.misconfigured, code: "no_jwks_uri", message: "the provider names no jwks_uri, so its ID token cannot be checked")
+        }
+        let jwks: HTTPAnswer
+        switch await transport.send(.get(jwksURL)) {
+        case .failure(let failure): throw LoginFailure(.transient, code: failure.refreshFailure.code, message: "fetching the provider's keys: \(failure.message)")
+        case .success(let got): jwks = got
+        }
+        let keys = JWTKeyCollection()
+        let claims: IDTokenClaims
+        do {
+            try await keys.add(jwksJSON: String(decoding: jwks.body, as: UTF8.self))
+            claims = try await keys.verify(token, as: IDTokenClaims.self)
+        } catch {
+            throw LoginFailure(.misconfigured, code: "invalid_id_token", message: "the provider's ID token failed verification against its keys")
+        }
+        guard claims.iss.value == settings.issuer else {
+            throw LoginFailure(.misconfigured, code: "invalid_id_token", message: "the ID token's issuer is \"\(claims.iss.value)\", not \"\(settings.issuer)\"")
+        }
+        guard claims.aud.value.contains(settings.clientID) else {
+            throw LoginFailure(.misconfigured, code: "invalid_id_token", message: "the ID token was not issued to client \"\(settings.clientID)\"")
+        }
+        if let nonce, claims.nonce != nonce {
+            throw LoginFailure(.denied, code: "nonce_mismatch", message: "the ID token does not answer this sign-in (nonce mismatch); sign in again")
+        }
+    }
+
+    /// An endpoint for a login: configuration, else discovery; discovery trouble is a failure.
+    func requiredEndpoint(_ pick: @Sendable (Endpoints) -> String?, _ name: String) async throws -> String? {
+        switch await endpoint(pick, named: name) {
+        case .success(let url): return url
+        case .failure(let failure):
+            throw LoginFailure(failure.code == "discovery_failed" ? .transient : .misconfigured, code: failure.code, message: failure.message)
+        }
+    }
+
+    /// 32 random bytes, base64url: the PKCE verifier (RFC 7636 §4.1 asks for 43–128 characters),
+    /// `state` and `nonce`. `SystemRandomNumberGenerator` reads the kernel's CSPRNG.
+    static func randomToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return JWTClaims.base64URLEncode(Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }))
+    }
+
+    /// The stream's first element, or `timedOut` after `seconds`.
+    static func first<Element: Sendable>(of stream: AsyncStream<Element>, within seconds: Double) async throws -> Element {
+        try await withThrowingTaskGroup(of: Element?.self) { group in
+            group.addTask {
+                for await element in stream { return element }
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let element = first else {
+                try Task.checkCancellation()
+                throw LoginFailure(.timedOut, code: "timeout", message: "the sign-in was not finished within \(Int(seconds)) s; run tokenctl login again")
+            }
+            return element
+        }
+    }
+}
+
+/// RFC 8628 §3.2, with Google's `verification_url`; numbers may come as strings.
+private struct DeviceGrant: Decodable {
+    var device_code: String
+    var user_code: String
+    var verification_uri: String?
+    var verification_url: String?
+    var verification_uri_complete: String?
+    var expires_in: FlexibleNumber?
+    var interval: FlexibleNumber?
+}
+
+private struct OAuthErrorBody: Decodable {
+    var error: String
+}
+
+/// A JSON number, or a string holding one.
+struct FlexibleNumber: Decodable {
+    var seconds: Double?
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let number = try? container.decode(Double.self) {
+            seconds = number
+        } else {
+            seconds = Double(try container.decode(String.self))
+        }
+    }
+}
+
+/// The ID token claims checked at login.
+struct IDTokenClaims: JWTPayload {
+    var iss: IssuerClaim
+    var aud: AudienceClaim
+    var exp: ExpirationClaim
+    var nonce: String?
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {
+        try exp.verifyNotExpired()
+    }
+}
