@@ -75,6 +75,7 @@ let package = Package(
             name: "TokendTestSupport",
             dependencies: [
                 "TokendCore", "CTokendShims", "TokendTestClock",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
