@@ -23,11 +23,33 @@ import TokendTestSupport
 
     @Test(arguments: faults)
     func transientFaultKeepsServingNeverServesDeadAndRecovers(fault: FakeFirebase.Fault) async throws {
+        try await transientFault(fault, oidc: false)
+    }
+
+    /// Issue 3's matrix (refused, hang, drop, 5xx, 429, junk) for an OIDC account: its token
+    /// endpoint is the fake's, which answers in OAuth's shape (string `expires_in` included).
+    @Test(arguments: [FakeFirebase.Fault.refuse, .hang, .drop, .status(503), .status(429), .malformedJSON])
+    func oidcAccountUnderTransientFaults(fault: FakeFirebase.Fault) async throws {
+        try await transientFault(fault, oidc: true)
+    }
+
+    func transientFault(_ fault: FakeFirebase.Fault, oidc: Bool) async throws {
         var options = FakeFirebase.Options()
         options.lifetime = Self.lifetime
         options.rotate = true
-        let world = try await DaemonHarness.start(options: options)
+        let world = try await DaemonHarness.start(options: options, startDaemon: !oidc)
         defer { Task { await world.shutdown() } }
+        if oidc {
+            let base = "http://\(world.fake.emulatorHost)"
+            try world.writeConfig("""
+                [account.work]
+                provider = "oidc"
+                issuer = "\(base)"
+                client_id = "cli"
+                token_endpoint = "\(base)/securetoken.googleapis.com/v1/token?key=test-api-key"
+                """)
+            try await world.startDaemon()
+        }
         let user = try await world.importNewUser()
         // The fault first, then the baseline: the proactive refresh (due half-way through the
         // first token's life) may beat the injection on a loaded machine, and its rotated token
