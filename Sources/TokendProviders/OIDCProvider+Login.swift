@@ -237,19 +237,6 @@ private struct OAuthErrorBody: Decodable {
     var error: String
 }
 
-/// A JSON number, or a string holding one.
-struct FlexibleNumber: Decodable {
-    var seconds: Double?
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if let number = try? container.decode(Double.self) {
-            seconds = number
-        } else {
-            seconds = Double(try container.decode(String.self))
-        }
-    }
-}
-
 /// The ID token claims checked at login.
 struct IDTokenClaims: JWTPayload {
     var iss: IssuerClaim

@@ -112,21 +112,8 @@ public enum RefreshClassifier {
         var id_token: String?
         var access_token: String?
         var refresh_token: String?
-        var expires_in: Lifetime?
+        var expires_in: FlexibleNumber?
         var scope: String?
-    }
-
-    /// Firebase sends `expires_in` as a string, OAuth as a number; accept both from either.
-    private struct Lifetime: Decodable {
-        var seconds: Double?
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let number = try? container.decode(Double.self) {
-                seconds = number
-            } else {
-                seconds = Double(try container.decode(String.self))
-            }
-        }
     }
 
     private struct GoogleErrorEnvelope: Decodable {
