@@ -11,7 +11,7 @@ extension FirebaseProvider {
         var idToken: String?
         var refreshToken: String?
         /// A string in production ("3600"); a number is accepted too.
-        var expiresIn: Lifetime?
+        var expiresIn: FlexibleNumber?
         var localId: String?
         var email: String?
         /// The user has a second factor: no tokens, only this credential to continue with.
@@ -19,14 +19,6 @@ extension FirebaseProvider {
         /// `signInWithIdp` may answer 200 with an error here instead of an HTTP error.
         var errorMessage: String?
         var isNewUser: Bool?
-
-        struct Lifetime: Decodable {
-            var seconds: Double?
-            init(from decoder: any Decoder) throws {
-                let container = try decoder.singleValueContainer()
-                if let number = try? container.decode(Double.self) { seconds = number } else { seconds = Double(try container.decode(String.self)) }
-            }
-        }
     }
 
     /// POSTs `body` as JSON to `accounts:METHOD` and returns the 200 answer's bytes. `secrets`
@@ -38,10 +30,9 @@ extension FirebaseProvider {
             return .failure(LoginFailure(.badRequest, code: "bad_request", message: "the request could not be encoded"))
         }
         let url = endpoint(host: Self.identityToolkitHost, path: "/v1/accounts:\(method)")
-        let headers = [("Content-Type", "application/json"), ("Accept", "application/json")]
-        switch await transport.post(url: url, headers: headers, body: Array(bytes)) {
+        switch await transport.send(.json(url, Array(bytes))) {
         case .failure(let failure):
-            return .failure(LoginFailure(.transient, code: failure.code, message: "\(failure.message); check the network and try again"))
+            return .failure(LoginFailure(.transient, code: failure.refreshFailure.code, message: "\(failure.message); check the network and try again"))
         case .success(let answer) where answer.status == 200:
             return .success(answer.body)
         case .success(let answer):

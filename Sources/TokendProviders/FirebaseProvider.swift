@@ -34,7 +34,8 @@ public struct FirebaseProvider: TokenProvider {
     }
 
     public static let descriptor = ProviderDescriptor(
-        kind: .firebase, keys: ["api_key", "emulator"], defaultTokenKind: .id, capabilities: [.refresh], loginMethods: [],
+        kind: .firebase, keys: ["api_key", "emulator"], defaultTokenKind: .id, capabilities: [.refresh, .login],
+        loginMethods: [.email, .anonymous, .customToken, .google],
         parse: { values, environment throws(ProviderConfigError) in
             let reader = ProviderConfigReader(values)
             let apiKey = try reader.string("api_key", required: true) ?? ""

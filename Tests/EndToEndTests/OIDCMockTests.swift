@@ -90,6 +90,56 @@ import TokendTestSupport
         }
     }
 
+    /// The browser login run by the real tokend (the `login` op): progress lines carry the URL,
+    /// the provider's form is driven over HTTP, and the session is then served by tokenctl.
+    @Test func browserLoginThroughTheDaemon() async throws {
+        try await withMock { world, mock in
+            try world.writeConfig("""
+                [account.corp]
+                provider = "oidc"
+                issuer = "\(mock.issuer)"
+                client_id = "\(Self.clientID)"
+                client_secret = "\(Self.clientSecret)"
+                scopes = ["openid", "email"]
+                """)
+            try await world.startDaemon()
+            let socketPath = world.socketPath
+            let http = mock.http
+            let lines: [String] = try await offPool {
+                let client = try BlockingClient(path: socketPath)
+                client.setReadTimeout(seconds: 60)
+                try client.send(.login(account: "corp", method: "browser", timeout: 60))
+                var lines: [String] = []
+                while true {
+                    let line = String(decoding: try client.receiveLine(), as: UTF8.self)
+                    lines.append(line)
+                    if line.contains("\"ok\"") { return lines }
+                    guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                        object["progress"] as? String == "open_url", let url = object["url"] as? String
+                    else { continue }
+                    // The user's browser: the provider's form, then the redirect to tokend.
+                    let semaphore = DispatchSemaphore(value: 0)
+                    Task {
+                        if let form = try? await http.send(.form(url, [("sub", "erin")])).get(), let location = form.headers["location"] {
+                            _ = await http.send(.get(location))
+                        }
+                        semaphore.signal()
+                    }
+                    semaphore.wait()
+                }
+            }
+            let last = try require(lines.last)
+            #expect(last.contains("\"ok\":true") && last.contains("\"progress\":\"done\""), "\(lines)")
+            #expect(!lines.joined().contains("refresh_token"))
+            let token = try await world.tokenctl(["token", "corp"])
+            #expect(token.status == 0, "\(token.stderr)")
+            let (status, userinfo) = try await mock.userinfoStatus(accessToken: token.stdout.trimmingCharacters(in: .newlines))
+            #expect(status == 200 && userinfo.contains("erin"))
+            let id = try await world.tokenctl(["token", "corp", "--kind", "id"])
+            #expect(id.status == 0 && JWTClaims(token: id.stdout.trimmingCharacters(in: .newlines))?.subject == "erin")
+        }
+    }
+
     /// Logout with no revocation endpoint: the session goes, and tokenctl says nothing was revoked.
     @Test func logoutWithoutARevocationEndpointStillForgets() async throws {
         try await withMock { world, mock in
