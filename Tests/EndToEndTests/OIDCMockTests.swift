@@ -12,6 +12,18 @@ import TokendTestSupport
     static let clientID = "tokend-test"
     static let clientSecret = "client-secret-canary-31337"
 
+    /// The `corp` account at the mock, with `extra` lines.
+    static func account(_ mock: OIDCProviderMock, extra: String = "") -> String {
+        """
+        [account.corp]
+        provider = "oidc"
+        issuer = "\(mock.issuer)"
+        client_id = "\(clientID)"
+        client_secret = "\(clientSecret)"
+        \(extra)
+        """
+    }
+
     /// A daemon world and the mock, torn down when `body` ends, however it ends.
     func withMock(_ body: (DaemonHarness, OIDCProviderMock) async throws -> Void) async throws {
         let world = try await DaemonHarness.start(accounts: [], startDaemon: false)
@@ -40,14 +52,7 @@ import TokendTestSupport
 
     @Test func importRefreshUserinfoAndRevocation() async throws {
         try await withMock { world, mock in
-            try world.writeConfig("""
-                [account.corp]
-                provider = "oidc"
-                issuer = "\(mock.issuer)"
-                client_id = "\(Self.clientID)"
-                client_secret = "\(Self.clientSecret)"
-                scopes = ["openid", "email"]
-                """)
+            try world.writeConfig(Self.account(mock, extra: "scopes = [\"openid\", \"email\"]"))
             try await world.startDaemon()
             let refreshToken = try await mock.refreshToken(for: "alice", clientID: Self.clientID, clientSecret: Self.clientSecret)
 
@@ -94,14 +99,7 @@ import TokendTestSupport
     /// the provider's form is driven over HTTP, and the session is then served by tokenctl.
     @Test func browserLoginThroughTheDaemon() async throws {
         try await withMock { world, mock in
-            try world.writeConfig("""
-                [account.corp]
-                provider = "oidc"
-                issuer = "\(mock.issuer)"
-                client_id = "\(Self.clientID)"
-                client_secret = "\(Self.clientSecret)"
-                scopes = ["openid", "email"]
-                """)
+            try world.writeConfig(Self.account(mock, extra: "scopes = [\"openid\", \"email\"]"))
             try await world.startDaemon()
             let socketPath = world.socketPath
             let http = mock.http
@@ -143,14 +141,7 @@ import TokendTestSupport
     /// Logout with no revocation endpoint: the session goes, and tokenctl says nothing was revoked.
     @Test func logoutWithoutARevocationEndpointStillForgets() async throws {
         try await withMock { world, mock in
-            try world.writeConfig("""
-                [account.corp]
-                provider = "oidc"
-                issuer = "\(mock.issuer)"
-                client_id = "\(Self.clientID)"
-                client_secret = "\(Self.clientSecret)"
-                client_auth = "client_secret_post"
-                """)
+            try world.writeConfig(Self.account(mock, extra: "client_auth = \"client_secret_post\""))
             try await world.startDaemon()
             let refreshToken = try await mock.refreshToken(for: "bob", clientID: Self.clientID, clientSecret: Self.clientSecret)
             // client_secret_post is refused by the mock (it wants Basic): a configuration error, exit 78.
