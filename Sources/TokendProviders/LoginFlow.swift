@@ -67,11 +67,20 @@ public struct SignedIn: Sendable, Equatable {
     public var grantedScopes: [String]?
     /// How the user signed in (`password`, `anonymous`, `custom`, `google.com`, `oidc`): for events.
     public var signInProvider: String?
+    /// The scopes asked for (OIDC), so that a provider that narrowed them can be logged.
+    public var requestedScopes: [String]?
 
-    public init(tokens: IssuedTokens, grantedScopes: [String]? = nil, signInProvider: String? = nil) {
+    public init(tokens: IssuedTokens, grantedScopes: [String]? = nil, signInProvider: String? = nil, requestedScopes: [String]? = nil) {
         self.tokens = tokens
         self.grantedScopes = grantedScopes
         self.signInProvider = signInProvider
+        self.requestedScopes = requestedScopes
+    }
+
+    /// Scopes asked for and not granted; empty when the provider did not say or granted all.
+    public var narrowedScopes: [String] {
+        guard let requestedScopes, let grantedScopes else { return [] }
+        return requestedScopes.filter { !grantedScopes.contains($0) }
     }
 }
 

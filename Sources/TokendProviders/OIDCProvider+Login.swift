@@ -152,7 +152,7 @@ extension OIDCProvider {
                 message: "the provider issued no refresh token, so tokend cannot keep the session (many providers want the offline_access scope)")
         }
         if let idToken = issued.idToken { try await verifyIDToken(idToken, nonce: nonce) }
-        return SignedIn(tokens: issued, grantedScopes: issued.scopes ?? requestedScopes, signInProvider: "oidc")
+        return SignedIn(tokens: issued, grantedScopes: issued.scopes ?? requestedScopes, signInProvider: "oidc", requestedScopes: requestedScopes)
     }
 
     /// The ID token's signature against the provider's JWKS, and its `iss`, `aud`, `exp` and

@@ -89,6 +89,12 @@ extension AccountEngine {
             return .failure(TokendError(.internal, "the provider signed the user in but issued no refresh token; tokend cannot keep such a session"))
         }
         // Lifetimes count from the start of the login: never longer than the truth.
+        if !signedIn.narrowedScopes.isEmpty {
+            // The session works, but with less than the account asked for: worth a line.
+            logger.warning("the provider granted fewer scopes than asked", metadata: [
+                "account": "\(name)", "not_granted": "\(signedIn.narrowedScopes.joined(separator: " "))",
+            ])
+        }
         let tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
         return await installLogin(name, tokens, serial: serial, signInProvider: signedIn.signInProvider, provider: provider)
     }

@@ -111,6 +111,12 @@ struct OIDCProviderTests {
         }
     }
 
+    @Test func narrowedScopesAreTheOnesNotGranted() {
+        let session = SignedIn(tokens: IssuedTokens(), grantedScopes: ["openid"], requestedScopes: ["openid", "email", "offline_access"])
+        #expect(session.narrowedScopes == ["email", "offline_access"])
+        #expect(SignedIn(tokens: IssuedTokens(), grantedScopes: nil, requestedScopes: ["openid"]).narrowedScopes.isEmpty)
+    }
+
     private func withProvider(
         secret: String? = nil, auth: OIDCProvider.ClientAuthentication? = nil, _ body: (FakeOIDC, OIDCProvider) async throws -> Void
     ) async throws {
