@@ -15,6 +15,9 @@ public struct TokenSet: Codable, Sendable, Equatable {
     /// The endpoint that issued the session (see `AccountConfiguration.endpoint`); the refresh
     /// token is only ever sent back there. Nil in items written before sessions were bound.
     public var endpoint: String?
+    /// The scopes the session was granted at login (OIDC), when known: kept with the session so
+    /// that what it may do is visible without asking the provider.
+    public var scopes: [String]?
 
     public init(
         refreshToken: String, idToken: String? = nil, idTokenExpiresAt: Date? = nil,
@@ -53,6 +56,7 @@ public struct TokenSet: Codable, Sendable, Equatable {
         case accessTokenExpiresAt = "expires_at"
         case issuedAt = "issued_at"
         case endpoint
+        case scopes
     }
 }
 

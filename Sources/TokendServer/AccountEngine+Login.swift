@@ -95,7 +95,8 @@ extension AccountEngine {
                 "account": "\(name)", "not_granted": "\(signedIn.narrowedScopes.joined(separator: " "))",
             ])
         }
-        let tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
+        var tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
+        tokens.scopes = signedIn.grantedScopes
         return await installLogin(name, tokens, serial: serial, signInProvider: signedIn.signInProvider, provider: provider)
     }
 

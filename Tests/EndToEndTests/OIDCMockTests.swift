@@ -135,6 +135,8 @@ import TokendTestSupport
             #expect(status == 200 && userinfo.contains("erin"))
             let id = try await world.tokenctl(["token", "corp", "--kind", "id"])
             #expect(id.status == 0 && JWTClaims(token: id.stdout.trimmingCharacters(in: .newlines))?.subject == "erin")
+            // The granted scopes are stored with the session.
+            #expect(try await world.storedSession("corp")?.scopes == ["openid", "email"])
         }
     }
 
