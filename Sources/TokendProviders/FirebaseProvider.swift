@@ -11,6 +11,10 @@ public struct FirebaseProvider: TokenProvider {
     let apiKey: String
     let emulatorHost: String?
     let transport: HTTPTransport
+    /// Google's browser sign-in (an OpenID Connect provider for `https://accounts.google.com`
+    /// with the account's `google_client_id`), whose ID token `login --google` exchanges at
+    /// `signInWithIdp`. Nil when the account has no Google client configured.
+    public var googleSignIn: (any TokenProvider)?
 
     public init(apiKey: String, emulatorHost: String?, transport: HTTPTransport) {
         self.apiKey = apiKey

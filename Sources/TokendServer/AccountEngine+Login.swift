@@ -57,7 +57,8 @@ extension AccountEngine {
     /// flight, and only if no user action issued after this one has taken effect meanwhile.
     /// The replaced refresh token is revoked at the provider once the new one is stored.
     public func login(
-        account name: String, _ request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void
+        account name: String, _ request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void,
+        announce kind: Event.Kind = .signedIn, reason: String? = nil
     ) async -> Result<LoginSummary, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         let interactive = request.method.isInteractive
@@ -83,14 +84,15 @@ extension AccountEngine {
             signedIn = done
         case .failure(let failure):
             logger.notice("login failed", metadata: ["account": "\(name)", "method": "\(request.method.rawValue)", "code": "\(failure.code)"])
-            return .failure(failure.tokendError)
+            return .failure(managementError(failure, account: name))
         }
         guard let refreshToken = signedIn.tokens.refreshToken, !refreshToken.isEmpty else {
             return .failure(TokendError(.internal, "the provider signed the user in but issued no refresh token; tokend cannot keep such a session"))
         }
         // Lifetimes count from the start of the login: never longer than the truth.
         let tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
-        return await installLogin(name, tokens, serial: serial, signInProvider: signedIn.signInProvider, provider: provider)
+        return await installLogin(
+            name, tokens, serial: serial, signInProvider: signedIn.signInProvider, provider: provider, announce: kind, reason: reason)
     }
 
     /// The provider's flow, bounded by the request's timeout plus `loginGrace`.
@@ -127,7 +129,8 @@ extension AccountEngine {
     /// Replaces the account's session with a login's, unless a newer user action has already
     /// taken effect (then the login's session is dropped, and revoked where the provider can).
     func installLogin(
-        _ name: String, _ tokens: TokenSet, serial: UInt64, signInProvider: String?, provider: any TokenProvider
+        _ name: String, _ tokens: TokenSet, serial: UInt64, signInProvider: String?, provider: any TokenProvider,
+        announce kind: Event.Kind = .signedIn, reason: String? = nil
     ) async -> Result<LoginSummary, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         guard serial > account.committedUserAction else {
@@ -147,8 +150,9 @@ extension AccountEngine {
         let saved = await store.save(tokens, account: name)
         let stored = noteKeyring(saved, account: name)
         if accounts[name]?.machine.tokens == tokens { accounts[name]?.unsaved = !stored }
-        var event = Event(event: .signedIn, account: name, at: Timestamp.format(clock.now()))
+        var event = Event(event: kind, account: name, at: Timestamp.format(clock.now()))
         event.signInProvider = signInProvider
+        event.reason = reason
         event.expiresAt = tokens.expiresAt.map(Timestamp.format)
         event.email = tokens.idToken.flatMap { JWTClaims(token: $0)?.email }
         hub.publish(event)

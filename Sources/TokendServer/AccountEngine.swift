@@ -284,6 +284,7 @@ public actor AccountEngine {
             var event = Event(event: .refreshed, account: name, at: Timestamp.format(now))
             event.expiresAt = tokens.expiresAt.map(Timestamp.format)
             hub.publish(event)
+            publishUserChange(name, from: before.machine.tokens, to: tokens)
         case .willRetry(let failure, let retryAt):
             accounts[name] = account
             report(failure, of: name, as: .refreshFailed, level: .warning, "refresh failed, will retry", at: now, took: took, retryAt: retryAt)

@@ -4,7 +4,10 @@ import TokendProtocol
 
 extension Configuration {
     /// The keys an account table may have; anything else is a typo worth an error, not silence.
-    static let firebaseKeys: Set<String> = ["provider", "api_key", "emulator", "refresh_before", "git_hosts", "git_username", PlainHTTP.optInKey]
+    static let firebaseKeys: Set<String> = [
+        "provider", "api_key", "emulator", "refresh_before", "git_hosts", "git_username", PlainHTTP.optInKey, "google_client_id",
+        "google_client_secret",
+    ]
     static let oidcKeys: Set<String> = ["provider", "issuer", "client_id", "client_secret", "scopes", "refresh_before", "git_hosts", "git_username", PlainHTTP.optInKey]
     static let topLevelKeys: Set<String> = ["account", "hooks", "notify"]
     /// Account names end up in keyring attributes, command lines and log lines: keep them tame.
@@ -117,6 +120,13 @@ extension Configuration {
             for key in table.keys.sorted() where !allowed.contains(key) {
                 throw fail(key, table: tableName, "unknown key for a \(provider) account (known: \(allowed.sorted().joined(separator: ", ")))")
             }
+            // Firebase's Google sign-in: the OAuth client Google issued for this app.
+            var google: GoogleClient? = nil
+            if provider == "firebase", let clientID = try string("google_client_id", required: false) {
+                google = GoogleClient(clientID: clientID, clientSecret: try string("google_client_secret", required: false))
+            } else if provider == "firebase", table["google_client_secret"] != nil {
+                throw fail("google_client_secret", table: tableName, "goes with google_client_id")
+            }
             var refreshBefore = RefreshPolicy.defaultRefreshBefore
             if let value = table["refresh_before"] {
                 guard let seconds = value.int.map(Double.init) ?? value.string.flatMap(DurationText.seconds), seconds > 0 else {
@@ -133,6 +143,7 @@ extension Configuration {
                 account.gitHosts = strings
             }
             account.gitUsername = try string("git_username", required: false)
+            account.google = google
             configuration.accounts[name] = account
         }
         return configuration

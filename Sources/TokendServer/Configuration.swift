@@ -32,6 +32,9 @@ public struct AccountConfiguration: Sendable, Equatable {
     public var gitHosts: [String] = []
     /// `git_username`: the user name git is given; nil lets tokenctl choose (email claim or `oauth2`).
     public var gitUsername: String? = nil
+    /// Firebase: the Google OAuth client for `tokenctl login --google` (`google_client_id`,
+    /// `google_client_secret`); nil when Google sign-in is not set up.
+    public var google: GoogleClient? = nil
 
     public var kind: ProviderKind {
         switch provider {
@@ -41,6 +44,18 @@ public struct AccountConfiguration: Sendable, Equatable {
     }
 
     public var policy: RefreshPolicy { RefreshPolicy(refreshBefore: refreshBefore) }
+}
+
+/// An OAuth client Google issued for an app. The secret of an installed-app client identifies
+/// the program, not the user: Google documents it as not confidential.
+public struct GoogleClient: Sendable, Equatable {
+    public var clientID: String
+    public var clientSecret: String?
+
+    public init(clientID: String, clientSecret: String?) {
+        self.clientID = clientID
+        self.clientSecret = clientSecret
+    }
 }
 
 /// A configuration problem, located: file, line where known, key.

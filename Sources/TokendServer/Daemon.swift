@@ -87,10 +87,19 @@ public final class Daemon: Service, Sendable {
     static func provider(for configuration: AccountConfiguration, transport: HTTPTransport) -> any TokenProvider {
         switch configuration.provider {
         case .firebase(let apiKey, let emulatorHost):
-            return FirebaseProvider(apiKey: apiKey, emulatorHost: emulatorHost, transport: transport)
+            var firebase = FirebaseProvider(apiKey: apiKey, emulatorHost: emulatorHost, transport: transport)
+            firebase.googleSignIn = configuration.google.flatMap { googleSignIn(for: $0, transport: transport) }
+            return firebase
         case .oidc:
             return UnsupportedProvider(kind: .oidc, reason: "OpenID Connect accounts are not supported by this version yet")
         }
+    }
+
+    /// The browser sign-in against Google's issuer that `login --google` runs before the ID token
+    /// is exchanged at Firebase: an OpenID Connect provider's flow, which this build lacks (nil:
+    /// `--google` then says so).
+    static func googleSignIn(for client: GoogleClient, transport: HTTPTransport) -> (any TokenProvider)? {
+        nil
     }
 
     /// Serves until SIGTERM/SIGINT (graceful: stop accepting, close connections, end watches).

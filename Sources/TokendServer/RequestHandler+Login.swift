@@ -12,10 +12,19 @@ extension RequestHandler {
     func login(_ request: Request) throws(TokendError) -> AsyncStream<StreamLine> {
         let name = try account(of: request)
         let login = try Self.loginRequest(from: request)
+        return loginStream(id: request.id, account: name) { [engine] progress in
+            await engine.login(account: name, login, progress: progress)
+        }
+    }
+
+    /// A sign-in's streamed reply: each step as a progress line, then the outcome's response.
+    func loginStream(
+        id: RequestID?, account name: String,
+        _ run: @escaping @Sendable (_ progress: @escaping @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError>
+    ) -> AsyncStream<StreamLine> {
         let (stream, continuation) = AsyncStream<StreamLine>.makeStream()
-        let id = request.id
         let task = Task { [self] in
-            let result = await engine.login(account: name, login) { step in
+            let result = await run { step in
                 if let line = Self.progressLine(step, id: id, account: name) { continuation.yield(.progress(line)) }
             }
             continuation.yield(.response(loginResponse(result, id: id, account: name)))
