@@ -91,6 +91,7 @@ extension AccountEngine {
         account.issuedUserActions += 1
         let serial = account.issuedUserActions
         accounts[name] = account
+        let origin = LoginOrigin(incarnation: account.incarnation, endpoint: account.configuration.endpoint)
         let start = clock.now()
         let signedIn: SignedIn
         switch await manager.upgrade(idToken: idToken, email: email, password: password) {
@@ -102,8 +103,8 @@ extension AccountEngine {
         }
         let tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
         return await installLogin(
-            name, tokens, serial: serial, signInProvider: signedIn.signInProvider, provider: account.provider, announce: .userChanged,
-            reason: "upgraded")
+            name, tokens, serial: serial, origin: origin, signInProvider: signedIn.signInProvider, provider: account.provider,
+            announce: .userChanged, reason: "upgraded")
     }
 
     /// Links a Google sign-in to the account's anonymous user (same uid), through the provider's

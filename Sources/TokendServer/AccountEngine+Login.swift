@@ -10,6 +10,13 @@ public struct LoginSummary: Sendable, Equatable {
     public var signInProvider: String?
 }
 
+/// Where a login began: its session may only be installed into the same account, bound to the
+/// same endpoint.
+struct LoginOrigin: Sendable, Equatable {
+    var incarnation: UInt64
+    var endpoint: String
+}
+
 extension AccountEngine.Account {
     /// Numbers and commits a user action that takes effect at once (import, logout).
     mutating func commitNewUserAction() {
@@ -76,6 +83,7 @@ extension AccountEngine {
         defer { if interactive { accounts[name]?.interactiveLogin = false } }
 
         let provider = account.provider
+        let origin = LoginOrigin(incarnation: account.incarnation, endpoint: account.configuration.endpoint)
         let start = clock.now()
         logger.info("login started", metadata: ["account": "\(name)", "method": "\(request.method.rawValue)"])
         let signedIn: SignedIn
@@ -92,7 +100,8 @@ extension AccountEngine {
         // Lifetimes count from the start of the login: never longer than the truth.
         let tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
         return await installLogin(
-            name, tokens, serial: serial, signInProvider: signedIn.signInProvider, provider: provider, announce: kind, reason: reason)
+            name, tokens, serial: serial, origin: origin, signInProvider: signedIn.signInProvider, provider: provider, announce: kind,
+            reason: reason)
     }
 
     /// The provider's flow, bounded by the request's timeout plus `loginGrace`.
@@ -129,10 +138,18 @@ extension AccountEngine {
     /// Replaces the account's session with a login's, unless a newer user action has already
     /// taken effect (then the login's session is dropped, and revoked where the provider can).
     func installLogin(
-        _ name: String, _ tokens: TokenSet, serial: UInt64, signInProvider: String?, provider: any TokenProvider,
+        _ name: String, _ tokens: TokenSet, serial: UInt64, origin: LoginOrigin, signInProvider: String?, provider: any TokenProvider,
         announce kind: Event.Kind = .signedIn, reason: String? = nil
     ) async -> Result<LoginSummary, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
+        // The session belongs to the endpoint that issued it: a reload that removed the account
+        // or pointed it elsewhere meanwhile makes it unusable here.
+        guard account.incarnation == origin.incarnation, account.configuration.endpoint == origin.endpoint else {
+            logger.notice("a login finished after the account's configuration changed; its session is dropped", metadata: ["account": "\(name)"])
+            return .failure(TokendError(.configError, "\(name)'s configuration changed while this sign-in ran, so its session was not kept; run tokenctl login \(name) again"))
+        }
+        var tokens = tokens
+        tokens.endpoint = origin.endpoint
         guard serial > account.committedUserAction else {
             logger.notice("a login finished after a newer command changed the account; its session is dropped", metadata: ["account": "\(name)"])
             _ = await provider.revoke(refreshToken: tokens.refreshToken)
