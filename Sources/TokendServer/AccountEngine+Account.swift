@@ -26,31 +26,29 @@ extension AccountEngine {
         await token(account: name, kind: .id, minValid: Self.managementMinValid, timeout: timeout).map(\.token)
     }
 
+    /// The provider that manages the account's user, and a current ID token to call it with.
+    func managedSession(_ name: String, timeout: Double) async -> Result<(any AccountManaging, String), TokendError> {
+        switch manager(name) {
+        case .failure(let error): return .failure(error)
+        case .success(let manager): return await managementToken(name, timeout: timeout).map { (manager, $0) }
+        }
+    }
+
     /// The user and the ID token's claims.
     public func showUser(account name: String, timeout: Double) async -> Result<(ManagedUser, FirebaseClaims?), TokendError> {
-        let manager: any AccountManaging
-        switch self.manager(name) {
+        let (manager, idToken): (any AccountManaging, String)
+        switch await managedSession(name, timeout: timeout) {
         case .failure(let error): return .failure(error)
-        case .success(let found): manager = found
-        }
-        let idToken: String
-        switch await managementToken(name, timeout: timeout) {
-        case .failure(let error): return .failure(error)
-        case .success(let token): idToken = token
+        case .success(let session): (manager, idToken) = session
         }
         return await manager.lookup(idToken: idToken).map { ($0, FirebaseClaims(token: idToken)) }.mapError { managementError($0, account: name) }
     }
 
     /// Sends the verification email; returns the address it went to.
     public func sendVerificationEmail(account name: String, timeout: Double) async -> Result<String, TokendError> {
-        let manager: any AccountManaging
-        switch self.manager(name) {
+        switch await managedSession(name, timeout: timeout) {
         case .failure(let error): return .failure(error)
-        case .success(let found): manager = found
-        }
-        switch await managementToken(name, timeout: timeout) {
-        case .failure(let error): return .failure(error)
-        case .success(let idToken):
+        case .success(let (manager, idToken)):
             let sent = await manager.sendVerificationEmail(idToken: idToken).mapError { managementError($0, account: name) }
             if case .success = sent { logger.info("verification email requested", metadata: ["account": "\(name)"]) }
             return sent
@@ -76,15 +74,10 @@ extension AccountEngine {
     /// Turns the account's anonymous user into a permanent one with the same uid, and replaces
     /// the session with the one the provider issued for it.
     public func upgrade(account name: String, email: String, password: String, timeout: Double) async -> Result<LoginSummary, TokendError> {
-        let manager: any AccountManaging
-        switch self.manager(name) {
+        let (manager, idToken): (any AccountManaging, String)
+        switch await managedSession(name, timeout: timeout) {
         case .failure(let error): return .failure(error)
-        case .success(let found): manager = found
-        }
-        let idToken: String
-        switch await managementToken(name, timeout: timeout) {
-        case .failure(let error): return .failure(error)
-        case .success(let token): idToken = token
+        case .success(let session): (manager, idToken) = session
         }
         if let refusal = refuseUpgrade(name, idToken: idToken) { return .failure(refusal) }
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
@@ -151,15 +144,10 @@ extension AccountEngine {
     /// Deletes the user at the provider, then forgets the session (unless a newer user action
     /// has replaced it meanwhile).
     public func deleteUser(account name: String, timeout: Double) async -> Result<Void, TokendError> {
-        let manager: any AccountManaging
-        switch self.manager(name) {
+        let (manager, idToken): (any AccountManaging, String)
+        switch await managedSession(name, timeout: timeout) {
         case .failure(let error): return .failure(error)
-        case .success(let found): manager = found
-        }
-        let idToken: String
-        switch await managementToken(name, timeout: timeout) {
-        case .failure(let error): return .failure(error)
-        case .success(let token): idToken = token
+        case .success(let session): (manager, idToken) = session
         }
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         account.issuedUserActions += 1
@@ -174,22 +162,13 @@ extension AccountEngine {
             return .success(())
         }
         current.committedUserAction = serial
-        current.machine.forget(reason: "the user was deleted; sign in again: tokenctl login \(name)")
-        disarm(&current)
-        current.unsaved = false
         accounts[name] = current
-        wake(name)
-        let deleted = await store.delete(account: name, ifRefreshToken: nil)
+        let deleted = await forgetSession(name, reason: "the user was deleted; sign in again: tokenctl login \(name)")
         publishSignedOut(name, reason: "deleted")
-        switch deleted {
-        case .success:
-            _ = noteKeyring(.success(()), account: name)
-            return .success(())
-        case .failure(let error):
-            _ = noteKeyring(.failure(error), account: name)
+        return deleted.mapError { error in
             var mapped = error.tokendError(account: name)
             mapped.message = "the user was deleted, but the stored session could not be removed (\(mapped.message)); run tokenctl logout \(name) once the keyring is usable"
-            return .failure(mapped)
+            return mapped
         }
     }
 

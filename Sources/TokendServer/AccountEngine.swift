@@ -392,25 +392,30 @@ public actor AccountEngine {
     public func logout(account name: String) async -> Result<Void, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         account.commitNewUserAction()
-        account.machine.forget(reason: "logged out; run: tokenctl login \(name)")
+        accounts[name] = account
+        let deleted = await forgetSession(name, reason: "logged out; run: tokenctl login \(name)")
+        hub.publish(Event(event: .loggedOut, account: name, at: Timestamp.format(clock.now())))
+        publishSignedOut(name, reason: "logout")
+        logger.info("logged out", metadata: ["account": "\(name)"])
+        return deleted.mapError { error in
+            var mapped = error.tokendError(account: name)
+            mapped.message = "logged out in memory, but the stored session could not be deleted (\(mapped.message)); run logout again once the keyring is usable"
+            return mapped
+        }
+    }
+
+    /// Forgets the account's session in memory (anything in flight becomes stale) and deletes
+    /// its keyring item: a logout, or a user deleted at the provider.
+    func forgetSession(_ name: String, reason: String) async -> Result<Void, KeyringError> {
+        guard var account = accounts[name] else { return .success(()) }
+        account.machine.forget(reason: reason)
         disarm(&account)
         account.unsaved = false
         accounts[name] = account
         wake(name)
-        let deleted = await store.delete(account: name, ifRefreshToken: nil)
-        hub.publish(Event(event: .loggedOut, account: name, at: Timestamp.format(clock.now())))
-        publishSignedOut(name, reason: "logout")
-        logger.info("logged out", metadata: ["account": "\(name)"])
-        switch deleted {
-        case .success:
-            _ = noteKeyring(.success(()), account: name)
-            return .success(())
-        case .failure(let error):
-            _ = noteKeyring(.failure(error), account: name)
-            var mapped = error.tokendError(account: name)
-            mapped.message = "logged out in memory, but the stored session could not be deleted (\(mapped.message)); run logout again once the keyring is usable"
-            return .failure(mapped)
-        }
+        let deleted = await store.delete(account: name, ifRefreshToken: nil).map { _ in () }
+        _ = noteKeyring(deleted, account: name)
+        return deleted
     }
 
     // MARK: - Waiting
