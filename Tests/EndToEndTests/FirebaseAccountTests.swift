@@ -151,5 +151,12 @@ import TokendTestSupport
         let weak = try await world.tokenctl(["account", "upgrade", "work", "--email", "hal@example.com"], stdin: "abc\n")
         #expect(weak.status == 64)
         #expect(weak.stderr.contains("WEAK_PASSWORD"), "\(weak.stderr)")
+
+        // An ID token Firebase no longer accepts (here: minted for another project).
+        world.fake.update { $0.projectID = "another-project" }
+        let invalid = try await world.tokenctl(["account", "show", "work"])
+        #expect(invalid.status == 77)
+        #expect(invalid.stderr.contains("INVALID_ID_TOKEN"), "\(invalid.stderr)")
+        #expect(invalid.stderr.contains("tokenctl login work"), "\(invalid.stderr)")
     }
 }
