@@ -50,8 +50,7 @@ extension FirebaseProvider {
                 .misconfigured, code: "google_not_configured",
                 message: "Google sign-in needs google_client_id (and, for an installed-app client, google_client_secret) in the account's configuration, and a tokend with OpenID Connect sign-in"))
         }
-        var google = LoginRequest(method: .browser, scopes: Self.googleScopes, timeout: request.timeout)
-        google.linkingIDToken = nil
+        let google = LoginRequest(method: .browser, scopes: Self.googleScopes, timeout: request.timeout)
         var googleIDToken: String?
         do {
             for try await step in googleSignIn.login(google) {

@@ -41,7 +41,7 @@ extension RequestHandler {
                 response.signInProvider = summary.signInProvider
             case "google":
                 // Interactive (a browser sign-in at Google): streamed like a login.
-                let loginTimeout = try Self.loginRequest(from: Request.login(account: name, method: "google", timeout: request.timeout)).timeout
+                let loginTimeout = try Self.loginTimeout(request.timeout)
                 return .stream(loginStream(id: request.id, account: name) { [engine] progress in
                     await engine.upgradeWithGoogle(account: name, timeout: loginTimeout, progress: progress)
                 })

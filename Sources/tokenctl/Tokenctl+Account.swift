@@ -12,7 +12,7 @@ extension Tokenctl {
             subcommands: [Show.self, VerifyEmail.self, ResetPassword.self, Upgrade.self, Delete.self])
 
         /// One `account` request, its failures said as what the verb could not do.
-        static func call(_ request: Request, verb: String, connection: ConnectionOptions, context: CommandContext) throws(TokenctlError) -> (Response, [UInt8]) {
+        static func call(_ request: Request, verb: String, connection: ConnectionOptions, context: CommandContext) throws(TokenctlError) -> Response {
             let daemon = try DaemonConnection(options: connection, context: context)
             var request = request
             request.id = DaemonConnection.requestID
@@ -28,7 +28,7 @@ extension Tokenctl {
                 throw TokenctlError(account: error, verb: verb, account: request.account ?? "", environment: context.environment)
             }
             try DaemonConnection.check(response, account: request.account, environment: context.environment)
-            return (response, [])
+            return response
         }
 
         static func request(_ action: String, account: String) -> Request {
@@ -52,7 +52,7 @@ extension Tokenctl {
             func validate() throws { try validateAccount(account) }
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
-                let (response, _) = try Account.call(Account.request("show", account: account), verb: "show", connection: connection, context: context)
+                let response = try Account.call(Account.request("show", account: account), verb: "show", connection: connection, context: context)
                 guard let user = response.user else { throw .protocolMismatch("an account reply without the user") }
                 if json {
                     try context.console.write(String(decoding: WireCoding.encodeLine(user), as: UTF8.self))
@@ -94,7 +94,7 @@ extension Tokenctl {
             func validate() throws { try validateAccount(account) }
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
-                let (response, _) = try Account.call(Account.request("verify_email", account: account), verb: "verify-email", connection: connection, context: context)
+                let response = try Account.call(Account.request("verify_email", account: account), verb: "verify-email", connection: connection, context: context)
                 try context.console.write("verification email sent to \(Text.singleLine(response.email ?? "the user's address"))\n")
             }
         }
@@ -118,7 +118,7 @@ extension Tokenctl {
             func execute(_ context: CommandContext) throws(TokenctlError) {
                 var request = Account.request("reset_password", account: account)
                 request.email = email
-                let (response, _) = try Account.call(request, verb: "reset-password", connection: connection, context: context)
+                let response = try Account.call(request, verb: "reset-password", connection: connection, context: context)
                 // With email-enumeration protection Firebase answers the same for unknown addresses.
                 try context.console.write("password-reset email sent to \(Text.singleLine(response.email ?? "the address")) (if a user has that address)\n")
             }
@@ -159,8 +159,8 @@ extension Tokenctl {
                     request.method = "email"
                     request.email = email
                     request.secret = try readSecretInput(
-                        context.console, what: "password", prompt: "New password for \(Text.singleLine(email)): ", trim: false, account: account)
-                    let (response, _) = try Account.call(request, verb: "upgrade", connection: connection, context: context)
+                        context.console, what: "password", prompt: "New password for \(Text.singleLine(email)): ", trim: false)
+                    let response = try Account.call(request, verb: "upgrade", connection: connection, context: context)
                     try context.console.write("\(Text.singleLine(account)) upgraded: signed in with \(Text.singleLine(response.signInProvider ?? "password")), same uid\n")
                     return
                 }
@@ -170,7 +170,7 @@ extension Tokenctl {
                 request.id = DaemonConnection.requestID
                 let daemon = try DaemonConnection(options: connection, context: context)
                 do {
-                    daemon.client.setReadTimeout(seconds: timeout + Login.daemonGrace + AccountEngineTimeouts.lookup + ConnectionOptions.answerMargin)
+                    daemon.client.setReadTimeout(seconds: timeout + Login.daemonGrace + ConnectionOptions.defaultTimeout + ConnectionOptions.answerMargin)
                     try daemon.client.send(request)
                 } catch {
                     throw TokenctlError(client: error, path: daemon.path, timeout: timeout)
@@ -228,12 +228,6 @@ extension TokenctlError {
             self.init(daemon: error, account: account, environment: environment)
         }
     }
-}
-
-/// How long the daemon may spend getting a fresh ID token before an interactive upgrade starts.
-enum AccountEngineTimeouts {
-    /// The daemon's default request timeout (30 s).
-    static let lookup = 30.0
 }
 
 extension String {

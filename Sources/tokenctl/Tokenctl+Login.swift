@@ -96,10 +96,10 @@ extension Tokenctl {
         /// first line of stdin. Never argv, never the environment.
         func readSecret(_ console: any Console) throws(TokenctlError) -> String? {
             if let email {
-                return try readSecretInput(console, what: "password", prompt: "Password for \(Text.singleLine(email)): ", trim: false, account: account)
+                return try readSecretInput(console, what: "password", prompt: "Password for \(Text.singleLine(email)): ", trim: false)
             }
             if customToken {
-                return try readSecretInput(console, what: "custom token", prompt: "Custom token for \(Text.singleLine(account)): ", trim: true, account: account)
+                return try readSecretInput(console, what: "custom token", prompt: "Custom token for \(Text.singleLine(account)): ", trim: true)
             }
             return nil
         }
@@ -138,7 +138,7 @@ extension TokenctlError {
 
 /// Reads a secret: a no-echo prompt on a terminal, else the first line of stdin (without its
 /// line ending). Never argv, never the environment.
-func readSecretInput(_ console: any Console, what: String, prompt: String, trim: Bool, account: String) throws(TokenctlError) -> String {
+func readSecretInput(_ console: any Console, what: String, prompt: String, trim: Bool) throws(TokenctlError) -> String {
     let limit = ImportInput.maximumLength
     let input = console.inputIsTerminal ? try console.readSecretLine(prompt: prompt, limit: limit) : try console.readInput(limit: limit)
     guard input.count <= limit else {
