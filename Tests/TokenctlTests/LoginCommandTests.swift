@@ -68,4 +68,41 @@ import Testing
         #expect(daemon.requestObjects.first?["confirm"] as? Bool == false)
         #expect(daemon.requestObjects.first?["action"] as? String == "delete")
     }
+
+    /// With a display, the real executable hands the sign-in URL to `xdg-open` (found on PATH);
+    /// `--no-browser` only prints it.
+    @Test func theURLIsOpenedWithXdgOpenWhenThereIsADisplay() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokenctl-xdg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let opened = directory.appendingPathComponent("opened").path
+        let script = directory.appendingPathComponent("xdg-open").path
+        try "#!/bin/sh\nprintf '%s\\n' \"$@\" >> \(opened)\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        for (url, flags) in [("https://idp.example.com/printed-only", ["--no-browser"]), ("https://idp.example.com/opened", [])] {
+            let daemon = try FakeDaemon(replies: [
+                #"{"id":1,"progress":"open_url","account":"corp","url":"\#(url)"}"#, #"{"id":1,"ok":true,"progress":"done","account":"corp"}"#,
+            ])
+            defer { daemon.stop() }
+            let process = Process()
+            process.executableURL = try ExecutableTests.binary
+            process.arguments = ["login", "corp", "--socket", daemon.path] + flags
+            process.environment = ["PATH": directory.path + ":/usr/bin:/bin", "DISPLAY": ":99"]
+            process.standardInput = FileHandle.nullDevice
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            #expect(stdout.split(separator: "\n").contains(Substring(url)), "printed on a line of its own: \(stdout)")
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !((try? String(contentsOfFile: opened, encoding: .utf8)) ?? "").contains("opened") {
+            Thread.sleep(forTimeInterval: 0.05)  // polling for the detached xdg-open, with a deadline
+        }
+        let calls = (try? String(contentsOfFile: opened, encoding: .utf8)) ?? ""
+        #expect(calls == "https://idp.example.com/opened\n", "xdg-open got: \(calls)")
+    }
 }
