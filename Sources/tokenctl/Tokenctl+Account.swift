@@ -41,7 +41,7 @@ extension Tokenctl {
             static let configuration = CommandConfiguration(
                 abstract: "Show the user: uid, email, verification, sign-in methods, claims of the current ID token.")
 
-            @Argument(help: "The account, as named in config.toml.")
+            @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
             var account: String
 
             @Flag(help: "Print the user as one JSON object.")
@@ -86,7 +86,7 @@ extension Tokenctl {
             static let configuration = CommandConfiguration(
                 commandName: "verify-email", abstract: "Send the user the email that verifies their address.")
 
-            @Argument(help: "The account, as named in config.toml.")
+            @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
             var account: String
 
             @OptionGroup var connection: ConnectionOptions
@@ -105,7 +105,7 @@ extension Tokenctl {
                 abstract: "Send a password-reset email (no session needed).",
                 discussion: "The address defaults to the signed-in user's.")
 
-            @Argument(help: "The account, as named in config.toml.")
+            @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
             var account: String
 
             @Option(help: ArgumentHelp("Where to send it (default: the session's address).", valueName: "address"))
@@ -132,7 +132,7 @@ extension Tokenctl {
                     first line of stdin. --google signs in with Google in a browser.
                     """)
 
-            @Argument(help: "The account, as named in config.toml.")
+            @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
             var account: String
 
             @Option(help: ArgumentHelp("Give the user this email address and a password.", valueName: "address"))
@@ -187,7 +187,7 @@ extension Tokenctl {
                 abstract: "Delete the Firebase user for good, then forget the session.",
                 discussion: "Without --yes it only says what would be deleted.")
 
-            @Argument(help: "The account, as named in config.toml.")
+            @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
             var account: String
 
             @Flag(help: "Really delete.")

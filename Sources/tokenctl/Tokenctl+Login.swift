@@ -22,7 +22,7 @@ extension Tokenctl {
                 (default: 300 seconds).
                 """)
 
-        @Argument(help: "The account, as named in config.toml.")
+        @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
         var account: String
 
         @Flag(help: "Print the sign-in URL instead of opening a browser.")
