@@ -11,9 +11,10 @@ import Glibc
 /// Issue 10, races and secrets: the newest user action wins over slow refreshes and slow
 /// sign-ins, and no password, custom token or ID token shows up where it must not.
 @Suite(.serialized) struct FirebaseRaceTests {
-    /// How long the fake holds back the slow answer: long enough that the other action surely
-    /// lands first (the test waits for the slow request to arrive before starting it).
-    static let slow = 3.0
+    /// How long the fake holds back the slow answer: long enough that the other action (one
+    /// tokenctl run, well under a second) lands first even on a loaded 2-core machine; the test
+    /// waits for the slow request to arrive before starting it.
+    static let slow = 6.0
 
     /// Waits until the fake has logged a request whose path ends with `suffix`.
     func awaitRequest(_ world: DaemonHarness, _ suffix: String) async throws {
@@ -60,6 +61,7 @@ import Glibc
         let earlier = try await first
         #expect(earlier.status == 75, "\(earlier.stderr)")
         #expect(earlier.stderr.contains("a newer command changed work"), "\(earlier.stderr)")
+        #expect(world.daemonLog.contains("its session is dropped"))
         let fast = try #require(world.fake.requests.last { $0.path.hasSuffix("accounts:signInWithPassword") && $0.status == 200 && $0.issuedRefreshToken != nil && $0.uid != nil && world.fake.user($0.uid!)?.email == "fast@example.com" })
         #expect(try await world.storedSession()?.refreshToken == fast.issuedRefreshToken)
         let token = try await world.tokenctl(["token", "work"])
