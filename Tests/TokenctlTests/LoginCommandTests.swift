@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokendTestSupport
 
 @testable import tokenctl
 
@@ -84,18 +85,11 @@ import Testing
                 #"{"id":1,"progress":"open_url","account":"corp","url":"\#(url)"}"#, #"{"id":1,"ok":true,"progress":"done","account":"corp"}"#,
             ])
             defer { daemon.stop() }
-            let process = Process()
-            process.executableURL = try ExecutableTests.binary
-            process.arguments = ["login", "corp", "--socket", daemon.path] + flags
-            process.environment = ["PATH": directory.path + ":/usr/bin:/bin", "DISPLAY": ":99"]
-            process.standardInput = FileHandle.nullDevice
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
+            let run = try ChildProcess.run(
+                try ExecutableTests.binary.path, ["login", "corp", "--socket", daemon.path] + flags,
+                environment: ["PATH": directory.path + ":/usr/bin:/bin", "DISPLAY": ":99"])
+            let stdout = run.stdout
+            #expect(run.status == 0)
             #expect(stdout.split(separator: "\n").contains(Substring(url)), "printed on a line of its own: \(stdout)")
         }
         let deadline = Date().addingTimeInterval(20)
