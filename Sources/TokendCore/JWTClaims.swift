@@ -31,7 +31,7 @@ public struct JWTClaims: Sendable, Equatable {
     /// Claims after the year 9999 (or before 1970) are treated as absent: no real token carries
     /// one, and such an instant cannot be formatted or counted in whole seconds (an imported
     /// `exp` of 1e300 crashed the daemon on the next `status`; found by the fuzz corpus).
-    static func instant(_ seconds: Double) -> Date? {
+    public static func instant(_ seconds: Double) -> Date? {
         Date.bounded(secondsSince1970: seconds)
     }
 

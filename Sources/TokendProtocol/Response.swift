@@ -41,6 +41,11 @@ public struct Response: Codable, Sendable, Equatable {
     // there was no session to revoke.
     public var revocation: String?
     public var warning: String?
+    // account
+    /// `account show`: the user and the current ID token's claims.
+    public var user: AccountProfile?
+    /// `account verify_email`, `reset_password`: where the email went.
+    public var email: String?
 
     public init(id: RequestID? = nil, ok: Bool = true) {
         self.id = id
@@ -54,7 +59,7 @@ public struct Response: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, ok, error, `protocol`, version, capabilities, account, token, kind, accounts, watching, progress, revocation, warning
+        case id, ok, error, `protocol`, version, capabilities, account, token, kind, accounts, watching, progress, revocation, warning, user, email
         case signInProvider = "sign_in_provider"
         case expiresAt = "expires_at"
         case expiresIn = "expires_in"
@@ -144,6 +149,44 @@ public struct Event: Codable, Sendable, Equatable {
         case expiresAt = "expires_at"
         case retryAt = "retry_at"
         case signInProvider = "sign_in_provider"
+    }
+}
+
+/// A user as `account show` describes it: the provider's profile and the current ID token's
+/// claims. Never a token.
+public struct AccountProfile: Codable, Sendable, Equatable {
+    public var uid: String
+    public var email: String?
+    public var emailVerified: Bool?
+    public var displayName: String?
+    /// How the current session signed in (`password`, `anonymous`, `custom`, `google.com`).
+    public var signInProvider: String?
+    /// Every sign-in method linked to the user.
+    public var providers: [String]
+    /// The project the ID token is for (its `aud`).
+    public var project: String?
+    /// When the user last signed in (the ID token's `auth_time`), RFC 3339.
+    public var authTime: String?
+    public var createdAt: String?
+    public var lastLoginAt: String?
+    public var disabled: Bool?
+    /// Claims set by the project's backend (everything but the standard ones).
+    public var customClaims: [String: AnyJSON]?
+
+    public init(uid: String, providers: [String]) {
+        self.uid = uid
+        self.providers = providers
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case uid, email, providers, project, disabled
+        case emailVerified = "email_verified"
+        case displayName = "display_name"
+        case signInProvider = "sign_in_provider"
+        case authTime = "auth_time"
+        case createdAt = "created_at"
+        case lastLoginAt = "last_login_at"
+        case customClaims = "custom_claims"
     }
 }
 

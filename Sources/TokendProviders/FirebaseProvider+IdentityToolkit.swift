@@ -180,14 +180,9 @@ public struct FirebaseClaims: Sendable, Equatable {
         email = decoded.email
         emailVerified = decoded.email_verified
         signInProvider = decoded.firebase?.sign_in_provider
-        // Instants outside 1970 … 9999 are treated as absent, as `JWTClaims` does.
-        func instant(_ seconds: Double?) -> Date? {
-            guard let seconds, seconds.isFinite, seconds >= 0, seconds <= 253_402_300_799 else { return nil }
-            return Date(timeIntervalSince1970: seconds)
-        }
-        authTime = instant(decoded.auth_time)
-        issuedAt = instant(decoded.iat)
-        expiresAt = instant(decoded.exp)
+        authTime = decoded.auth_time.flatMap(JWTClaims.instant)
+        issuedAt = decoded.iat.flatMap(JWTClaims.instant)
+        expiresAt = decoded.exp.flatMap(JWTClaims.instant)
         payload = Array(bytes)
     }
 }

@@ -21,7 +21,13 @@ extension FirebaseProvider {
     public func login(_ request: LoginRequest) -> AsyncThrowingStream<LoginStep, any Error> {
         AsyncThrowingStream { continuation in
             let task = Task {
-                switch await signIn(request) {
+                let outcome: Result<SignedIn, LoginFailure>
+                if request.method == .google {
+                    outcome = await signInWithGoogle(request) { continuation.yield($0) }
+                } else {
+                    outcome = await signIn(request)
+                }
+                switch outcome {
                 case .success(let signedIn):
                     continuation.yield(.done(signedIn))
                     continuation.finish()
@@ -31,6 +37,38 @@ extension FirebaseProvider {
             }
             continuation.onTermination = { _ in task.cancel() }
         }
+    }
+
+    /// Scopes a Google sign-in asks for: an ID token with the user's email is all Firebase needs.
+    static let googleScopes = ["openid", "email", "profile"]
+
+    /// Google's browser sign-in (its steps relayed), then its ID token exchanged at
+    /// `signInWithIdp` — linked to `request.linkingIDToken`'s user when upgrading.
+    func signInWithGoogle(_ request: LoginRequest, relay: (LoginStep) -> Void) async -> Result<SignedIn, LoginFailure> {
+        guard let googleSignIn else {
+            return .failure(LoginFailure(
+                .misconfigured, code: "google_not_configured",
+                message: "Google sign-in needs google_client_id (and, for an installed-app client, google_client_secret) in the account's configuration, and a tokend with OpenID Connect sign-in"))
+        }
+        let google = LoginRequest(method: .browser, scopes: Self.googleScopes, timeout: request.timeout)
+        var googleIDToken: String?
+        do {
+            for try await step in googleSignIn.login(google) {
+                if case .done(let signedIn) = step {
+                    googleIDToken = signedIn.tokens.idToken
+                    break
+                }
+                relay(step)
+            }
+        } catch let failure as LoginFailure {
+            return .failure(failure)
+        } catch {
+            return .failure(LoginFailure(.transient, code: "failed", message: "the Google sign-in failed; try again"))
+        }
+        guard let googleIDToken else {
+            return .failure(LoginFailure(.denied, code: "no_id_token", message: "Google's sign-in returned no ID token; check that google_client_id is a Google OAuth client and try again"))
+        }
+        return await signInWithIdp(providerIDToken: googleIDToken, providerID: "google.com", linkingTo: request.linkingIDToken)
     }
 
     func signIn(_ request: LoginRequest) async -> Result<SignedIn, LoginFailure> {
@@ -52,9 +90,7 @@ extension FirebaseProvider {
             return await identityToolkit("signInWithCustomToken", CustomTokenBody(token: token), secrets: [token])
                 .flatMap { Self.signedIn($0, provider: "custom") }
         case .google:
-            return .failure(LoginFailure(
-                .misconfigured, code: "unsupported_method",
-                message: "Google sign-in needs google_client_id in the account's configuration"))
+            return await signInWithGoogle(request) { _ in }
         case .browser, .device:
             return .failure(LoginFailure(
                 .badRequest, code: "unsupported_method",

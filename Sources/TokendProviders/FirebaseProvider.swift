@@ -16,11 +16,19 @@ public struct FirebaseProvider: TokenProvider {
         public var apiKey: String
         /// `emulator` from the config, else `FIREBASE_AUTH_EMULATOR_HOST` at load time, else nil.
         public var emulatorHost: String?
+        /// The OAuth client Google issued for this app (`google_client_id`, `google_client_secret`),
+        /// for `tokenctl login --google`; nil when Google sign-in is not set up. An installed-app
+        /// client's secret identifies the program, not the user: Google says it is not confidential.
+        public var google: OIDCProvider.Settings?
 
-        public init(apiKey: String, emulatorHost: String?) {
+        public init(apiKey: String, emulatorHost: String?, google: OIDCProvider.Settings? = nil) {
             self.apiKey = apiKey
             self.emulatorHost = emulatorHost
+            self.google = google
         }
+
+        /// Google's OpenID issuer: `--google` signs in there, then exchanges the ID token at Firebase.
+        public static let googleIssuer = "https://accounts.google.com"
 
         public var descriptor: ProviderDescriptor { FirebaseProvider.descriptor }
         public var description: String { "firebase(emulator: \(emulatorHost ?? "none"))" }
@@ -29,12 +37,14 @@ public struct FirebaseProvider: TokenProvider {
         }
 
         public func makeProvider(transport: HTTPTransport) -> any TokenProvider {
-            FirebaseProvider(apiKey: apiKey, emulatorHost: emulatorHost, transport: transport)
+            var firebase = FirebaseProvider(apiKey: apiKey, emulatorHost: emulatorHost, transport: transport)
+            firebase.googleSignIn = google.map { OIDCProvider(settings: $0, transport: transport) }
+            return firebase
         }
     }
 
     public static let descriptor = ProviderDescriptor(
-        kind: .firebase, keys: ["api_key", "emulator"], defaultTokenKind: .id, capabilities: [.refresh, .login],
+        kind: .firebase, keys: ["api_key", "emulator", "google_client_id", "google_client_secret"], defaultTokenKind: .id, capabilities: [.refresh, .login],
         loginMethods: [.email, .anonymous, .customToken, .google],
         parse: { values, environment throws(ProviderConfigError) in
             let reader = ProviderConfigReader(values)
@@ -47,7 +57,15 @@ public struct FirebaseProvider: TokenProvider {
                 throw ProviderConfigError(
                     key: nil, "\(source) would get refresh tokens over plain HTTP off this machine; use a loopback emulator, or set \(PlainHTTP.optInKey) = true")
             }
-            return Settings(apiKey: apiKey, emulatorHost: emulator)
+            var google: OIDCProvider.Settings? = nil
+            if let clientID = try reader.string("google_client_id") {
+                google = OIDCProvider.Settings(
+                    issuer: Settings.googleIssuer, clientID: clientID, clientSecret: try reader.string("google_client_secret"),
+                    scopes: ["openid", "email", "profile"], tokenKind: .id)
+            } else if try reader.string("google_client_secret") != nil {
+                throw ProviderConfigError(key: "google_client_secret", "goes with google_client_id")
+            }
+            return Settings(apiKey: apiKey, emulatorHost: emulator, google: google)
         },
         classify: { answer in RefreshClassifier.firebase(status: answer.status, body: answer.body, retryAfter: answer.retryAfter) })
 
@@ -55,6 +73,10 @@ public struct FirebaseProvider: TokenProvider {
     let apiKey: String
     let emulatorHost: String?
     let transport: HTTPTransport
+    /// Google's browser sign-in (an OpenID Connect provider for `https://accounts.google.com`
+    /// with the account's `google_client_id`), whose ID token `login --google` exchanges at
+    /// `signInWithIdp`. Nil when the account has no Google client configured.
+    public var googleSignIn: (any TokenProvider)?
 
     public init(apiKey: String, emulatorHost: String?, transport: HTTPTransport) {
         self.apiKey = apiKey

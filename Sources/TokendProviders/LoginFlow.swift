@@ -33,6 +33,9 @@ public struct LoginRequest: Sendable {
     public var scopes: [String]?
     /// How long the user has to finish (browser and device flows).
     public var timeout: Double
+    /// Firebase `google`: the current user's ID token, to link the Google identity to that user
+    /// (an anonymous upgrade keeps its uid) instead of signing in. Never logged.
+    public var linkingIDToken: String? = nil
 
     /// Five minutes: long enough to find a password manager, short enough that a forgotten
     /// login does not hold a loopback port open for long.

@@ -10,6 +10,13 @@ public struct LoginSummary: Sendable, Equatable {
     public var signInProvider: String?
 }
 
+/// Where a login began: its session may only be installed into the same account, bound to the
+/// same endpoint.
+struct LoginOrigin: Sendable, Equatable {
+    var incarnation: UInt64
+    var endpoint: String
+}
+
 extension AccountEngine.Account {
     /// Numbers and commits a user action that takes effect at once (import, logout).
     mutating func commitNewUserAction() {
@@ -57,7 +64,8 @@ extension AccountEngine {
     /// flight, and only if no user action issued after this one has taken effect meanwhile.
     /// The replaced refresh token is revoked at the provider once the new one is stored.
     public func login(
-        account name: String, _ request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void
+        account name: String, _ request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void,
+        announce kind: Event.Kind = .signedIn, reason: String? = nil
     ) async -> Result<LoginSummary, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         let interactive = request.method.isInteractive
@@ -75,6 +83,7 @@ extension AccountEngine {
         defer { if interactive { accounts[name]?.interactiveLogin = false } }
 
         let provider = account.provider
+        let origin = LoginOrigin(incarnation: account.incarnation, endpoint: account.configuration.endpoint)
         let start = clock.now()
         logger.info("login started", metadata: ["account": "\(name)", "method": "\(request.method.rawValue)"])
         let signedIn: SignedIn
@@ -83,7 +92,7 @@ extension AccountEngine {
             signedIn = done
         case .failure(let failure):
             logger.notice("login failed", metadata: ["account": "\(name)", "method": "\(request.method.rawValue)", "code": "\(failure.code)"])
-            return .failure(failure.tokendError)
+            return .failure(managementError(failure, account: name))
         }
         guard let refreshToken = signedIn.tokens.refreshToken, !refreshToken.isEmpty else {
             return .failure(TokendError(.internal, "the provider signed the user in but issued no refresh token; tokend cannot keep such a session"))
@@ -97,7 +106,9 @@ extension AccountEngine {
         }
         var tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
         tokens.scopes = signedIn.grantedScopes
-        return await installLogin(name, tokens, serial: serial, signInProvider: signedIn.signInProvider, provider: provider)
+        return await installLogin(
+            name, tokens, serial: serial, origin: origin, signInProvider: signedIn.signInProvider, provider: provider, announce: kind,
+            reason: reason)
     }
 
     /// The provider's flow, bounded by the request's timeout plus `loginGrace`.
@@ -134,9 +145,18 @@ extension AccountEngine {
     /// Replaces the account's session with a login's, unless a newer user action has already
     /// taken effect (then the login's session is dropped, and revoked where the provider can).
     func installLogin(
-        _ name: String, _ tokens: TokenSet, serial: UInt64, signInProvider: String?, provider: any TokenProvider
+        _ name: String, _ tokens: TokenSet, serial: UInt64, origin: LoginOrigin, signInProvider: String?, provider: any TokenProvider,
+        announce kind: Event.Kind = .signedIn, reason: String? = nil
     ) async -> Result<LoginSummary, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
+        // The session belongs to the endpoint that issued it: a reload that removed the account
+        // or pointed it elsewhere meanwhile makes it unusable here.
+        guard account.incarnation == origin.incarnation, account.configuration.endpoint == origin.endpoint else {
+            logger.notice("a login finished after the account's configuration changed; its session is dropped", metadata: ["account": "\(name)"])
+            return .failure(TokendError(.configError, "\(name)'s configuration changed while this sign-in ran, so its session was not kept; run tokenctl login \(name) again"))
+        }
+        var tokens = tokens
+        tokens.endpoint = origin.endpoint
         guard serial > account.committedUserAction else {
             logger.notice("a login finished after a newer command changed the account; its session is dropped", metadata: ["account": "\(name)"])
             _ = await provider.revoke(refreshToken: tokens.refreshToken)
@@ -154,8 +174,9 @@ extension AccountEngine {
         let saved = await store.save(tokens, account: name)
         let stored = noteKeyring(saved, account: name)
         if accounts[name]?.machine.tokens == tokens { accounts[name]?.unsaved = !stored }
-        var event = Event(event: .signedIn, account: name, at: Timestamp.format(clock.now()))
+        var event = Event(event: kind, account: name, at: Timestamp.format(clock.now()))
         event.signInProvider = signInProvider
+        event.reason = reason
         event.expiresAt = tokens.expiresAt.map(Timestamp.format)
         event.email = tokens.idToken.flatMap { JWTClaims(token: $0)?.email }
         hub.publish(event)

@@ -284,6 +284,7 @@ public actor AccountEngine {
             var event = Event(event: .refreshed, account: name, at: Timestamp.format(now))
             event.expiresAt = tokens.expiresAt.map(Timestamp.format)
             hub.publish(event)
+            publishUserChange(name, from: before.machine.tokens, to: tokens)
         case .willRetry(let failure, let retryAt):
             accounts[name] = account
             report(failure, of: name, as: .refreshFailed, level: .warning, "refresh failed, will retry", at: now, took: took, retryAt: retryAt)
@@ -393,40 +394,52 @@ public actor AccountEngine {
     public func logout(account name: String) async -> Result<RevocationOutcome?, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         account.commitNewUserAction()
+        accounts[name] = account
         let held = account.machine.tokens?.refreshToken
-        account.machine.forget(reason: "logged out; run: tokenctl login \(name)")
+        let provider = account.provider
+        let deleted = await forgetSession(name, reason: "logged out; run: tokenctl login \(name)") {
+            // Revoked before the keyring item goes: should revocation fail, that is reported,
+            // and the local session still goes.
+            guard let held else { return nil }
+            let outcome = await provider.revoke(refreshToken: held)
+            switch outcome {
+            case .failed(let failure):
+                self.logger.warning("revocation at the provider failed; the local session is removed anyway", metadata: [
+                    "account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)",
+                ])
+            case .revoked:
+                self.logger.info("session revoked at the provider", metadata: ["account": "\(name)"])
+            case .unsupported:
+                break
+            }
+            return outcome
+        }
+        hub.publish(Event(event: .loggedOut, account: name, at: Timestamp.format(clock.now())))
+        publishSignedOut(name, reason: "logout")
+        logger.info("logged out", metadata: ["account": "\(name)"])
+        return deleted.result.map { deleted.revocation }.mapError { error in
+            var mapped = error.tokendError(account: name)
+            mapped.message = "logged out in memory, but the stored session could not be deleted (\(mapped.message)); run logout again once the keyring is usable"
+            return mapped
+        }
+    }
+
+    /// Forgets the account's session in memory (anything in flight becomes stale) and deletes
+    /// its keyring item: a logout, or a user deleted at the provider. `beforeDeleting` runs in
+    /// between (a logout revokes there), once nothing in memory can use the session any more.
+    func forgetSession(
+        _ name: String, reason: String, beforeDeleting: (() async -> RevocationOutcome?)? = nil
+    ) async -> (result: Result<Void, KeyringError>, revocation: RevocationOutcome?) {
+        guard var account = accounts[name] else { return (.success(()), nil) }
+        account.machine.forget(reason: reason)
         disarm(&account)
         account.unsaved = false
         accounts[name] = account
         wake(name)
-        var revocation: RevocationOutcome? = nil
-        if let held {
-            revocation = await account.provider.revoke(refreshToken: held)
-            switch revocation {
-            case .failed(let failure):
-                logger.warning("revocation at the provider failed; the local session is removed anyway", metadata: [
-                    "account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)",
-                ])
-            case .revoked:
-                logger.info("session revoked at the provider", metadata: ["account": "\(name)"])
-            case .unsupported, nil:
-                break
-            }
-        }
-        let deleted = await store.delete(account: name, ifRefreshToken: nil)
-        hub.publish(Event(event: .loggedOut, account: name, at: Timestamp.format(clock.now())))
-        publishSignedOut(name, reason: "logout")
-        logger.info("logged out", metadata: ["account": "\(name)"])
-        switch deleted {
-        case .success:
-            _ = noteKeyring(.success(()), account: name)
-            return .success(revocation)
-        case .failure(let error):
-            _ = noteKeyring(.failure(error), account: name)
-            var mapped = error.tokendError(account: name)
-            mapped.message = "logged out in memory, but the stored session could not be deleted (\(mapped.message)); run logout again once the keyring is usable"
-            return .failure(mapped)
-        }
+        let revocation = await beforeDeleting?()
+        let deleted = await store.delete(account: name, ifRefreshToken: nil).map { _ in () }
+        _ = noteKeyring(deleted, account: name)
+        return (deleted, revocation)
     }
 
     // MARK: - Waiting

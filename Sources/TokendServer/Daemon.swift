@@ -88,6 +88,7 @@ public final class Daemon: Service, Sendable {
         configuration.provider.base.makeProvider(transport: transport)
     }
 
+
     /// Serves until SIGTERM/SIGINT (graceful: stop accepting, close connections, end watches).
     public func run() async throws {
         do {

@@ -12,10 +12,19 @@ extension RequestHandler {
     func login(_ request: Request) throws(TokendError) -> AsyncStream<StreamLine> {
         let name = try account(of: request)
         let login = try Self.loginRequest(from: request)
+        return loginStream(id: request.id, account: name) { [engine] progress in
+            await engine.login(account: name, login, progress: progress)
+        }
+    }
+
+    /// A sign-in's streamed reply: each step as a progress line, then the outcome's response.
+    func loginStream(
+        id: RequestID?, account name: String,
+        _ run: @escaping @Sendable (_ progress: @escaping @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError>
+    ) -> AsyncStream<StreamLine> {
         let (stream, continuation) = AsyncStream<StreamLine>.makeStream()
-        let id = request.id
         let task = Task { [self] in
-            let result = await engine.login(account: name, login) { step in
+            let result = await run { step in
                 if let line = Self.progressLine(step, id: id, account: name) { continuation.yield(.progress(line)) }
             }
             continuation.yield(.response(loginResponse(result, id: id, account: name)))
@@ -48,13 +57,7 @@ extension RequestHandler {
             let names = LoginRequest.Method.allCases.map(\.rawValue).joined(separator: ", ")
             throw TokendError(.badRequest, "field \"method\" must be one of: \(names)")
         }
-        var timeout = LoginRequest.defaultTimeout
-        if let value = request.timeout {
-            guard value.isFinite, value > 0, value <= maximumLoginTimeout else {
-                throw TokendError(.badRequest, "field \"timeout\" must be a number of seconds from 1 to \(Int(maximumLoginTimeout))")
-            }
-            timeout = value
-        }
+        let timeout = try loginTimeout(request.timeout)
         let email = request.email?.trimmed
         if request.create == true, method != .email {
             throw TokendError(.badRequest, "field \"create\" only goes with method email")
@@ -62,10 +65,9 @@ extension RequestHandler {
         switch method {
         case .email:
             guard let email, !email.isEmpty else { throw TokendError(.badRequest, "field \"email\" is required for method email") }
-            guard let secret = request.secret, !secret.isEmpty else {
+            guard request.secret?.isEmpty == false else {
                 throw TokendError(.badRequest, "field \"secret\" (the password) is required for method email")
             }
-            _ = secret
         case .customToken:
             guard let secret = request.secret?.trimmed, !secret.isEmpty else {
                 throw TokendError(.badRequest, "field \"secret\" (the custom token) is required for method custom_token")
@@ -76,6 +78,15 @@ extension RequestHandler {
         let secret = method == .customToken ? request.secret?.trimmed : request.secret
         return LoginRequest(
             method: method, email: email, create: request.create ?? false, secret: secret, scopes: request.scopes, timeout: timeout)
+    }
+
+    /// How long a sign-in may take: `timeout`, else five minutes.
+    static func loginTimeout(_ value: Double?) throws(TokendError) -> Double {
+        guard let value else { return LoginRequest.defaultTimeout }
+        guard value.isFinite, value >= 1, value <= maximumLoginTimeout else {
+            throw TokendError(.badRequest, "field \"timeout\" must be a number of seconds from 1 to \(Int(maximumLoginTimeout))")
+        }
+        return value
     }
 
     /// A provider's step as a progress line (`done` is the response line instead).

@@ -287,6 +287,12 @@ extension FakeFirebase {
         public var kind: String
         public var email: String
         public var uid: String?
+
+        public init(kind: String, email: String, uid: String?) {
+            self.kind = kind
+            self.email = email
+            self.uid = uid
+        }
     }
 
     /// Every email the fake would have sent, oldest first.

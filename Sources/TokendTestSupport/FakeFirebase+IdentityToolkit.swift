@@ -82,7 +82,9 @@ extension FakeFirebase.Backend {
         }
         entry.status = reply.status
         log.append(entry)
-        return Decision(action: .reply(reply), delay: state.options.latency)
+        let email = (try? FakeJSON.decode(Credentials.self, from: request.body))?.email
+        let extra = email.flatMap { state.options.signInLatency[$0.lowercased()] } ?? 0
+        return Decision(action: .reply(reply), delay: state.options.latency + extra)
     }
 
     private func signedIn(_ response: SignInResponse) -> ToolkitAnswer {

@@ -103,7 +103,7 @@ extension FakeFirebase.Backend {
         }
         entry.status = reply.status
         log.append(entry)
-        return Decision(action: .reply(reply), delay: options.latency)
+        return Decision(action: .reply(reply), delay: options.latency + options.refreshLatency)
     }
 
     /// Checks in the order Google's stack does: method, key, body, grant type, refresh token.

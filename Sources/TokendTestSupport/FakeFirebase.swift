@@ -52,6 +52,12 @@ public final class FakeFirebase: Sendable {
         /// `update` and `delete` need a sign-in at most this many seconds old, else
         /// `CREDENTIAL_TOO_OLD_LOGIN_AGAIN` (production: 300). Nil: no limit.
         public var recentSignInWindow: Double?
+        /// Extra seconds a successful or rejected refresh (not a fault) is held back: a slow
+        /// refresh for race tests, while sign-ins answer at once.
+        public var refreshLatency: Double = 0
+        /// Extra seconds an Identity Toolkit answer about this email (sign-in, sign-up) is held
+        /// back: one slow sign-in among fast ones, for race tests.
+        public var signInLatency: [String: Double] = [:]
         /// The Google client ids whose ID tokens `signInWithIdp` accepts; empty: any.
         public var googleClientIDs: Set<String> = []
 

@@ -22,7 +22,7 @@ extension Tokenctl {
                 (default: 300 seconds).
                 """)
 
-        @Argument(help: "The account, as named in config.toml.")
+        @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
         var account: String
 
         @Flag(help: "Print the sign-in URL instead of opening a browser.")
@@ -88,71 +88,20 @@ extension Tokenctl {
                 throw TokenctlError(client: error, path: daemon.path, timeout: timeout)
             }
             let opener = BrowserOpener(environment: context.environment, disabled: noBrowser)
-            while true {
-                let line: [UInt8]
-                do {
-                    line = try client.receiveLine()
-                } catch {
-                    throw TokenctlError(client: error, path: daemon.path, timeout: timeout)
-                }
-                if let response = try? JSONDecoder().decode(Response.self, from: Data(line)) {
-                    try finish(response, context: context)
-                    return
-                }
-                guard let progress = try? JSONDecoder().decode(LoginProgress.self, from: Data(line)) else {
-                    throw .protocolMismatch("a login line this tokenctl cannot read")
-                }
-                try relay(progress, console: context.console, opener: opener)
-            }
+            let response = try relayStream(client, path: daemon.path, timeout: timeout, console: context.console, opener: opener)
+            try finish(response, context: context)
         }
 
         /// The password (`--email`) or custom token: a no-echo prompt on a terminal, else the
         /// first line of stdin. Never argv, never the environment.
         func readSecret(_ console: any Console) throws(TokenctlError) -> String? {
-            let what: String
-            if email != nil {
-                what = "password"
-            } else if customToken {
-                what = "custom token"
-            } else {
-                return nil
+            if let email {
+                return try readSecretInput(console, what: "password", prompt: "Password for \(Text.singleLine(email)): ", trim: false)
             }
-            let limit = ImportInput.maximumLength
-            let input =
-                console.inputIsTerminal
-                ? try console.readSecretLine(prompt: "\(what.prefix(1).uppercased() + what.dropFirst()) for \(Text.singleLine(email ?? account)): ", limit: limit)
-                : try console.readInput(limit: limit)
-            guard input.count <= limit else {
-                throw TokenctlError(.usage, "stdin holds more than \(limit / 1024) KiB", next: "pipe in only the \(what)")
+            if customToken {
+                return try readSecretInput(console, what: "custom token", prompt: "Custom token for \(Text.singleLine(account)): ", trim: true)
             }
-            var line = Array(input.prefix { $0 != UInt8(ascii: "\n") })
-            if line.last == UInt8(ascii: "\r") { line.removeLast() }
-            guard let text = String(validating: line, as: UTF8.self) else {
-                throw TokenctlError(.usage, "the \(what) is not UTF-8 text", next: "type it at the prompt or pipe it on stdin")
-            }
-            let secret = customToken ? Text.trim(text) : text
-            guard !secret.isEmpty else {
-                throw TokenctlError(.usage, "no \(what) was given", next: "type it at the prompt, or pipe it: tokenctl login \(Text.singleLine(account)) … < FILE")
-            }
-            return secret
-        }
-
-        func relay(_ progress: LoginProgress, console: any Console, opener: BrowserOpener) throws(TokenctlError) {
-            switch progress.progress {
-            case .openURL:
-                guard let url = progress.url else { return }
-                // The URL alone on its line: easy to copy, and to pick out for scripts and tests.
-                try console.write("Open this page in a browser to sign in:\n\(Text.singleLine(url))\n")
-                opener.open(url)
-            case .userCode:
-                let uri = Text.singleLine(progress.verificationURI ?? "")
-                try console.write("To sign in, visit \(uri) and enter the code: \(Text.singleLine(progress.userCode ?? ""))\n")
-                if let complete = progress.verificationURIComplete {
-                    try console.write("or open:\n\(Text.singleLine(complete))\n")
-                }
-            case .waiting:
-                try console.write("\(Text.singleLine(progress.message ?? "waiting for the sign-in"))…\n")
-            }
+            return nil
         }
 
         func finish(_ response: Response, context: CommandContext) throws(TokenctlError) {
@@ -183,6 +132,58 @@ extension TokenctlError {
             self.init(.usage, "tokend refused the sign-in: \(said)", next: "see: tokenctl login --help")
         default:
             self.init(daemon: error, account: account, environment: environment)
+        }
+    }
+}
+
+/// Reads a secret: a no-echo prompt on a terminal, else the first line of stdin (without its
+/// line ending). Never argv, never the environment.
+func readSecretInput(_ console: any Console, what: String, prompt: String, trim: Bool) throws(TokenctlError) -> String {
+    let limit = ImportInput.maximumLength
+    let input = console.inputIsTerminal ? try console.readSecretLine(prompt: prompt, limit: limit) : try console.readInput(limit: limit)
+    guard input.count <= limit else {
+        throw TokenctlError(.usage, "stdin holds more than \(limit / 1024) KiB", next: "pipe in only the \(what)")
+    }
+    var line = Array(input.prefix { $0 != UInt8(ascii: "\n") })
+    if line.last == UInt8(ascii: "\r") { line.removeLast() }
+    guard let text = String(validating: line, as: UTF8.self) else {
+        throw TokenctlError(.usage, "the \(what) is not UTF-8 text", next: "type it at the prompt or pipe it on stdin")
+    }
+    let secret = trim ? Text.trim(text) : text
+    guard !secret.isEmpty else {
+        throw TokenctlError(.usage, "no \(what) was given", next: "type it at the prompt, or pipe it on stdin (never as an argument)")
+    }
+    return secret
+}
+
+/// Relays a streamed sign-in (`login`, `account upgrade --google`) until its response line:
+/// URLs on a line of their own (and opened when there is a display), device codes, waits.
+func relayStream(_ client: BlockingClient, path: String, timeout: Double, console: any Console, opener: BrowserOpener) throws(TokenctlError) -> Response {
+    while true {
+        let line: [UInt8]
+        do {
+            line = try client.receiveLine()
+        } catch {
+            throw TokenctlError(client: error, path: path, timeout: timeout)
+        }
+        if let response = try? JSONDecoder().decode(Response.self, from: Data(line)) { return response }
+        guard let progress = try? JSONDecoder().decode(LoginProgress.self, from: Data(line)) else {
+            throw .protocolMismatch("a login line this tokenctl cannot read")
+        }
+        switch progress.progress {
+        case .openURL:
+            guard let url = progress.url else { continue }
+            // The URL alone on its line: easy to copy, and to pick out for scripts and tests.
+            try console.write("Open this page in a browser to sign in:\n\(Text.singleLine(url))\n")
+            opener.open(url)
+        case .userCode:
+            let uri = Text.singleLine(progress.verificationURI ?? "")
+            try console.write("To sign in, visit \(uri) and enter the code: \(Text.singleLine(progress.userCode ?? ""))\n")
+            if let complete = progress.verificationURIComplete {
+                try console.write("or open:\n\(Text.singleLine(complete))\n")
+            }
+        case .waiting:
+            try console.write("\(Text.singleLine(progress.message ?? "waiting for the sign-in"))…\n")
         }
     }
 }

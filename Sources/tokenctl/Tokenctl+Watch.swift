@@ -86,11 +86,14 @@ enum WatchLine {
         var expiresAt: String?
         var retryAt: String?
         var error: Failure?
+        var signInProvider: String?
+        var reason: String?
 
         enum CodingKeys: String, CodingKey {
-            case event, account, at, error
+            case event, account, at, error, reason
             case expiresAt = "expires_at"
             case retryAt = "retry_at"
+            case signInProvider = "sign_in_provider"
         }
     }
 
@@ -100,6 +103,8 @@ enum WatchLine {
             return Text.singleLine(String(decoding: line, as: UTF8.self))
         }
         var parts = [fields.at ?? "-", fields.account ?? "-", fields.event]
+        if let provider = fields.signInProvider { parts.append("with \(provider)") }
+        if let reason = fields.reason { parts.append(reason) }
         if let expiry = fields.expiresAt { parts.append("expires \(expiry)") }
         if let error = fields.error { parts.append([error.code, error.message].compactMap { $0 }.joined(separator: ": ")) }
         if let retry = fields.retryAt { parts.append("retry at \(retry)") }

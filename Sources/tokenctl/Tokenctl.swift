@@ -18,7 +18,7 @@ struct Tokenctl: ParsableCommand {
             """,
         version: tokendVersion,
         subcommands: [
-            Token.self, Status.self, List.self, Refresh.self, Login.self, Import.self, Logout.self, Watch.self,
+            Token.self, Status.self, List.self, Refresh.self, Login.self, Account.self, Import.self, Logout.self, Watch.self,
             Exec.self, Header.self, ExecCredential.self, GitCredential.self,
         ])
 

@@ -1,0 +1,106 @@
+import TokendCore
+
+/// Account management through the Identity Toolkit API: `lookup`, `sendOobCode`, `update`,
+/// `signInWithIdp` (linking) and `delete`.
+extension FirebaseProvider: AccountManaging {
+    private struct IDTokenBody: Encodable {
+        var idToken: String
+    }
+
+    private struct OobBody: Encodable {
+        var requestType: String
+        var email: String?
+        var idToken: String?
+    }
+
+    private struct UpdateBody: Encodable {
+        var idToken: String
+        var email: String
+        var password: String
+        var returnSecureToken = true
+    }
+
+    private struct LookupAnswer: Decodable {
+        struct User: Decodable {
+            struct Provider: Decodable { var providerId: String? }
+            var localId: String?
+            var email: String?
+            var emailVerified: Bool?
+            var displayName: String?
+            var providerUserInfo: [Provider]?
+            /// Milliseconds since 1970, as a string.
+            var createdAt: String?
+            var lastLoginAt: String?
+            var disabled: Bool?
+        }
+        var users: [User]?
+    }
+
+    private struct OobAnswer: Decodable {
+        var email: String?
+    }
+
+    public func lookup(idToken: String) async -> Result<ManagedUser, LoginFailure> {
+        await identityToolkit("lookup", IDTokenBody(idToken: idToken), secrets: [idToken]).flatMap { body in
+            guard let answer = try? JSONDecoder().decode(LookupAnswer.self, from: Data(body)), let found = answer.users?.first,
+                let uid = found.localId
+            else {
+                return .failure(Self.failure(code: "USER_NOT_FOUND", detail: ""))
+            }
+            func milliseconds(_ text: String?) -> Date? {
+                guard let text, let value = Double(text), value >= 0, value < 253_402_300_799_000 else { return nil }
+                return Date(timeIntervalSince1970: value / 1000)
+            }
+            var user = ManagedUser(uid: uid, providers: (found.providerUserInfo ?? []).compactMap(\.providerId))
+            user.email = found.email
+            user.emailVerified = found.emailVerified
+            user.displayName = found.displayName
+            user.createdAt = milliseconds(found.createdAt)
+            user.lastLoginAt = milliseconds(found.lastLoginAt)
+            user.disabled = found.disabled
+            return .success(user)
+        }
+    }
+
+    public func sendVerificationEmail(idToken: String) async -> Result<String, LoginFailure> {
+        await identityToolkit("sendOobCode", OobBody(requestType: "VERIFY_EMAIL", idToken: idToken), secrets: [idToken]).map { body in
+            (try? JSONDecoder().decode(OobAnswer.self, from: Data(body)))?.email ?? ""
+        }
+    }
+
+    public func sendPasswordReset(email: String) async -> Result<Void, LoginFailure> {
+        await identityToolkit("sendOobCode", OobBody(requestType: "PASSWORD_RESET", email: email), secrets: []).map { _ in () }
+    }
+
+    public func upgrade(idToken: String, email: String, password: String) async -> Result<SignedIn, LoginFailure> {
+        await identityToolkit("update", UpdateBody(idToken: idToken, email: email, password: password), secrets: [idToken, password])
+            .flatMap { Self.signedIn($0, provider: "password") }
+    }
+
+    public func link(idToken: String, providerIDToken: String, providerID: String) async -> Result<SignedIn, LoginFailure> {
+        await signInWithIdp(providerIDToken: providerIDToken, providerID: providerID, linkingTo: idToken)
+    }
+
+    public func deleteUser(idToken: String) async -> Result<Void, LoginFailure> {
+        await identityToolkit("delete", IDTokenBody(idToken: idToken), secrets: [idToken]).map { _ in () }
+    }
+
+    private struct IdpBody: Encodable {
+        var requestUri: String
+        var postBody: String
+        var idToken: String?
+        var returnIdpCredential = false
+        var returnSecureToken = true
+    }
+
+    /// Google's (or another IdP's) ID token exchanged for a Firebase session; with `linkingTo`,
+    /// linked to that user instead (anonymous upgrade keeps the uid).
+    func signInWithIdp(providerIDToken: String, providerID: String, linkingTo idToken: String?) async -> Result<SignedIn, LoginFailure> {
+        let form = String(decoding: FormEncoding.encode([("id_token", providerIDToken), ("providerId", providerID)]), as: UTF8.self)
+        // `requestUri` must be an http(s) URL; for an ID-token exchange no redirect happens, and
+        // the loopback address says so.
+        let body = IdpBody(requestUri: "http://127.0.0.1", postBody: form, idToken: idToken)
+        return await identityToolkit("signInWithIdp", body, secrets: [providerIDToken] + (idToken.map { [$0] } ?? []))
+            .flatMap { Self.signedIn($0, provider: providerID) }
+    }
+}

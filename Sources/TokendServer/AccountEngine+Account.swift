@@ -1,0 +1,201 @@
+import Logging
+import TokendCore
+import TokendKeyring
+import TokendProtocol
+import TokendProviders
+
+/// Firebase account management (the `account` op): every call uses the session's current ID
+/// token (refreshed first when it is about to expire); upgrade and delete are user actions,
+/// ordered with logins, imports and logouts.
+extension AccountEngine {
+    /// An ID token used for a management call must outlive the call: 30 s covers the request
+    /// and a retry of it.
+    static let managementMinValid: Double = 30
+
+    /// The account's provider when it manages users, else why not.
+    func manager(_ name: String) -> Result<any AccountManaging, TokendError> {
+        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
+        guard let manager = account.provider as? any AccountManaging else {
+            return .failure(TokendError(.badRequest, "\(name) is a \(account.configuration.kind.rawValue) account; account management is for Firebase accounts"))
+        }
+        return .success(manager)
+    }
+
+    /// A current ID token, or the error that says to sign in.
+    func managementToken(_ name: String, timeout: Double) async -> Result<String, TokendError> {
+        await token(account: name, kind: .id, minValid: Self.managementMinValid, timeout: timeout).map(\.token)
+    }
+
+    /// The provider that manages the account's user, and a current ID token to call it with.
+    func managedSession(_ name: String, timeout: Double) async -> Result<(any AccountManaging, String), TokendError> {
+        switch manager(name) {
+        case .failure(let error): return .failure(error)
+        case .success(let manager): return await managementToken(name, timeout: timeout).map { (manager, $0) }
+        }
+    }
+
+    /// The user and the ID token's claims.
+    public func showUser(account name: String, timeout: Double) async -> Result<(ManagedUser, FirebaseClaims?), TokendError> {
+        let (manager, idToken): (any AccountManaging, String)
+        switch await managedSession(name, timeout: timeout) {
+        case .failure(let error): return .failure(error)
+        case .success(let session): (manager, idToken) = session
+        }
+        return await manager.lookup(idToken: idToken).map { ($0, FirebaseClaims(token: idToken)) }.mapError { managementError($0, account: name) }
+    }
+
+    /// Sends the verification email; returns the address it went to.
+    public func sendVerificationEmail(account name: String, timeout: Double) async -> Result<String, TokendError> {
+        switch await managedSession(name, timeout: timeout) {
+        case .failure(let error): return .failure(error)
+        case .success(let (manager, idToken)):
+            let sent = await manager.sendVerificationEmail(idToken: idToken).mapError { managementError($0, account: name) }
+            if case .success = sent { logger.info("verification email requested", metadata: ["account": "\(name)"]) }
+            return sent
+        }
+    }
+
+    /// Sends a password-reset email to `email`, else to the session's address. Needs no session.
+    public func sendPasswordReset(account name: String, email: String?) async -> Result<String, TokendError> {
+        let manager: any AccountManaging
+        switch self.manager(name) {
+        case .failure(let error): return .failure(error)
+        case .success(let found): manager = found
+        }
+        let held = accounts[name]?.machine.tokens?.idToken.flatMap { FirebaseClaims(token: $0)?.email }
+        guard let address = email ?? held, !address.isEmpty else {
+            return .failure(TokendError(.badRequest, "\(name) holds no session with an email address; name one: tokenctl account reset-password \(name) --email ADDRESS"))
+        }
+        let sent = await manager.sendPasswordReset(email: address).mapError { managementError($0, account: name) }
+        if case .success = sent { logger.info("password reset requested", metadata: ["account": "\(name)"]) }
+        return sent.map { address }
+    }
+
+    /// Turns the account's anonymous user into a permanent one with the same uid, and replaces
+    /// the session with the one the provider issued for it.
+    public func upgrade(account name: String, email: String, password: String, timeout: Double) async -> Result<LoginSummary, TokendError> {
+        let (manager, idToken): (any AccountManaging, String)
+        switch await managedSession(name, timeout: timeout) {
+        case .failure(let error): return .failure(error)
+        case .success(let session): (manager, idToken) = session
+        }
+        if let refusal = refuseUpgrade(name, idToken: idToken) { return .failure(refusal) }
+        guard var account = accounts[name] else { return .failure(missingAccount(name)) }
+        account.issuedUserActions += 1
+        let serial = account.issuedUserActions
+        accounts[name] = account
+        let origin = LoginOrigin(incarnation: account.incarnation, endpoint: account.configuration.endpoint)
+        let start = clock.now()
+        let signedIn: SignedIn
+        switch await manager.upgrade(idToken: idToken, email: email, password: password) {
+        case .failure(let failure): return .failure(managementError(failure, account: name))
+        case .success(let done): signedIn = done
+        }
+        guard let refreshToken = signedIn.tokens.refreshToken else {
+            return .failure(TokendError(.internal, "the provider upgraded the user but issued no refresh token; sign in again: tokenctl login \(name) --email \(email)"))
+        }
+        let tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
+        return await installLogin(
+            name, tokens, serial: serial, origin: origin, signInProvider: signedIn.signInProvider, provider: account.provider,
+            announce: .userChanged, reason: "upgraded")
+    }
+
+    /// Links a Google sign-in to the account's anonymous user (same uid), through the provider's
+    /// Google flow; its steps go to `progress`.
+    public func upgradeWithGoogle(
+        account name: String, timeout: Double, progress: @escaping @Sendable (LoginStep) -> Void
+    ) async -> Result<LoginSummary, TokendError> {
+        if case .failure(let error) = manager(name) { return .failure(error) }
+        let idToken: String
+        switch await managementToken(name, timeout: AccountEngine.defaultTimeout) {
+        case .failure(let error): return .failure(error)
+        case .success(let token): idToken = token
+        }
+        if let refusal = refuseUpgrade(name, idToken: idToken) { return .failure(refusal) }
+        var request = LoginRequest(method: .google, timeout: timeout)
+        request.linkingIDToken = idToken
+        return await login(account: name, request, progress: progress, announce: .userChanged, reason: "upgraded")
+    }
+
+    /// Only an anonymous user can be upgraded.
+    func refuseUpgrade(_ name: String, idToken: String) -> TokendError? {
+        let claims = FirebaseClaims(token: idToken)
+        guard claims?.signInProvider != "anonymous" else { return nil }
+        let how = claims?.signInProvider ?? "unknown"
+        return TokendError(.badRequest, "\(name) is already a permanent user (signed in with \(how)); upgrade is for anonymous users")
+    }
+
+    /// What `delete` would remove, for a refusal without confirmation.
+    public func describeDeletion(account name: String) -> Result<String, TokendError> {
+        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
+        guard let tokens = account.machine.tokens else {
+            return .failure(TokendError(.needsLogin, "\(name) holds no session, so there is no user to delete; sign in first: tokenctl login \(name)"))
+        }
+        let claims = tokens.idToken.flatMap { FirebaseClaims(token: $0) }
+        let who = claims.map { claims in
+            var text = "user \(claims.uid ?? "?")"
+            if let email = claims.email { text += " (\(email))" } else if claims.signInProvider == "anonymous" { text += " (anonymous)" }
+            return text
+        } ?? "the signed-in user"
+        let project = tokens.idToken.flatMap { JWTClaims(token: $0)?.issuer }.map { " of project \($0.split(separator: "/").last.map(String.init) ?? $0)" } ?? ""
+        return .success("this deletes Firebase \(who)\(project) for good, and \(name)'s stored session; to go ahead, add --yes (\"confirm\":true)")
+    }
+
+    /// Deletes the user at the provider, then forgets the session (unless a newer user action
+    /// has replaced it meanwhile).
+    public func deleteUser(account name: String, timeout: Double) async -> Result<Void, TokendError> {
+        let (manager, idToken): (any AccountManaging, String)
+        switch await managedSession(name, timeout: timeout) {
+        case .failure(let error): return .failure(error)
+        case .success(let session): (manager, idToken) = session
+        }
+        guard var account = accounts[name] else { return .failure(missingAccount(name)) }
+        account.issuedUserActions += 1
+        let serial = account.issuedUserActions
+        accounts[name] = account
+        if case .failure(let failure) = await manager.deleteUser(idToken: idToken) {
+            return .failure(managementError(failure, account: name))
+        }
+        logger.info("user deleted at the provider", metadata: ["account": "\(name)"])
+        guard var current = accounts[name], serial > current.committedUserAction else {
+            logger.notice("a newer session arrived while the user was deleted; it is kept", metadata: ["account": "\(name)"])
+            return .success(())
+        }
+        current.committedUserAction = serial
+        accounts[name] = current
+        let deleted = await forgetSession(name, reason: "the user was deleted; sign in again: tokenctl login \(name)")
+        publishSignedOut(name, reason: "deleted")
+        return deleted.result.mapError { error in
+            var mapped = error.tokendError(account: name)
+            mapped.message = "the user was deleted, but the stored session could not be removed (\(mapped.message)); run tokenctl logout \(name) once the keyring is usable"
+            return mapped
+        }
+    }
+
+    /// A provider's failure for a management call, with the account's own login command.
+    func managementError(_ failure: LoginFailure, account name: String) -> TokendError {
+        var error = failure.tokendError
+        error.message = error.message.replacing("tokenctl login ACCOUNT", with: "tokenctl login \(name)")
+            .replacing("tokenctl account reset-password ACCOUNT", with: "tokenctl account reset-password \(name)")
+        return error
+    }
+
+    /// Auth state for watchers: the same user, changed (verified, upgraded) — seen on refresh.
+    func publishUserChange(_ name: String, from previous: TokenSet?, to next: TokenSet) {
+        guard let before = previous?.idToken.flatMap({ FirebaseClaims(token: $0) }),
+            let after = next.idToken.flatMap({ FirebaseClaims(token: $0) }), before.uid == after.uid
+        else { return }
+        var reason: String?
+        if after.emailVerified == true, before.emailVerified != true {
+            reason = "email_verified"
+        } else if before.email != after.email {
+            reason = "email_changed"
+        }
+        guard let reason else { return }
+        var event = Event(event: .userChanged, account: name, at: Timestamp.format(clock.now()))
+        event.reason = reason
+        event.signInProvider = after.signInProvider
+        event.email = after.email
+        hub.publish(event)
+    }
+}

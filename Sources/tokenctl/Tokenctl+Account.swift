@@ -1,0 +1,235 @@
+import ArgumentParser
+import CTokendShims
+import TokendCore
+import TokendProtocol
+
+extension Tokenctl {
+    /// `tokenctl account VERB ACCOUNT`: Firebase account management, run by the daemon with the
+    /// session it holds.
+    struct Account: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Manage a Firebase account's user: show, verify-email, reset-password, upgrade, delete.",
+            subcommands: [Show.self, VerifyEmail.self, ResetPassword.self, Upgrade.self, Delete.self])
+
+        /// One `account` request, its failures said as what the verb could not do.
+        static func call(_ request: Request, verb: String, connection: ConnectionOptions, context: CommandContext) throws(TokenctlError) -> Response {
+            let daemon = try DaemonConnection(options: connection, context: context)
+            var request = request
+            request.id = DaemonConnection.requestID
+            request.timeout = connection.timeout
+            let response: Response
+            do {
+                daemon.client.setReadTimeout(seconds: connection.readTimeout)
+                response = try daemon.client.call(request)
+            } catch {
+                throw TokenctlError(client: error, path: daemon.path, timeout: connection.timeout)
+            }
+            if !response.ok, let error = response.error {
+                throw TokenctlError(account: error, verb: verb, account: request.account ?? "", environment: context.environment)
+            }
+            try DaemonConnection.check(response, account: request.account, environment: context.environment)
+            return response
+        }
+
+        static func request(_ action: String, account: String) -> Request {
+            var request = Request(op: Op.account.rawValue, account: account)
+            request.action = action
+            return request
+        }
+
+        struct Show: TokenctlCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Show the user: uid, email, verification, sign-in methods, claims of the current ID token.")
+
+            @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
+            var account: String
+
+            @Flag(help: "Print the user as one JSON object.")
+            var json = false
+
+            @OptionGroup var connection: ConnectionOptions
+
+            func validate() throws { try validateAccount(account) }
+
+            func execute(_ context: CommandContext) throws(TokenctlError) {
+                let response = try Account.call(Account.request("show", account: account), verb: "show", connection: connection, context: context)
+                guard let user = response.user else { throw .protocolMismatch("an account reply without the user") }
+                if json {
+                    try context.console.write(String(decoding: WireCoding.encodeLine(user), as: UTF8.self))
+                    return
+                }
+                var rows: [(String, String)] = [("uid", user.uid)]
+                if let email = user.email {
+                    let verified = user.emailVerified == true ? "verified" : "not verified"
+                    rows.append(("email", "\(email) (\(verified))"))
+                }
+                if let name = user.displayName { rows.append(("name", name)) }
+                rows.append(("signed in with", user.signInProvider ?? "-"))
+                rows.append(("sign-in methods", user.providers.isEmpty ? "none (anonymous)" : user.providers.joined(separator: ", ")))
+                if let project = user.project { rows.append(("project", project)) }
+                if let authTime = user.authTime { rows.append(("last sign-in", authTime)) }
+                if let created = user.createdAt { rows.append(("created", created)) }
+                if user.disabled == true { rows.append(("disabled", "yes")) }
+                if let claims = user.customClaims {
+                    rows.append(("custom claims", String(decoding: WireCoding.encodeLine(claims), as: UTF8.self).trimmingSuffixNewline))
+                }
+                let width = rows.map(\.0.count).max() ?? 0
+                var text = ""
+                for (label, value) in rows {
+                    text += label + String(repeating: " ", count: width - label.count + 2) + Text.singleLine(value) + "\n"
+                }
+                try context.console.write(text)
+            }
+        }
+
+        struct VerifyEmail: TokenctlCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "verify-email", abstract: "Send the user the email that verifies their address.")
+
+            @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
+            var account: String
+
+            @OptionGroup var connection: ConnectionOptions
+
+            func validate() throws { try validateAccount(account) }
+
+            func execute(_ context: CommandContext) throws(TokenctlError) {
+                let response = try Account.call(Account.request("verify_email", account: account), verb: "verify-email", connection: connection, context: context)
+                try context.console.write("verification email sent to \(Text.singleLine(response.email ?? "the user's address"))\n")
+            }
+        }
+
+        struct ResetPassword: TokenctlCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "reset-password",
+                abstract: "Send a password-reset email (no session needed).",
+                discussion: "The address defaults to the signed-in user's.")
+
+            @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
+            var account: String
+
+            @Option(help: ArgumentHelp("Where to send it (default: the session's address).", valueName: "address"))
+            var email: String?
+
+            @OptionGroup var connection: ConnectionOptions
+
+            func validate() throws { try validateAccount(account) }
+
+            func execute(_ context: CommandContext) throws(TokenctlError) {
+                var request = Account.request("reset_password", account: account)
+                request.email = email
+                let response = try Account.call(request, verb: "reset-password", connection: connection, context: context)
+                // With email-enumeration protection Firebase answers the same for unknown addresses.
+                try context.console.write("password-reset email sent to \(Text.singleLine(response.email ?? "the address")) (if a user has that address)\n")
+            }
+        }
+
+        struct Upgrade: TokenctlCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Make an anonymous user permanent, keeping its uid.",
+                discussion: """
+                    --email ADDRESS reads the new password from a prompt without echo, or from the \
+                    first line of stdin. --google signs in with Google in a browser.
+                    """)
+
+            @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
+            var account: String
+
+            @Option(help: ArgumentHelp("Give the user this email address and a password.", valueName: "address"))
+            var email: String?
+
+            @Flag(help: "Link a Google account to the user.")
+            var google = false
+
+            @Flag(help: "With --google: print the sign-in URL instead of opening a browser.")
+            var noBrowser = false
+
+            @OptionGroup var connection: ConnectionOptions
+
+            func validate() throws {
+                try validateAccount(account)
+                guard (email != nil) != google else { throw ValidationError("choose one of --email ADDRESS and --google") }
+                if let email, email.isEmpty { throw ValidationError("--email needs an address") }
+            }
+
+            func execute(_ context: CommandContext) throws(TokenctlError) {
+                _ = tokend_set_not_dumpable()
+                var request = Account.request("upgrade", account: account)
+                if let email {
+                    request.method = "email"
+                    request.email = email
+                    request.secret = try readSecretInput(
+                        context.console, what: "password", prompt: "New password for \(Text.singleLine(email)): ", trim: false)
+                    let response = try Account.call(request, verb: "upgrade", connection: connection, context: context)
+                    try context.console.write("\(Text.singleLine(account)) upgraded: signed in with \(Text.singleLine(response.signInProvider ?? "password")), same uid\n")
+                    return
+                }
+                request.method = "google"
+                let timeout = connection.timeoutOption ?? Login.defaultTimeout
+                request.timeout = timeout
+                request.id = DaemonConnection.requestID
+                let daemon = try DaemonConnection(options: connection, context: context)
+                do {
+                    daemon.client.setReadTimeout(seconds: timeout + Login.daemonGrace + ConnectionOptions.defaultTimeout + ConnectionOptions.answerMargin)
+                    try daemon.client.send(request)
+                } catch {
+                    throw TokenctlError(client: error, path: daemon.path, timeout: timeout)
+                }
+                let opener = BrowserOpener(environment: context.environment, disabled: noBrowser)
+                let response = try relayStream(daemon.client, path: daemon.path, timeout: timeout, console: context.console, opener: opener)
+                try DaemonConnection.check(response, account: account, environment: context.environment)
+                try context.console.write("\(Text.singleLine(account)) upgraded: signed in with \(Text.singleLine(response.signInProvider ?? "google.com")), same uid\n")
+            }
+        }
+
+        struct Delete: TokenctlCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Delete the Firebase user for good, then forget the session.",
+                discussion: "Without --yes it only says what would be deleted.")
+
+            @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
+            var account: String
+
+            @Flag(help: "Really delete.")
+            var yes = false
+
+            @OptionGroup var connection: ConnectionOptions
+
+            func validate() throws { try validateAccount(account) }
+
+            func execute(_ context: CommandContext) throws(TokenctlError) {
+                var request = Account.request("delete", account: account)
+                request.confirm = yes
+                _ = try Account.call(request, verb: "delete", connection: connection, context: context)
+                try context.console.write("\(Text.singleLine(account)): user deleted and session forgotten\n")
+            }
+        }
+    }
+}
+
+extension TokenctlError {
+    /// A failed `account` action: what the provider said, and the command that helps.
+    init(account error: TokendError, verb: String, account: String, environment: [String: String]) {
+        let said = Text.singleLine(error.message)
+        let name = Text.singleLine(account)
+        switch error.code {
+        case .needsLogin:
+            self.init(.needsLogin, "account \(verb) for \(name) failed: \(said)", next: "sign in (tokenctl login \(name) …), then repeat")
+        case .configError:
+            self.init(.configuration, "account \(verb) for \(name) failed: \(said)", next: "fix the project or \(Self.configPath(environment)), then repeat")
+        case .unavailable:
+            self.init(.temporary, "account \(verb) for \(name) failed: \(said)", next: "try again later")
+        case .badRequest where verb == "delete":
+            // The refusal without --yes says what would be deleted.
+            self.init(.usage, "not deleted: \(said)", next: "run: tokenctl account delete \(name) --yes")
+        case .badRequest:
+            self.init(.usage, "account \(verb) for \(name) refused: \(said)", next: "see: tokenctl account \(verb) --help")
+        default:
+            self.init(daemon: error, account: account, environment: environment)
+        }
+    }
+}
+
+extension String {
+    fileprivate var trimmingSuffixNewline: String { hasSuffix("\n") ? String(dropLast()) : self }
+}

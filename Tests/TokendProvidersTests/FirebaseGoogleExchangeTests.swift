@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+import TokendCore
+import TokendProviders
+import TokendTestSupport
+
+/// `--google` without the OpenID Connect flow of this build: the exchange at `signInWithIdp`,
+/// driven by a stand-in for Google's browser sign-in that hands over an ID token minted as
+/// Google's issuer would (the fake's `googleIDToken`).
+@Suite struct FirebaseGoogleExchangeTests {
+    /// Plays Google's browser flow: shows the URL, then "returns" with the ID token.
+    struct GoogleStandIn: TokenProvider {
+        let kind = ProviderKind.oidc
+        let idToken: String
+        func refresh(refreshToken: String) async -> RefreshOutcome { .misconfigured(RefreshFailure(code: "n/a", message: "n/a")) }
+        func login(_ request: LoginRequest) -> AsyncThrowingStream<LoginStep, any Error> {
+            AsyncThrowingStream { continuation in
+                continuation.yield(.openURL("https://accounts.google.com/o/oauth2/v2/auth?client_id=test"))
+                continuation.yield(.done(SignedIn(tokens: IssuedTokens(refreshToken: "google-refresh", idToken: idToken), signInProvider: "oidc")))
+                continuation.finish()
+            }
+        }
+    }
+
+    func provider(_ fake: FakeFirebase, transport: HTTPTransport, idToken: String) -> FirebaseProvider {
+        var provider = FirebaseProvider(apiKey: "test-api-key", emulatorHost: fake.emulatorHost, transport: transport)
+        provider.googleSignIn = GoogleStandIn(idToken: idToken)
+        return provider
+    }
+
+    func run(_ provider: FirebaseProvider, _ request: LoginRequest) async -> (steps: [LoginStep], failure: LoginFailure?) {
+        var steps: [LoginStep] = []
+        do {
+            for try await step in provider.login(request) { steps.append(step) }
+            return (steps, nil)
+        } catch {
+            return (steps, error as? LoginFailure)
+        }
+    }
+
+    @Test func googleIDTokenSignsInCreatesAndLinksKeepingTheUid() async throws {
+        var options = FakeFirebase.Options()
+        options.googleClientIDs = ["test-client.apps.googleusercontent.com"]
+        let fake = try await FakeFirebase.start(options: options)
+        let transport = HTTPTransport(environment: [:])
+        defer { Task { await transport.shutdown(); try? await fake.shutdown() } }
+        let google = FakeFirebase.googleIDToken(subject: "g-1", email: "lin@example.com", audience: "test-client.apps.googleusercontent.com")
+
+        let (steps, failure) = await run(provider(fake, transport: transport, idToken: google), LoginRequest(method: .google))
+        #expect(failure == nil)
+        #expect(steps.first == .openURL("https://accounts.google.com/o/oauth2/v2/auth?client_id=test"))
+        guard case .done(let signedIn)? = steps.last else { Issue.record("no session: \(steps)"); return }
+        #expect(signedIn.signInProvider == "google.com")
+        let idToken = try #require(signedIn.tokens.idToken)
+        let claims = try #require(FirebaseClaims(token: idToken))
+        #expect(fake.user(try #require(claims.uid))?.providers == ["google.com"])
+        #expect(fake.requests.last?.path.hasSuffix("accounts:signInWithIdp") == true)
+
+        // An anonymous user links another Google identity and keeps its uid.
+        let anonymous = fake.createUser()
+        var link = LoginRequest(method: .google)
+        link.linkingIDToken = anonymous.idToken
+        let other = FakeFirebase.googleIDToken(subject: "g-2", email: "mo@example.com", audience: "test-client.apps.googleusercontent.com")
+        let (linked, linkFailure) = await run(provider(fake, transport: transport, idToken: other), link)
+        #expect(linkFailure == nil)
+        guard case .done(let upgraded)? = linked.last else { Issue.record("no session: \(linked)"); return }
+        #expect(FirebaseClaims(token: upgraded.tokens.idToken ?? "")?.uid == anonymous.uid)
+
+        // g-1 already belongs to the first user: linking it to the anonymous one is refused.
+        let (_, taken) = await run(provider(fake, transport: transport, idToken: google), link)
+        #expect(taken?.code == "FEDERATED_USER_ID_ALREADY_LINKED")
+        #expect(taken?.kind == .denied)
+    }
+
+    @Test func anIDTokenFirebaseRejectsIsAnErrorMessageIn200() async throws {
+        var options = FakeFirebase.Options()
+        options.googleClientIDs = ["test-client.apps.googleusercontent.com"]
+        let fake = try await FakeFirebase.start(options: options)
+        let transport = HTTPTransport(environment: [:])
+        defer { Task { await transport.shutdown(); try? await fake.shutdown() } }
+        let wrongAudience = FakeFirebase.googleIDToken(subject: "g-3", email: nil, audience: "someone-else")
+        let (_, failure) = await run(provider(fake, transport: transport, idToken: wrongAudience), LoginRequest(method: .google))
+        #expect(failure?.code == "INVALID_IDP_RESPONSE")
+        #expect(failure?.kind == .denied)
+        #expect(fake.requests.last?.status == 200, "production answers such a token with 200 and errorMessage")
+        #expect(failure.map { !$0.message.contains(wrongAudience) } == true)
+    }
+}

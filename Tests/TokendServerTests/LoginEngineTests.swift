@@ -1,0 +1,77 @@
+import Foundation
+import Logging
+import Testing
+import TokendCore
+import TokendKeyring
+import TokendProtocol
+import TokendProviders
+@testable import TokendServer
+
+/// The engine's side of `login`: one interactive login per account, cancelled with its client.
+@Suite struct LoginEngineTests {
+    /// A browser flow that shows its URL and then waits for a user who never comes.
+    struct WaitingBrowser: TokenProvider {
+        let kind = ProviderKind.oidc
+        func refresh(refreshToken: String) async -> RefreshOutcome { .misconfigured(RefreshFailure(code: "n/a", message: "n/a")) }
+        func login(_ request: LoginRequest) -> AsyncThrowingStream<LoginStep, any Error> {
+            AsyncThrowingStream { continuation in
+                continuation.yield(.openURL("https://idp.example.com/auth"))
+            }
+        }
+    }
+
+    func handler() async -> RequestHandler {
+        let hub = EventHub()
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let engine = AccountEngine(store: InMemorySecretStore(timeout: 2), hub: hub, logger: logger) { _ in WaitingBrowser() }
+        await engine.apply(Configuration(accounts: [
+            "corp": AccountConfiguration(name: "corp", provider: .oidc(OIDCProvider.Settings(issuer: "https://idp.example.com", clientID: "c")), refreshBefore: 300)
+        ]))
+        return RequestHandler(engine: engine, hub: hub, version: "test")
+    }
+
+    /// The first line a login stream answers with.
+    func firstLine(_ handler: RequestHandler) async -> (RequestHandler.StreamLine?, AsyncStream<RequestHandler.StreamLine>?) {
+        guard case .stream(let stream) = await handler.handle(Request.login(account: "corp", method: "browser", timeout: 60)) else { return (nil, nil) }
+        var iterator = stream.makeAsyncIterator()
+        return (await iterator.next(), stream)
+    }
+
+    @Test func oneInteractiveLoginAtATimeAndAClientLeavingFreesTheSlot() async throws {
+        let handler = await handler()
+        var (first, held) = await firstLine(handler)
+        guard case .progress(let progress)? = first else { Issue.record("expected progress, got \(String(describing: first))"); return }
+        #expect(progress.progress == .openURL)
+        #expect(progress.url == "https://idp.example.com/auth")
+
+        let (second, _) = await firstLine(handler)
+        guard case .response(let refusal)? = second else { Issue.record("expected a refusal, got \(String(describing: second))"); return }
+        #expect(refusal.error?.code == .unavailable)
+        #expect(refusal.error?.message.contains("already waiting") == true)
+
+        held = nil  // the first client goes away: its login is cancelled
+        _ = held
+        let deadline = Date().addingTimeInterval(20)
+        var freed = false
+        while Date() < deadline, !freed {
+            if case .progress? = await firstLine(handler).0 { freed = true } else { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(freed, "the slot was not freed after the first client left")
+    }
+
+    @Test func badLoginRequestsNameTheField() async throws {
+        let handler = await handler()
+        for (request, mentions) in [
+            (Request(op: "login", account: "corp"), "method"),
+            (Request.login(account: "corp", method: "carrier-pigeon"), "method"),
+            (Request.login(account: "corp", method: "email", email: "a@example.com"), "secret"),
+            (Request.login(account: "corp", method: "anonymous", create: true), "create"),
+            (Request.login(account: "corp", method: "device", timeout: 99_999), "timeout"),
+        ] {
+            guard case .response(let response) = await handler.handle(request) else { Issue.record("streamed: \(request)"); continue }
+            #expect(response.error?.code == .badRequest)
+            #expect(response.error?.message.contains(mentions) == true, "\(response.error?.message ?? "")")
+        }
+    }
+}
