@@ -266,7 +266,7 @@ public struct AccountMachine: Sendable {
 }
 
 extension AccountMachine {
-    /// The state name shown by `status` and `list` (DESIGN.md §5).
+    /// The state name shown by `status` and `list` (docs/protocol.md).
     public func stateName(at now: Date) -> String {
         switch phase {
         case .idle:

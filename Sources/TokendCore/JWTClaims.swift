@@ -1,5 +1,5 @@
 /// The few claims of a JWT the daemon reads. Signatures are not checked: the token came over TLS
-/// from its issuer, and only its timing and identity claims are used (firebase-rest.md).
+/// from its issuer, and only its timing and identity claims are used (docs/architecture.md, "Provider facts").
 public struct JWTClaims: Sendable, Equatable {
     public var expiresAt: Date?
     public var issuedAt: Date?

@@ -1,4 +1,4 @@
-/// When to refresh a session before it expires (DESIGN.md §4).
+/// When to refresh a session before it expires (docs/architecture.md, "Refresh policy").
 public struct RefreshPolicy: Sendable, Equatable {
     /// Default margin: the Firebase SDKs refresh 5 minutes before expiry, and so do we.
     public static let defaultRefreshBefore: Double = 300
@@ -32,12 +32,12 @@ public struct RefreshPolicy: Sendable, Equatable {
     }
 }
 
-/// How long to wait after consecutive transient failures (DESIGN.md §4).
+/// How long to wait after consecutive transient failures (docs/architecture.md, "Refresh policy").
 ///
 /// Exponential with full jitter: the n-th retry waits a uniform draw from [0, base·2ⁿ], clamped
 /// to the cap. The window stops growing at `windowLimit`, so once at the cap about three retries
 /// in four wait the full cap and one in four still spreads out: ≈ 13.7 requests an hour during a
-/// long outage (DESIGN's "~15 an hour"), while accounts never fall back into lock-step.
+/// long outage (the design's "~15 an hour"), while accounts never fall back into lock-step.
 public struct Backoff: Sendable, Equatable {
     /// First retry within a second: most blips (a dropped connection, one 503) are that short.
     public static let base: Double = 1

@@ -1,6 +1,6 @@
 /// Keeps many accounts from refreshing in the same second.
 ///
-/// Jitter alone is 10 % of the margin (DESIGN.md §4): 30 s for hour-long tokens, but a single
+/// Jitter alone is 10 % of the margin (docs/architecture.md, "Refresh policy"): 30 s for hour-long tokens, but a single
 /// second for 30-second ones, too little to part a hundred accounts that started together. So a
 /// proactive refresh whose second is full moves to an earlier second with room, never later (a
 /// later refresh eats into the margin) and never more than one margin earlier. Refreshes that a

@@ -1,7 +1,7 @@
 /// Everything mutable about one account's session: the value of its one keyring item.
 ///
 /// It is stored and replaced as a whole, so a refresh token and the tokens minted with it can
-/// never be torn apart (DESIGN.md §3). Each token carries its own expiry, so a refresh answer that
+/// never be torn apart (docs/architecture.md, "The keyring"). Each token carries its own expiry, so a refresh answer that
 /// omits one kind never makes an old token of that kind look fresh.
 public struct TokenSet: Codable, Sendable, Equatable {
     public var refreshToken: String
@@ -62,7 +62,7 @@ public struct TokenSet: Codable, Sendable, Equatable {
 
 extension TokenSet: CustomStringConvertible, CustomDebugStringConvertible {
     /// Never the tokens themselves: a TokenSet that slips into a log line or an interpolated
-    /// error message must not leak a secret (DESIGN.md §9).
+    /// error message must not leak a secret (docs/architecture.md, "Secrets").
     public var description: String {
         "TokenSet(id: \(idToken == nil ? "none" : "held"), access: \(accessToken == nil ? "none" : "held"), expires: \(expiresAt.map { "\($0.timeIntervalSince1970)" } ?? "unknown"))"
     }

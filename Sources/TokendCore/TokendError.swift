@@ -1,4 +1,4 @@
-/// An error as callers of the daemon see it: a pinned code (DESIGN.md §5) and a message that
+/// An error as callers of the daemon see it: a pinned code (docs/protocol.md) and a message that
 /// says what to do next. Messages never carry a secret.
 public struct TokendError: Error, Sendable, Equatable, Codable, CustomStringConvertible {
     public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {

@@ -2,7 +2,7 @@
 ///
 /// Wall time, not a monotonic clock: `expires_at` is an absolute instant, so after a suspend or a
 /// clock jump the question "is this token still alive" must be asked of the wall clock
-/// (DESIGN.md §4). Not Swift's `Clock`, which measures durations. Tests use a manual one.
+/// (docs/architecture.md, "Refresh policy"). Not Swift's `Clock`, which measures durations. Tests use a manual one.
 public protocol WallClock: Sendable {
     func now() -> Date
 }

@@ -4,7 +4,7 @@ import TokendServer
 
 /// The invariants every reply must meet, whatever the request line was (docs/fuzzing.md).
 struct ReplyCheck {
-    /// The error codes of DESIGN.md §5; nothing else may reach a client.
+    /// The error codes of docs/protocol.md; nothing else may reach a client.
     static let pinnedCodes: Set<String> = [
         "bad_request", "too_large", "unsupported_op", "unknown_account", "needs_login", "unavailable",
         "keyring_locked", "keyring_unavailable", "config_error", "internal",

@@ -1,6 +1,6 @@
 import TokendCore
 
-/// Where each account's token set lives between daemon runs (DESIGN.md §3).
+/// Where each account's token set lives between daemon runs (docs/architecture.md, "The keyring").
 ///
 /// Every method enqueues its operation synchronously, before its first suspension, so calls made
 /// from one actor reach the store in the order they were made (a save followed by a load sees the

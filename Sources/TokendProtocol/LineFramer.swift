@@ -5,7 +5,7 @@
 /// grows past it the framer fails for good, because the rest of the stream can no longer be
 /// split reliably.
 public struct LineFramer: Sendable {
-    /// 64 KiB: DESIGN.md §5. Large enough for a 16 KiB token set in an `import` with room to
+    /// 64 KiB: docs/protocol.md. Large enough for a 16 KiB token set in an `import` with room to
     /// spare; small enough that a hostile client cannot make the daemon hold much.
     public static let maximumLineLength = 64 * 1024
 

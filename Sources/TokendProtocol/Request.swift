@@ -1,6 +1,6 @@
 import TokendCore
 
-/// One request line (DESIGN.md §5). Every field but `op` is optional on the wire; which ones an
+/// One request line (docs/protocol.md). Every field but `op` is optional on the wire; which ones an
 /// op needs is checked by the daemon, which names the missing field in a `bad_request`.
 /// Unknown fields are ignored, for forward compatibility.
 public struct Request: Codable, Sendable, Equatable {
@@ -9,7 +9,7 @@ public struct Request: Codable, Sendable, Equatable {
     public var account: String?
     /// `token`: seconds the returned token must stay valid (default 60).
     public var minValid: Double?
-    /// `token`: `id` or `access` (default: the provider's, DESIGN.md §6).
+    /// `token`: `id` or `access` (default: the provider's, see the README).
     public var kind: TokenKind?
     /// `token`, `refresh`, `import`: seconds to wait for a refresh before answering `unavailable`.
     public var timeout: Double?

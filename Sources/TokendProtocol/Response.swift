@@ -1,6 +1,6 @@
 import TokendCore
 
-/// The protocol version this build speaks (DESIGN.md §5).
+/// The protocol version this build speaks (docs/protocol.md).
 public let protocolVersion = 1
 
 /// The release of tokend and tokenctl, shared so that `tokenctl --version` and `hello` agree.

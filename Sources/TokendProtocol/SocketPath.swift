@@ -3,7 +3,7 @@ import TokendCore
 import Glibc
 #endif
 
-/// Where the daemon listens (DESIGN.md §1): `--socket`, else `TOKEND_SOCKET`, else
+/// Where the daemon listens (docs/architecture.md, "Names and places"): `--socket`, else `TOKEND_SOCKET`, else
 /// `$XDG_RUNTIME_DIR/tokend/tokend.sock`. Daemon and client resolve it the same way.
 public enum SocketPath {
     public static let environmentVariable = "TOKEND_SOCKET"

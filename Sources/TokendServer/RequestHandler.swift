@@ -27,7 +27,7 @@ public struct RequestHandler: Sendable {
         }
     }
 
-    /// `min_valid` default (DESIGN.md §5): a minute covers a script's typical API call.
+    /// `min_valid` default (docs/protocol.md): a minute covers a script's typical API call.
     public static let defaultMinValid: Double = 60
     /// Upper bound on `min_valid`: a day. Longer asks cannot be met by any provider we know.
     public static let maximumMinValid: Double = 86_400

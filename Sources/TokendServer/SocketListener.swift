@@ -16,7 +16,7 @@ public struct ListenerError: Error, Sendable, CustomStringConvertible {
     public var description: String
 }
 
-/// The Unix-socket front of the daemon (DESIGN.md §5): checks each peer's uid with SO_PEERCRED
+/// The Unix-socket front of the daemon (docs/protocol.md): checks each peer's uid with SO_PEERCRED
 /// before a byte is read, frames JSON Lines, and writes whatever the `RequestHandler` replies.
 public final class SocketListener: Sendable {
     /// A client that sends part of a line and then nothing for this long is cut off.

@@ -30,7 +30,7 @@ struct Reply: Sendable, Equatable {
 }
 
 /// A refusal in Google's terms: the HTTP status, the canonical status name, and `message`, which
-/// for Firebase is `CODE` or `CODE : detail` (firebase-rest.md).
+/// for Firebase is `CODE` or `CODE : detail` (docs/architecture.md, "Provider facts").
 struct FirebaseRejection: Error, Sendable, Equatable {
     var status: Int
     var message: String
@@ -47,7 +47,7 @@ struct FirebaseRejection: Error, Sendable, Equatable {
 
     /// A Firebase error (`TOKEN_EXPIRED`, `WEAK_PASSWORD : …`), 400 unless told otherwise.
     static func firebase(_ message: String, status: Int = 400) -> FirebaseRejection {
-        // The code a client extracts: `message` up to the first colon, trimmed (firebase-rest.md).
+        // The code a client extracts: `message` up to the first colon, trimmed (docs/architecture.md, "Provider facts").
         let code = String(message.split(separator: ":", maxSplits: 1).first ?? "").trimmingCharacters(in: .whitespaces)
         return FirebaseRejection(status: status, message: message, legacyReason: "invalid", code: code)
     }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The Secure Token API's body, in either encoding it accepts: the JS SDK and REST callers send
-/// a form, the iOS SDK sends camelCase JSON, and snake_case JSON works too (firebase-rest.md).
+/// a form, the iOS SDK sends camelCase JSON, and snake_case JSON works too (docs/architecture.md, "Provider facts").
 struct TokenRequestBody: Sendable, Equatable {
     var grantType: String?
     var refreshToken: String?

@@ -7,9 +7,9 @@ import TokendCore
 /// A Firebase Authentication look-alike on loopback, for tests and demos.
 ///
 /// It follows the Auth emulator's convention (plain HTTP, the production host as the first path
-/// segment) and the shapes in firebase-rest.md to the letter, then goes further than the emulator:
+/// segment) and the shapes in docs/architecture.md ("Provider facts") to the letter, then goes further than the emulator:
 /// rotating refresh tokens, revocation, disabled and deleted users, and injected faults, so that
-/// every branch of the refresh policy (DESIGN.md §4) can be driven from a test.
+/// every branch of the refresh policy (docs/architecture.md, "Refresh policy") can be driven from a test.
 ///
 /// It is a test double: it keeps every token it mints in memory and hands them out through
 /// `requests` and the control plane. Never point anything real at it.

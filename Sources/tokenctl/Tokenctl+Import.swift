@@ -5,7 +5,7 @@ import TokendProtocol
 
 extension Tokenctl {
     /// `tokenctl import ACCOUNT`: hands tokend a session obtained elsewhere. The token comes on
-    /// stdin only — argv is world-readable in /proc and lands in shell history (DESIGN.md §9).
+    /// stdin only — argv is world-readable in /proc and lands in shell history (docs/architecture.md, "Secrets").
     struct Import: TokenctlCommand {
         static let configuration = CommandConfiguration(
             abstract: "Store a refresh token (read from stdin) for an account, then refresh it.",
@@ -44,7 +44,7 @@ extension Tokenctl {
 
 /// What `import` read from stdin. Error messages name fields, never their values.
 struct ImportInput: Equatable {
-    /// The daemon refuses request lines over 64 KiB (DESIGN.md §5), so larger input cannot be sent.
+    /// The daemon refuses request lines over 64 KiB (docs/protocol.md), so larger input cannot be sent.
     static let maximumLength = LineFramer.maximumLineLength
 
     var refreshToken: String

@@ -2,7 +2,7 @@ import TokendCore
 import TokendProtocol
 
 /// Every way a tokenctl command can fail, and the only place failures become exit codes
-/// (sysexits, pinned by DESIGN.md §6). Commands throw these; `Tokenctl.run` reports them.
+/// (sysexits, pinned by README, "Exit codes"). Commands throw these; `Tokenctl.run` reports them.
 struct TokenctlError: Error, Equatable, CustomStringConvertible {
     enum Code: Equatable, CaseIterable {
         /// Bad arguments or input, or a request the daemon called `bad_request`.
@@ -126,7 +126,7 @@ extension TokenctlError {
         TokenctlError(.failure, "tokend sent \(what)", next: "install tokend and tokenctl from the same release")
     }
 
-    /// The config path as the daemon resolves it (DESIGN.md §1), for the config_error hint.
+    /// The config path as the daemon resolves it (docs/architecture.md, "Names and places"), for the config_error hint.
     static func configPath(_ environment: [String: String]) -> String {
         if let explicit = environment["TOKEND_CONFIG"], !explicit.isEmpty { return explicit }
         if let base = environment["XDG_CONFIG_HOME"], !base.isEmpty { return base + "/tokend/config.toml" }

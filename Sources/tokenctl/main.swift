@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 // The one place tokenctl exits: commands throw `TokenctlError`, `Tokenctl.run` maps it to a
-// status (sysexits, DESIGN.md §6), and the status is handed to the shell here.
+// status (sysexits, README, "Exit codes"), and the status is handed to the shell here.
 let status = Tokenctl.run(
     Array(CommandLine.arguments.dropFirst()), environment: SocketPath.processEnvironment(), console: SystemConsole())
 exit(status)

@@ -42,7 +42,7 @@ struct LibsecretStoreTests {
         try await store.save(tokens, account: account).get()
 
         #expect(try await store.load(account: account).get() == tokens)
-        // The item is where DESIGN.md §3 says, readable by the stock tools.
+        // The item is where docs/architecture.md ("The keyring") says, readable by the stock tools.
         #expect(try storedBySecretTool(account) == tokens)
         let search = try secretToolSearch(["application", "tokend", "account", account])
         #expect(search.items == 1)
