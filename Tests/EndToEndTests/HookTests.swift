@@ -91,54 +91,61 @@ import TokendTestSupport
     }
 
     @Test func aHangingHookIsKilledAfterItsTimeoutAndNeverHoldsUpServing() async throws {
-        let directory = try TemporaryDirectory()
-        defer { try? directory.remove() }
-        let pids = directory.appending("pids")
-        let hang = try Self.script(directory, "hang", #"""
-            sleep 300 &
-            echo "$$ $!" > "\#(pids)"
-            wait
-            """#)
-        let world = try await DaemonHarness.start(startDaemon: false)
-        defer { Task { await world.shutdown() } }
-        try world.writeConfig("[hooks]\nimported = [\"\(hang)\"]\nrefreshed = [\"\(hang)\"]\n\n" + world.firebaseAccount("work"))
-        try await world.startDaemon()
-        try await world.importNewUser()
-        try await poll(timeout: 30, "the hook started") { !Self.lines(pids).isEmpty }
+        let (world, hook) = try await Self.worldWithAHangingHook(on: ["imported", "refreshed"])
+        defer {
+            Task { await world.shutdown() }
+            try? hook.directory.remove()
+        }
         // While it hangs, tokens are served and refreshes happen.
         #expect(try await world.tokenctl(["token", "work"]).status == 0)
         #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
         try await poll(timeout: 60, "the hook killed after its timeout") { world.daemonLog.contains("took longer than 10 s and was killed") }
-        let processes = (Self.lines(pids).first ?? "").split(separator: " ").compactMap { Int32($0) }
-        #expect(processes.count == 2)
-        for pid in processes {
-            // Killed with its process group; reaped (the shell) or re-parented and reaped (sleep).
-            try await poll(timeout: 30, "process \(pid) gone") { kill(pid, 0) != 0 || Self.isZombieOrGone(pid) }
-        }
+        // Killed with its process group; reaped (the shell) or re-parented and reaped (sleep).
+        try await Self.expectGone(hook)
     }
 
     /// A hook still running when the daemon stops is killed with its process group: no hook
     /// outlives the daemon, under systemd (whose cgroup would catch it) or not.
     @Test func aRunningHookDiesWithTheDaemon() async throws {
+        let (world, hook) = try await Self.worldWithAHangingHook(on: ["imported"])
+        defer {
+            Task { await world.shutdown() }
+            try? hook.directory.remove()
+        }
+        #expect(world.stopDaemon() == 0, "tokend stops cleanly")
+        try await Self.expectGone(hook)
+    }
+
+    /// A hook that starts a background `sleep 300` and waits for it, writing both pids to a file.
+    struct HangingHook {
+        let directory: TemporaryDirectory
+        let pids: String
+    }
+
+    /// A world whose hook for `events` hangs, with a session imported and the hook running.
+    static func worldWithAHangingHook(on events: [String]) async throws -> (DaemonHarness, HangingHook) {
         let directory = try TemporaryDirectory()
-        defer { try? directory.remove() }
         let pids = directory.appending("pids")
-        let hang = try Self.script(directory, "hang", #"""
+        let hang = try script(directory, "hang", #"""
             sleep 300 &
             echo "$$ $!" > "\#(pids)"
             wait
             """#)
         let world = try await DaemonHarness.start(startDaemon: false)
-        defer { Task { await world.shutdown() } }
-        try world.writeConfig("[hooks]\nimported = [\"\(hang)\"]\n\n" + world.firebaseAccount("work"))
+        let hooks = events.map { "\($0) = [\"\(hang)\"]\n" }.joined()
+        try world.writeConfig("[hooks]\n" + hooks + "\n" + world.firebaseAccount("work"))
         try await world.startDaemon()
         try await world.importNewUser()
-        try await poll(timeout: 30, "the hook started") { !Self.lines(pids).isEmpty }
-        #expect(world.stopDaemon() == 0, "tokend stops cleanly")
-        let processes = (Self.lines(pids).first ?? "").split(separator: " ").compactMap { Int32($0) }
+        try await poll(timeout: 30, "the hook started") { !lines(pids).isEmpty }
+        return (world, HangingHook(directory: directory, pids: pids))
+    }
+
+    /// Both of the hook's processes end (the shell and its background child).
+    static func expectGone(_ hook: HangingHook) async throws {
+        let processes = (lines(hook.pids).first ?? "").split(separator: " ").compactMap { Int32($0) }
         #expect(processes.count == 2)
         for pid in processes {
-            try await poll(timeout: 30, "process \(pid) gone") { kill(pid, 0) != 0 || Self.isZombieOrGone(pid) }
+            try await poll(timeout: 30, "process \(pid) gone") { kill(pid, 0) != 0 || isZombieOrGone(pid) }
         }
     }
 
