@@ -44,7 +44,7 @@ public struct FirebaseProvider: TokenProvider {
     }
 
     public static let descriptor = ProviderDescriptor(
-        kind: .firebase, keys: ["api_key", "emulator", "google_client_id", "google_client_secret"], defaultTokenKind: .id, capabilities: [.refresh, .login],
+        kind: .firebase, keys: ["api_key", "emulator", "google_client_id", "google_client_secret", "google_issuer"], defaultTokenKind: .id, capabilities: [.refresh, .login],
         loginMethods: [.email, .anonymous, .customToken, .google],
         parse: { values, environment throws(ProviderConfigError) in
             let reader = ProviderConfigReader(values)
@@ -59,11 +59,16 @@ public struct FirebaseProvider: TokenProvider {
             }
             var google: OIDCProvider.Settings? = nil
             if let clientID = try reader.string("google_client_id") {
+                // `google_issuer` points --google at another OpenID provider whose ID tokens the
+                // project accepts as Google's (a local one in tests); the plain-HTTP rule holds.
+                let issuer = try reader.url("google_issuer") ?? Settings.googleIssuer
                 google = OIDCProvider.Settings(
-                    issuer: Settings.googleIssuer, clientID: clientID, clientSecret: try reader.string("google_client_secret"),
-                    scopes: ["openid", "email", "profile"], tokenKind: .id)
-            } else if try reader.string("google_client_secret") != nil {
-                throw ProviderConfigError(key: "google_client_secret", "goes with google_client_id")
+                    issuer: issuer, clientID: clientID, clientSecret: try reader.string("google_client_secret"),
+                    scopes: ["openid", "email", "profile"], tokenKind: .id, allowPlainHTTP: reader.allowsPlainHTTP)
+            } else {
+                for key in ["google_client_secret", "google_issuer"] where try reader.string(key) != nil {
+                    throw ProviderConfigError(key: key, "goes with google_client_id")
+                }
             }
             return Settings(apiKey: apiKey, emulatorHost: emulator, google: google)
         },

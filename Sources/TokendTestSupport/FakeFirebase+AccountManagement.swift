@@ -5,7 +5,6 @@ import TokendCore
 /// `sendOobCode`, `update`, `delete`, in production's shapes.
 extension FakeFirebase.Backend {
     /// The issuer a Google ID token must name (both spellings Google uses).
-    static let googleIssuers: Set<String> = ["https://accounts.google.com", "accounts.google.com"]
 
     private struct IDTokenBody: Decodable {
         var idToken: String?
@@ -36,8 +35,22 @@ extension FakeFirebase.Backend {
         var exp: Double?
         var auth_time: Double?
         var iss: String?
+        /// A JWT's `aud` is one string or an array of them (RFC 7519 §4.1.3): the first counts.
         var aud: String?
         var email: String?
+
+        enum CodingKeys: String, CodingKey { case user_id, sub, exp, auth_time, iss, aud, email }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            user_id = try container.decodeIfPresent(String.self, forKey: .user_id)
+            sub = try container.decodeIfPresent(String.self, forKey: .sub)
+            exp = try container.decodeIfPresent(Double.self, forKey: .exp)
+            auth_time = try container.decodeIfPresent(Double.self, forKey: .auth_time)
+            iss = try container.decodeIfPresent(String.self, forKey: .iss)
+            aud = (try? container.decodeIfPresent(String.self, forKey: .aud)) ?? (try? container.decodeIfPresent([String].self, forKey: .aud))?.first
+            email = try? container.decodeIfPresent(String.self, forKey: .email)
+        }
     }
 
     static func claims(of token: String) -> TokenClaims? {
@@ -78,7 +91,7 @@ extension FakeFirebase.Backend {
             .success(ToolkitAnswer(reply: .json(200, IdpError(errorMessage: message)), uid: nil))
         }
         guard let googleToken = form["id_token"], let google = Self.claims(of: googleToken), let subject = google.sub,
-            let issuer = google.iss, Self.googleIssuers.contains(issuer)
+            let issuer = google.iss, state.options.googleIssuers.contains(issuer)
         else { return idpError("INVALID_IDP_RESPONSE : Unable to parse Google id_token") }
         guard let exp = google.exp, exp > now.timeIntervalSince1970 else {
             return idpError("INVALID_IDP_RESPONSE : The supplied auth credential is malformed or has expired.")

@@ -60,6 +60,9 @@ public final class FakeFirebase: Sendable {
         public var signInLatency: [String: Double] = [:]
         /// The Google client ids whose ID tokens `signInWithIdp` accepts; empty: any.
         public var googleClientIDs: Set<String> = []
+        /// The issuers whose ID tokens `signInWithIdp` takes as Google's: Google's own, plus a
+        /// local OpenID provider a test signs in at in Google's place.
+        public var googleIssuers: Set<String> = ["https://accounts.google.com", "accounts.google.com"]
 
         public init() {}
     }

@@ -95,40 +95,16 @@ import TokendTestSupport
         }
     }
 
-    /// The browser login run by the real tokend (the `login` op): progress lines carry the URL,
-    /// the provider's form is driven over HTTP, and the session is then served by tokenctl.
+    /// The browser login through the real tokenctl and tokend: tokenctl prints the URL, the
+    /// provider's form is driven over HTTP, and the session is then served by tokenctl.
     @Test func browserLoginThroughTheDaemon() async throws {
         try await withMock { world, mock in
             try world.writeConfig(Self.account(mock, extra: "scopes = [\"openid\", \"email\"]"))
             try await world.startDaemon()
-            let socketPath = world.socketPath
-            let http = mock.http
-            let lines: [String] = try await offPool {
-                let client = try BlockingClient(path: socketPath)
-                client.setReadTimeout(seconds: 60)
-                try client.send(.login(account: "corp", method: "browser", timeout: 60))
-                var lines: [String] = []
-                while true {
-                    let line = String(decoding: try client.receiveLine(), as: UTF8.self)
-                    lines.append(line)
-                    if line.contains("\"ok\"") { return lines }
-                    guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                        object["progress"] as? String == "open_url", let url = object["url"] as? String
-                    else { continue }
-                    // The user's browser: the provider's form, then the redirect to tokend.
-                    let semaphore = DispatchSemaphore(value: 0)
-                    Task {
-                        if let form = try? await http.send(.form(url, [("sub", "erin")])).get(), let location = form.headers["location"] {
-                            _ = await http.send(.get(location))
-                        }
-                        semaphore.signal()
-                    }
-                    semaphore.wait()
-                }
-            }
-            let last = try require(lines.last)
-            #expect(last.contains("\"ok\":true") && last.contains("\"progress\":\"done\""), "\(lines)")
-            #expect(!lines.joined().contains("refresh_token"))
+            // The real tokenctl, printing the URL (--no-browser) for the user's browser.
+            let login = try await Self.tokenctlSigningInAtTheMock(world, mock, ["login", "corp"], user: "erin")
+            #expect(login.status == 0, "\(login.output)")
+            #expect(!login.output.contains("refresh_token"))
             let token = try await world.tokenctl(["token", "corp"])
             #expect(token.status == 0, "\(token.stderr)")
             let (status, userinfo) = try await mock.userinfoStatus(accessToken: token.stdout.trimmingCharacters(in: .newlines))
@@ -138,6 +114,77 @@ import TokendTestSupport
             // The granted scopes are stored with the session.
             #expect(try await world.storedSession("corp")?.scopes == ["openid", "email"])
         }
+    }
+
+    /// Runs the real `tokenctl` (`arguments` plus `--no-browser`) and plays the user's browser on
+    /// the URL it prints: the mock's form signed as `user`, then the redirect to tokend. Returns
+    /// tokenctl's exit status and everything it printed.
+    static func tokenctlSigningInAtTheMock(_ world: DaemonHarness, _ mock: OIDCProviderMock, _ arguments: [String], user: String) async throws -> (status: Int32, output: String) {
+        let output = world.keyring.root.appendingPathComponent("tokenctl-\(UInt64.random(in: 0...UInt64.max)).out").path
+        let pid = try ChildProcess.start(DaemonHarness.binDirectory + "/tokenctl", arguments + ["--no-browser"], environment: world.environment, output: output)
+        var printed: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
+        var url: String? { printed.split(separator: "\n").map(String.init).first { $0.hasPrefix("http") && $0.contains("authorize") } }
+        do {
+            try await poll(timeout: 30, "tokenctl prints the authorization URL") { url != nil }
+        } catch {
+            ChildProcess.stop(pid)
+            throw error
+        }
+        if let form = try? await mock.http.send(.form(try require(url), [("sub", user)])).get(), let location = form.headers["location"] {
+            _ = await mock.http.send(.get(location))
+        }
+        var status: Int32?
+        try await poll(timeout: 60, "tokenctl finishes") {
+            status = ChildProcess.exitStatusIfEnded(pid)
+            return status != nil
+        }
+        return (try require(status), printed)
+    }
+
+    /// Firebase's `--google`: the browser login at an OpenID provider standing in for Google
+    /// (`google_issuer`), its ID token exchanged at `signInWithIdp`; the session is Firebase's.
+    @Test func firebaseGoogleSignInThroughTheDaemon() async throws {
+        try await withMock { world, mock in
+            try await Self.startWithGoogleStandIn(world, mock)
+            let login = try await Self.tokenctlSigningInAtTheMock(world, mock, ["login", "work", "--google"], user: "gina")
+            #expect(login.status == 0, "\(login.output)")
+            #expect(login.output.contains("google.com"), "signed in with Google: \(login.output)")
+            let token = try await world.tokenctl(["token", "work"])
+            #expect(token.status == 0, "\(token.stderr)")
+            // A Firebase ID token (issued by the fake), not the provider's.
+            #expect(JWTClaims(token: token.stdout.trimmingCharacters(in: .newlines))?.issuer?.contains("securetoken") == true)
+            let shown = try await world.tokenctl(["account", "show", "work", "--json"])
+            #expect(shown.status == 0 && shown.stdout.contains("google.com"), "\(shown.stdout) \(shown.stderr)")
+        }
+    }
+
+    /// `account upgrade --google`: an anonymous user links Google and keeps its uid.
+    @Test func firebaseAnonymousUpgradeWithGoogleKeepsTheUid() async throws {
+        try await withMock { world, mock in
+            try await Self.startWithGoogleStandIn(world, mock)
+            #expect(try await world.tokenctl(["login", "work", "--anonymous"]).status == 0)
+            let uid = try #require(JWTClaims(token: try await world.tokenctl(["token", "work"]).stdout.trimmingCharacters(in: .newlines))?.subject)
+            let upgrade = try await Self.tokenctlSigningInAtTheMock(world, mock, ["account", "upgrade", "work", "--google"], user: "hugo")
+            #expect(upgrade.status == 0, "\(upgrade.output)")
+            #expect(upgrade.output.contains("same uid"), "\(upgrade.output)")
+            let after = try await world.tokenctl(["token", "work", "--min-valid", "1"])
+            let claims = try #require(JWTClaims(token: after.stdout.trimmingCharacters(in: .newlines)))
+            #expect(claims.subject == uid, "the same user, now signed in with Google")
+            let shown = try await world.tokenctl(["account", "show", "work", "--json"])
+            #expect(shown.stdout.contains("google.com"), "\(shown.stdout)")
+        }
+    }
+
+    /// A Firebase account `work` whose `--google` signs in at the mock in Google's place.
+    static func startWithGoogleStandIn(_ world: DaemonHarness, _ mock: OIDCProviderMock) async throws {
+        world.fake.update { $0.googleIssuers.insert(mock.issuer) }
+        try world.writeConfig(world.firebaseAccount("work") + """
+
+            google_client_id = "\(clientID)"
+            google_client_secret = "\(clientSecret)"
+            google_issuer = "\(mock.issuer)"
+            """)
+        try await world.startDaemon()
     }
 
     /// Logout with no revocation endpoint: the session goes, and tokenctl says nothing was revoked.
