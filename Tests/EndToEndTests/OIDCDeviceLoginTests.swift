@@ -8,32 +8,8 @@ import TokendTestSupport
 /// the code, the daemon polls the token endpoint through Google's variants of "not yet", and the
 /// session it ends with is stored and served; a refusal exits 77 and stores nothing.
 @Suite(.serialized) struct OIDCDeviceLoginTests {
-    /// A world with one OIDC account `corp` on a fresh fake provider, torn down however `body` ends.
-    func withDeviceProvider(_ body: (DaemonHarness, FakeOIDC) async throws -> Void) async throws {
-        let world = try await DaemonHarness.start(accounts: [], startDaemon: false)
-        let fake = try await FakeOIDC.start()
-        do {
-            try world.writeConfig("""
-                [account.corp]
-                provider = "oidc"
-                issuer = "\(fake.issuer)"
-                client_id = "cli"
-                """)
-            try await world.startDaemon()
-            try await body(world, fake)
-        } catch {
-            _ = try? await offPool { world.stopDaemon() }
-            await fake.shutdown()
-            await world.shutdown()
-            throw error
-        }
-        _ = try? await offPool { world.stopDaemon() }
-        await fake.shutdown()
-        await world.shutdown()
-    }
-
     @Test func aDeviceLoginPollsUntilApprovedThenServes() async throws {
-        try await withDeviceProvider { world, fake in
+        try await withFakeOIDCAccount { world, fake in
             let refreshToken = "device-refresh-canary-\(fake.port)"
             fake.script([
                 .json(400, ["error": "authorization_pending"]), .json(428, [:]),
@@ -54,7 +30,7 @@ import TokendTestSupport
     }
 
     @Test func aRefusedDeviceLoginExits77AndStoresNothing() async throws {
-        try await withDeviceProvider { world, fake in
+        try await withFakeOIDCAccount { world, fake in
             fake.script([.json(400, ["error": "access_denied"])])
             let login = try await world.tokenctl(["login", "corp", "--device", "--timeout", "60"])
             #expect(login.status == 77, "\(login.status) \(login.stderr)")

@@ -8,17 +8,7 @@ import TokendTestSupport
 /// provider's revocation endpoint with the account's client authentication, then the session goes.
 @Suite(.serialized) struct OIDCRevocationTests {
     @Test func logoutRevokesAtTheProviderWithBasicAuth() async throws {
-        let world = try await DaemonHarness.start(accounts: [], startDaemon: false)
-        let fake = try await FakeOIDC.start()
-        do {
-            try world.writeConfig("""
-                [account.corp]
-                provider = "oidc"
-                issuer = "\(fake.issuer)"
-                client_id = "cli"
-                client_secret = "client-secret-canary"
-                """)
-            try await world.startDaemon()
+        try await withFakeOIDCAccount(clientSecret: "client-secret-canary") { world, fake in
             let refreshToken = "refresh-token-canary-\(fake.port)"
             let imported = try await world.tokenctl(["import", "corp"], stdin: refreshToken + "\n")
             #expect(imported.status == 0, "\(imported.stderr)")
@@ -37,14 +27,6 @@ import TokendTestSupport
             for secret in [refreshToken, "client-secret-canary"] {
                 #expect(!world.daemonLog.contains(secret), "a secret reached the daemon's log")
             }
-        } catch {
-            _ = try? await offPool { world.stopDaemon() }
-            await fake.shutdown()
-            await world.shutdown()
-            throw error
         }
-        _ = try? await offPool { world.stopDaemon() }
-        await fake.shutdown()
-        await world.shutdown()
     }
 }
