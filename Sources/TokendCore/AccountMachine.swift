@@ -189,6 +189,30 @@ public struct AccountMachine: Sendable {
         }
     }
 
+    /// The session after a grant that minted a down-scoped token rotated the refresh token, or
+    /// nil when it did not rotate (or the ticket is stale): only the refresh token changes, the
+    /// session's own tokens stay. The daemon writes it to the keyring first, as for a refresh.
+    public func tokensAfterRotation(_ ticket: Ticket, to refreshToken: String?) -> TokenSet? {
+        guard ticket.generation == generation, case .refreshing = phase, var tokens, let refreshToken,
+            refreshToken != tokens.refreshToken
+        else { return nil }
+        tokens.refreshToken = refreshToken
+        return tokens
+    }
+
+    /// Records the outcome of a grant that minted a down-scoped token with the session's refresh
+    /// token: a success only takes a rotated refresh token (the session's own tokens and refresh
+    /// schedule stay); a failure says what it says about the refresh token, as for a refresh.
+    public mutating func finishScopedGrant(_ ticket: Ticket, _ outcome: RefreshOutcome, at now: Date, unit: Double) -> Completion {
+        guard case .refreshed(let issued) = outcome else { return finish(ticket, outcome, at: now, unit: unit) }
+        guard ticket.generation == generation, case .refreshing = phase, let held = tokens else { return .stale }
+        tokens = tokensAfterRotation(ticket, to: issued.refreshToken) ?? held
+        phase = .idle
+        failures = 0
+        lastError = nil
+        return .refreshed(tokens ?? held)
+    }
+
     /// A new session from an import or a login: wins over anything in flight.
     public mutating func install(_ tokens: TokenSet, unit: Double) {
         self.tokens = tokens

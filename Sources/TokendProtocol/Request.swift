@@ -11,6 +11,10 @@ public struct Request: Codable, Sendable, Equatable {
     public var minValid: Double?
     /// `token`: `id` or `access` (default: the provider's, see the README).
     public var kind: TokenKind?
+    /// `token`: space-separated scopes to narrow the access token to (a subset of the session's).
+    public var scope: String?
+    /// `token`: the API the access token is for (sent as RFC 8707 `resource`, or as configured).
+    public var audience: String?
     /// `token`, `refresh`, `import`: seconds to wait for a refresh before answering `unavailable`.
     public var timeout: Double?
     /// `import`: the session to store. Only a refresh token is required.
@@ -69,7 +73,7 @@ public struct Request: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case op, id, account, kind, timeout, method, email, create, secret, scopes, action, confirm, profile
+        case op, id, account, kind, timeout, method, email, create, secret, scopes, action, confirm, profile, scope, audience
         case minValid = "min_valid"
         case refreshToken = "refresh_token"
         case idToken = "id_token"

@@ -18,6 +18,13 @@ public struct OIDCProvider: TokenProvider {
         case none
     }
 
+    /// The form parameter that carries a token request's audience: RFC 8707's `resource` (the
+    /// default; Microsoft Entra v1, Keycloak, Okta read it), or `audience` (Auth0 and others).
+    public enum AudienceParameter: String, Sendable, Equatable, CaseIterable {
+        case resource
+        case audience
+    }
+
     /// Endpoints set in the configuration win over discovery; any left nil are discovered.
     public struct Endpoints: Sendable, Equatable {
         public var token: String?
@@ -47,6 +54,8 @@ public struct OIDCProvider: TokenProvider {
         public var endpoints: Endpoints
         /// `allow_plain_http`: http endpoints off loopback (a trusted network's test server).
         public var allowPlainHTTP: Bool
+        /// `audience_parameter`: how a `token` request's `audience` is sent.
+        public var audienceParameter: AudienceParameter = .resource
 
         public init(
             issuer: String, clientID: String, clientSecret: String? = nil, clientAuthentication: ClientAuthentication? = nil,
@@ -81,8 +90,8 @@ public struct OIDCProvider: TokenProvider {
     public static let descriptor = ProviderDescriptor(
         kind: .oidc,
         keys: ["issuer", "client_id", "client_secret", "client_auth", "scopes", "kind", "token_endpoint", "authorization_endpoint",
-               "device_authorization_endpoint", "revocation_endpoint", "jwks_uri"],
-        defaultTokenKind: .access, capabilities: [.refresh, .revoke], loginMethods: [.browser, .device],
+               "device_authorization_endpoint", "revocation_endpoint", "jwks_uri", "audience_parameter"],
+        defaultTokenKind: .access, capabilities: [.refresh, .revoke, .scopedTokens], loginMethods: [.browser, .device],
         parse: { values, _ throws(ProviderConfigError) in
             let reader = ProviderConfigReader(values)
             let issuer = try reader.url("issuer", required: true) ?? ""
@@ -98,9 +107,11 @@ public struct OIDCProvider: TokenProvider {
                 token: try reader.url("token_endpoint"), authorization: try reader.url("authorization_endpoint"),
                 deviceAuthorization: try reader.url("device_authorization_endpoint"), revocation: try reader.url("revocation_endpoint"),
                 jwks: try reader.url("jwks_uri"))
-            return Settings(
+            var settings = Settings(
                 issuer: issuer, clientID: clientID, clientSecret: secret, clientAuthentication: authentication, scopes: scopes,
                 tokenKind: kind, endpoints: endpoints, allowPlainHTTP: reader.allowsPlainHTTP)
+            settings.audienceParameter = try reader.choice("audience_parameter", AudienceParameter.self) ?? .resource
+            return settings
         },
         classify: { answer in
             RefreshClassifier.oauth(status: answer.status, body: answer.body, retryAfter: answer.retryAfter, defaultLifetime: defaultLifetime)
@@ -142,6 +153,19 @@ public struct OIDCProvider: TokenProvider {
     }
 
     public func refresh(refreshToken: String) async -> RefreshOutcome {
+        await refreshGrant(refreshToken: refreshToken, narrowing: [])
+    }
+
+    /// RFC 6749 §6: `scope` must be a subset of the grant's (the provider answers `invalid_scope`
+    /// otherwise); the audience goes as `resource` (RFC 8707) or `audience`, as configured.
+    public func refresh(refreshToken: String, narrowedTo scope: TokenScope) async -> RefreshOutcome {
+        var narrowing: [(String, String)] = []
+        if let scopes = scope.scopeParameter { narrowing.append(("scope", scopes)) }
+        if let audience = scope.audience { narrowing.append((settings.audienceParameter.rawValue, audience)) }
+        return await refreshGrant(refreshToken: refreshToken, narrowing: narrowing)
+    }
+
+    func refreshGrant(refreshToken: String, narrowing: [(String, String)]) async -> RefreshOutcome {
         let tokenEndpoint: String
         switch await endpoint({ $0.token }, named: "token_endpoint") {
         case .failure(let failure):
@@ -151,7 +175,7 @@ public struct OIDCProvider: TokenProvider {
         case .success(let url?):
             tokenEndpoint = url
         }
-        let request = authenticated(tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
+        let request = authenticated(tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)] + narrowing)
         switch await transport.send(request) {
         case .failure(let failure):
             return .transient(failure.refreshFailure, retryAfter: nil)

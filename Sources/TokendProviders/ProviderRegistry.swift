@@ -66,6 +66,8 @@ public struct ProviderDescriptor: Sendable {
         case revoke
         /// Signs a user in itself (`tokenctl login`).
         case login
+        /// Mints access tokens narrowed to a scope and an audience (`token` with `scope`/`audience`).
+        case scopedTokens
     }
 
     /// The `provider = "…"` value.

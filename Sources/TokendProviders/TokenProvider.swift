@@ -5,6 +5,9 @@ import TokendCore
 public protocol TokenProvider: Sendable {
     var kind: ProviderKind { get }
     func refresh(refreshToken: String) async -> RefreshOutcome
+    /// Mints an access token narrowed to `scope` with the same refresh token (a refresh grant
+    /// carrying `scope` and an audience). Its answer may rotate the refresh token like a refresh.
+    func refresh(refreshToken: String, narrowedTo scope: TokenScope) async -> RefreshOutcome
     /// Runs one sign-in flow. The stream ends after `.done`, or throws a `LoginFailure`.
     func login(_ request: LoginRequest) -> AsyncThrowingStream<LoginStep, any Error>
     /// Revokes a refresh token at the provider (on logout, and after a login replaced it).
@@ -18,6 +21,10 @@ extension TokenProvider {
                 .badRequest, code: "unsupported_method",
                 message: "\(kind.rawValue) accounts cannot sign in with --\(request.method.rawValue) in this version"))
         }
+    }
+
+    public func refresh(refreshToken: String, narrowedTo scope: TokenScope) async -> RefreshOutcome {
+        .misconfigured(RefreshFailure(code: "unsupported", message: "\(kind.rawValue) accounts cannot mint tokens for a scope or an audience"))
     }
 
     public func revoke(refreshToken: String) async -> RevocationOutcome {

@@ -75,6 +75,8 @@ public actor AccountEngine {
     /// Sessions set aside by an endpoint change before they reached the keyring: `restore`
     /// writes each before it reads the account again.
     var setAsideWrites: [String: TokenSet] = [:]
+    /// Each account's down-scoped access tokens (AccountEngine+ScopedTokens.swift).
+    var scopedTokens: [String: ScopedTokenCache] = [:]
     let timerQueue = DispatchQueue(label: "tokend.timers")
 
     public init(
@@ -106,6 +108,7 @@ public actor AccountEngine {
     public func adopt(_ configuration: Configuration) -> [String] {
         for name in accounts.keys where configuration.accounts[name] == nil {
             guard var account = accounts.removeValue(forKey: name) else { continue }
+            scopedTokens[name] = nil
             account.timer?.cancel()
             for waiter in account.waiters.values { waiter.resume() }
             account.waiters = [:]
@@ -117,6 +120,7 @@ public actor AccountEngine {
                 guard account.configuration != accountConfiguration else { continue }
                 account.configuration = accountConfiguration
                 account.provider = makeProvider(accountConfiguration)
+                scopedTokens[name] = nil  // minted under the old configuration
                 account.machine.policy = accountConfiguration.policy
                 account.machine.clearMisconfiguration()
                 var setAside: TokenSet? = nil
@@ -533,5 +537,6 @@ public actor AccountEngine {
         for (name, account) in accounts where account.machine.isRefreshDue(at: now) {
             startRefresh(name)
         }
+        refreshDueScopedTokens(at: now)
     }
 }

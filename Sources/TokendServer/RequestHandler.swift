@@ -72,7 +72,13 @@ public struct RequestHandler: Sendable {
         case .token:
             let name = try account(of: request)
             let minValid = try number(request.minValid, "min_valid", default: Self.defaultMinValid, maximum: Self.maximumMinValid)
-            let grant = try await engine.token(account: name, kind: request.kind, minValid: minValid, timeout: try timeout(of: request)).get()
+            let timeout = try timeout(of: request)
+            let grant: TokenGrant
+            if let scope = try TokenScope(scope: request.scope, audience: request.audience) {
+                grant = try await engine.token(account: name, kind: request.kind, scope: scope, minValid: minValid, timeout: timeout).get()
+            } else {
+                grant = try await engine.token(account: name, kind: request.kind, minValid: minValid, timeout: timeout).get()
+            }
             fill(&response, account: name, expiresAt: grant.expiresAt)
             response.token = grant.token
             response.kind = grant.kind

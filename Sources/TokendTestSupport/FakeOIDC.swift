@@ -31,8 +31,30 @@ public final class FakeOIDC: Sendable {
         }
     }
 
+    /// A session the fake issued: the scopes granted at sign-in; a rotating grant answers every
+    /// refresh with a new refresh token and refuses the old one from then on (`invalid_grant`).
+    public struct Grant: Sendable {
+        public var scopes: [String]
+        public var rotating: Bool
+    }
+
+    /// An access token the fake minted by a refresh grant: what it is good for.
+    public struct Minted: Sendable, Equatable {
+        /// The scopes asked for (`scope`), or the grant's when none were.
+        public var scopes: [String]
+        /// RFC 8707 `resource`, or an `audience` parameter, as sent.
+        public var resource: String?
+        public var audience: String?
+        /// The refresh token the grant presented.
+        public var refreshToken: String
+    }
+
     struct State {
         var requests: [Request] = []
+        var grants: [String: Grant] = [:]
+        var minted: [String: Minted] = [:]
+        /// Refresh tokens a rotation replaced: presenting one again is `invalid_grant`.
+        var retired: Set<String> = []
         /// Answers for the token endpoint, used in order; when empty a fresh token is issued.
         var tokenAnswers: [Answer] = []
         var issuerOverride: String?
@@ -75,6 +97,19 @@ public final class FakeOIDC: Sendable {
     public var requests: [Request] { state.withLockedValue { $0.requests } }
     public func script(_ answers: [Answer]) { state.withLockedValue { $0.tokenAnswers += answers } }
     public func claimIssuer(_ issuer: String) { state.withLockedValue { $0.issuerOverride = issuer } }
+
+    /// Registers `refreshToken` as a session granted `scopes`: refresh grants presenting it are
+    /// checked (a `scope` outside the grant is `invalid_scope`) and their tokens recorded.
+    /// Refresh tokens never registered get a fresh token unchecked, as before.
+    public func grant(refreshToken: String, scopes: [String], rotating: Bool = false) {
+        state.withLockedValue { $0.grants[refreshToken] = Grant(scopes: scopes, rotating: rotating) }
+    }
+
+    /// What an access token minted by a refresh grant carries; nil for one the fake never minted.
+    public func minted(_ accessToken: String) -> Minted? { state.withLockedValue { $0.minted[accessToken] } }
+
+    /// The refresh grants received, in order (scripted answers included).
+    public var refreshGrants: [Request] { requests.filter { $0.path == "/token" && $0.form["grant_type"] == "refresh_token" } }
 }
 
 private final class FakeOIDCHandler: ChannelInboundHandler {
@@ -126,6 +161,11 @@ private final class FakeOIDCHandler: ChannelInboundHandler {
                 ])
             case "/token":
                 if !state.tokenAnswers.isEmpty { return state.tokenAnswers.removeFirst() }
+                if request.form["grant_type"] == "refresh_token", let refreshToken = request.form["refresh_token"],
+                    state.grants[refreshToken] != nil || state.retired.contains(refreshToken)
+                {
+                    return Self.refreshGrant(request, refreshToken: refreshToken, state: &state)
+                }
                 state.counter += 1
                 return .json(200, ["access_token": "fake-access-\(state.counter)", "expires_in": 3600, "token_type": "Bearer"])
             case "/revoke":
@@ -138,5 +178,31 @@ private final class FakeOIDCHandler: ChannelInboundHandler {
                 return .json(404, ["error": "not_found"])
             }
         }
+    }
+
+    /// A refresh grant on a registered session (RFC 6749 §6): `scope` must be within the grant's,
+    /// a rotated-away refresh token is dead. The minted token is recorded with what it is for.
+    static func refreshGrant(_ request: FakeOIDC.Request, refreshToken: String, state: inout FakeOIDC.State) -> FakeOIDC.Answer {
+        guard let grant = state.grants[refreshToken] else {
+            return .json(400, ["error": "invalid_grant", "error_description": "the refresh token is not valid"])
+        }
+        let asked = request.form["scope"].map { $0.split(separator: " ").map(String.init) }
+        if let asked, let outside = asked.first(where: { !grant.scopes.contains($0) }) {
+            return .json(400, ["error": "invalid_scope", "error_description": "scope \(outside) was not granted"])
+        }
+        state.counter += 1
+        let accessToken = "fake-access-\(state.counter)"
+        let scopes = asked ?? grant.scopes
+        state.minted[accessToken] = FakeOIDC.Minted(
+            scopes: scopes, resource: request.form["resource"], audience: request.form["audience"], refreshToken: refreshToken)
+        var answer: [String: any Sendable] = ["access_token": accessToken, "expires_in": 3600, "token_type": "Bearer", "scope": scopes.joined(separator: " ")]
+        if grant.rotating {
+            let rotated = "fake-refresh-\(state.counter)"
+            state.grants[refreshToken] = nil
+            state.retired.insert(refreshToken)
+            state.grants[rotated] = grant
+            answer["refresh_token"] = rotated
+        }
+        return .json(200, answer)
     }
 }

@@ -16,7 +16,8 @@ protocol FastParsedCommand: TokenctlCommand {
 extension FastParsedCommand {
     mutating func takeTrailing(_ arguments: [String]?) -> Bool { arguments == nil }
 
-    /// `NAME ACCOUNT [--min-valid S] [--kind K] [--socket P] [--timeout S] [-- CMD…]`, also with
+    /// `NAME ACCOUNT [--min-valid S] [--kind K] [--scope S] [--audience A] [--socket P] [--timeout S]
+    /// [-- CMD…]`, also with
     /// `--opt=value`. Anything else — help, a typo, a bad value — returns nil and takes the
     /// ArgumentParser path, which owns every error message; tests check both paths agree.
     static func parseFast(_ arguments: [String]) -> Self? {
@@ -25,6 +26,8 @@ extension FastParsedCommand {
         var kind: Tokenctl.KindArgument?
         var socket: String?
         var timeout: Double?
+        var scope: String?
+        var audience: String?
         var trailing: [String]?
         var index = 2
         while index < arguments.count {
@@ -58,6 +61,12 @@ extension FastParsedCommand {
             case "--timeout":
                 guard timeout == nil, let seconds = Double(value) else { return nil }
                 timeout = seconds
+            case "--scope":
+                guard scope == nil else { return nil }
+                scope = value
+            case "--audience":
+                guard audience == nil else { return nil }
+                audience = value
             default:
                 return nil
             }
@@ -70,6 +79,8 @@ extension FastParsedCommand {
         options.account = arguments[1]
         options.minValid = minValid
         options.kind = kind
+        options.scope = scope
+        options.audience = audience
         options.connection = connection
         var command = Self()
         command.token = options

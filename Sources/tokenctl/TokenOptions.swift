@@ -16,6 +16,14 @@ struct TokenOptions: ParsableArguments {
     @Option(help: "Which token: the ID token or the access token (default: id for Firebase, access for OIDC).")
     var kind: Tokenctl.KindArgument?
 
+    @Option(help: ArgumentHelp(
+        "OpenID Connect: an access token narrowed to these space-separated scopes (a subset of the session's).",
+        valueName: "scopes"))
+    var scope: String?
+
+    @Option(help: ArgumentHelp("OpenID Connect: an access token for this API (RFC 8707 resource).", valueName: "uri"))
+    var audience: String?
+
     @OptionGroup var connection: ConnectionOptions
 
     func validate() throws {
@@ -28,8 +36,10 @@ struct TokenOptions: ParsableArguments {
     /// A current token of the account and its expiry, as tokend answered them.
     func fetch(_ context: CommandContext) throws(TokenctlError) -> TokenGrant {
         let daemon = try DaemonConnection(options: connection, context: context)
-        let (response, _) = try daemon.call(
-            Request(op: Op.token.rawValue, account: account, minValid: minValid, kind: kind?.tokenKind))
+        var request = Request(op: Op.token.rawValue, account: account, minValid: minValid, kind: kind?.tokenKind)
+        request.scope = scope
+        request.audience = audience
+        let (response, _) = try daemon.call(request)
         return try TokenGrant(response)
     }
 }

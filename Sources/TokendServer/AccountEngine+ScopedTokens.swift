@@ -1,0 +1,180 @@
+import Logging
+import TokendCore
+import TokendKeyring
+import TokendProtocol
+import TokendProviders
+
+/// Down-scoped access tokens (`token` with `scope` or `audience`, docs/architecture.md "Scoped
+/// tokens"): minted by a refresh grant with the account's refresh token, so each grant takes the
+/// account's refresh slot (never two grants with one refresh token in flight) and a rotated
+/// refresh token is persisted exactly as after a refresh. The tokens themselves live in memory.
+extension AccountEngine {
+    /// OAuth errors that refuse one narrowed grant, not the session or the client: the scope is
+    /// not the grant's (RFC 6749 §5.2) or the audience is not one the provider serves (RFC 8707).
+    static let scopeRefusals: Set<String> = ["invalid_scope", "invalid_target"]
+
+    /// An access token narrowed to `scope`, valid for `minValid` seconds: from the cache, else
+    /// minted (waiting at most `timeout` seconds). Never a token wider than asked.
+    public func token(account name: String, kind requested: TokenKind?, scope: TokenScope, minValid: Double, timeout: Double) async -> Result<TokenGrant, TokendError> {
+        guard let initial = accounts[name] else { return .failure(missingAccount(name)) }
+        guard initial.configuration.provider.base.descriptor.capabilities.contains(.scopedTokens) else {
+            return .failure(TokendError(.badRequest, "\(initial.configuration.kind.rawValue) accounts cannot narrow a token to a scope or an audience: ask without them"))
+        }
+        guard (requested ?? initial.configuration.defaultTokenKind) == .access else {
+            return .failure(TokendError(.badRequest, "scope and audience narrow access tokens, not ID tokens: ask for kind access, or without scope and audience"))
+        }
+        let start = clock.now()
+        let deadline = start.addingTimeInterval(timeout)
+        while true {
+            guard let account = accounts[name] else { return .failure(missingAccount(name)) }
+            let now = clock.now()
+            let generation = account.machine.generation
+            if let granted = account.machine.tokens?.scopes {
+                let missing = scope.notGranted(by: granted)
+                guard missing.isEmpty else { return .failure(Self.neverGranted(missing, granted: granted, account: name)) }
+            }
+            if let entry = scopedTokens[name]?.token(for: scope, generation: generation, minValid: minValid, at: now) {
+                scopedTokens[name]?.noteUse(of: scope, at: now)
+                return .success(TokenGrant(token: entry.token, kind: .access, expiresAt: entry.expiresAt))
+            }
+            if let refusal = scopedTokens[name]?.refusal(of: scope, since: start) { return .failure(refusal) }
+            if let entry = scopedTokens[name]?.entries[scope], entry.generation == generation, entry.issuedAt >= start {
+                // Minted during this request and still too short-lived for it.
+                let minted = TokenSet(refreshToken: "", accessToken: entry.token, accessTokenExpiresAt: entry.expiresAt)
+                return .failure(Self.unsatisfiable(kind: .access, minValid: minValid, tokens: minted, now: now))
+            }
+            switch account.machine.phase {
+            case .needsLogin(let reason):
+                return .failure(TokendError(.needsLogin, reason))
+            case .misconfigured(let reason):
+                return .failure(TokendError(.configError, reason))
+            case .awaitingKeyring(let error):
+                guard restoring.contains(name), now < deadline else { return .failure(error) }
+            case .backingOff(let until, _):
+                if until <= now {
+                    startScopedGrant(name, scope, requested: true)
+                } else if until > deadline {
+                    return .failure(unavailable(account, retryAt: until))
+                }
+            case .idle:
+                startScopedGrant(name, scope, requested: true)
+            case .refreshing:
+                break  // the account's single flight: this key's grant starts once it is free
+            }
+            if now >= deadline {
+                return .failure(TokendError(.unavailable, "no token for \(scope) within \(Int(timeout)) s: a refresh is still running; try again"))
+            }
+            await waitForChange(name, until: deadline)
+        }
+    }
+
+    static func neverGranted(_ missing: [String], granted: [String], account name: String) -> TokendError {
+        TokendError(.badRequest, "the session of \(name) was never granted \"\(missing.joined(separator: " "))\" (it holds \"\(granted.joined(separator: " "))\"), and a narrowed token cannot be wider: ask for a subset, or add the scope to the account's scopes in config.toml and run: tokenctl login \(name)")
+    }
+
+    /// Takes the account's refresh slot for a grant narrowed to `scope`; false when the slot is
+    /// taken or nothing can be refreshed. `requested`: a `token` request asked for it now.
+    @discardableResult
+    func startScopedGrant(_ name: String, _ scope: TokenScope, requested: Bool) -> Bool {
+        guard var account = accounts[name] else { return false }
+        let startedAt = clock.now()
+        guard let ticket = account.machine.startRefresh(at: startedAt) else { return false }
+        disarm(&account)
+        accounts[name] = account
+        wake(name)
+        let provider = account.provider
+        let incarnation = account.incarnation
+        let held = account.machine.tokens
+        Task {
+            let outcome = await provider.refresh(refreshToken: ticket.refreshToken, narrowedTo: scope).bounded
+            await self.finishScopedGrant(
+                name, scope, ticket: ticket, outcome: outcome, startedAt: startedAt, incarnation: incarnation, held: held, requested: requested)
+        }
+        return true
+    }
+
+    func finishScopedGrant(
+        _ name: String, _ scope: TokenScope, ticket: AccountMachine.Ticket, outcome: RefreshOutcome, startedAt: Date, incarnation: UInt64,
+        held: TokenSet?, requested: Bool
+    ) async {
+        // A refusal of this scope or audience says nothing against the refresh token: the grant
+        // counts as a success that minted nothing, and only the requests for this key fail.
+        var outcome = outcome
+        var refusal: TokendError? = nil
+        switch outcome {
+        case .refreshed(let issued):
+            refusal = Self.refusal(of: issued, asked: scope)
+        case .misconfigured(let failure) where Self.scopeRefusals.contains(failure.code):
+            refusal = TokendError(.badRequest, "the provider refuses \(scope) (\(failure.code): \(failure.message)): ask for a scope the session was granted and an audience the provider serves")
+            outcome = .refreshed(IssuedTokens())
+        default:
+            // Failures mean for the session what they mean after a refresh, and are handled so.
+            return await finishRefresh(name, ticket: ticket, outcome: outcome, startedAt: startedAt, incarnation: incarnation, held: held)
+        }
+        guard case .refreshed(let issued) = outcome else { return }
+        let now = clock.now()
+        guard let before = accounts[name], before.incarnation == incarnation else {
+            if let held, let rotated = issued.refreshToken, rotated != ticket.refreshToken {
+                var next = held
+                next.refreshToken = rotated
+                await saveOrphanedRotation(next, account: name, replacing: ticket.refreshToken)
+            }
+            return
+        }
+        var saved: Result<Void, KeyringError>? = nil
+        if let next = before.machine.tokensAfterRotation(ticket, to: issued.refreshToken) {
+            // As after a refresh: the rotated refresh token is stored before anything is served.
+            saved = await store.save(next, account: name)
+        }
+        guard var account = accounts[name] else { return }
+        guard case .refreshed = account.machine.finishScopedGrant(ticket, outcome, at: now, unit: random()) else {
+            logger.info("a scoped grant finished after a newer session arrived; its result is dropped", metadata: ["account": "\(name)"])
+            return
+        }
+        if let saved { account.unsaved = !noteKeyring(saved, account: name) }
+        accounts[name] = account
+        let took = Int(saturating: now.timeIntervalSince(startedAt) * 1000)
+        if let refusal {
+            scopedTokens[name, default: ScopedTokenCache()].refuse(scope, refusal, at: now)
+            logger.warning("a scoped token was refused", metadata: ["account": "\(name)", "scope": "\(scope)", "error": "\(refusal.message)", "took_ms": "\(took)"])
+        } else if let minted = TokenSet(refreshToken: ticket.refreshToken).merging(issued, sentAt: ticket.startedAt, at: now).token(.access) {
+            scopedTokens[name, default: ScopedTokenCache()].store(
+                minted.value, expiresAt: minted.expiresAt, issuedAt: ticket.startedAt, for: scope, generation: account.machine.generation,
+                requested: requested, at: now)
+            logger.info("scoped token minted", metadata: [
+                "account": "\(name)", "scope": "\(scope)", "expires_at": "\(Timestamp.format(minted.expiresAt))", "took_ms": "\(took)",
+            ])
+        }
+        schedule(name)
+        wake(name)
+    }
+
+    /// Why a successful narrowed answer is not served: no access token, or a scope wider than
+    /// asked (a provider that ignores `scope` on refresh); nil when it is what was asked.
+    static func refusal(of issued: IssuedTokens, asked scope: TokenScope) -> TokendError? {
+        guard issued.accessToken != nil else {
+            return TokendError(.configError, "the provider answered the grant for \(scope) without an access token")
+        }
+        // RFC 6749 §5.1: an answer without `scope` was granted the scope asked for.
+        guard !scope.scopes.isEmpty, let granted = issued.scopes else { return nil }
+        let wider = Set(granted).subtracting(scope.scopes).sorted()
+        guard !wider.isEmpty else { return nil }
+        return TokendError(.configError, "the provider answered the grant for \(scope) with a wider token (also \"\(wider.joined(separator: " "))\"), which tokend does not hand out: the provider may not narrow scopes on refresh")
+    }
+
+    /// The recheck's part for scoped tokens: drops what no longer serves and starts the most
+    /// urgent due proactive refresh of each account (one at a time: they share the refresh slot).
+    func refreshDueScopedTokens(at now: Date) {
+        for name in Array(scopedTokens.keys) {
+            guard let account = accounts[name] else {
+                scopedTokens[name] = nil
+                continue
+            }
+            let generation = account.machine.generation
+            scopedTokens[name]?.prune(at: now, generation: generation)
+            if let key = scopedTokens[name]?.due(at: now, generation: generation, policy: account.machine.policy).first {
+                startScopedGrant(name, key, requested: false)
+            }
+        }
+    }
+}
