@@ -47,6 +47,13 @@ public final class FakeOIDC: Sendable {
         public var audience: String?
         /// The refresh token the grant presented.
         public var refreshToken: String
+
+        public init(scopes: [String], resource: String? = nil, audience: String? = nil, refreshToken: String) {
+            self.scopes = scopes
+            self.resource = resource
+            self.audience = audience
+            self.refreshToken = refreshToken
+        }
     }
 
     struct State {
@@ -107,6 +114,9 @@ public final class FakeOIDC: Sendable {
 
     /// What an access token minted by a refresh grant carries; nil for one the fake never minted.
     public func minted(_ accessToken: String) -> Minted? { state.withLockedValue { $0.minted[accessToken] } }
+
+    /// The refresh tokens of registered sessions that are still good (not rotated away).
+    public var liveRefreshTokens: Set<String> { state.withLockedValue { Set($0.grants.keys) } }
 
     /// The refresh grants received, in order (scripted answers included).
     public var refreshGrants: [Request] { requests.filter { $0.path == "/token" && $0.form["grant_type"] == "refresh_token" } }

@@ -177,3 +177,25 @@ import Testing
         #expect(machine.serve(.id, minValid: 0, at: t0) == .refresh)
     }
 }
+
+extension AccountMachineTests {
+    @Test func aScopedGrantTakesOnlyARotatedRefreshToken() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let held = TokenSet(refreshToken: "r1", accessToken: "a1", accessTokenExpiresAt: now.addingTimeInterval(3600), issuedAt: now)
+        var machine = AccountMachine(tokens: held)
+        let ticket = machine.startRefresh(at: now)!
+        #expect(machine.startRefresh(at: now) == nil, "one grant per refresh token at a time")
+        #expect(machine.tokensAfterRotation(ticket, to: nil) == nil)
+        #expect(machine.tokensAfterRotation(ticket, to: "r1") == nil)
+        #expect(machine.tokensAfterRotation(ticket, to: "r2")?.refreshToken == "r2")
+        let completion = machine.finishScopedGrant(ticket, .refreshed(IssuedTokens(refreshToken: "r2", accessToken: "narrow", expiresIn: 60)), at: now, unit: 0)
+        var rotated = held
+        rotated.refreshToken = "r2"
+        #expect(completion == .refreshed(rotated))
+        #expect(machine.tokens == rotated && machine.phase == .idle && machine.lastRefresh == nil)
+        // A failure is the session's, as after a refresh.
+        let second = machine.startRefresh(at: now)!
+        #expect(machine.finishScopedGrant(second, .needsLogin(RefreshFailure(code: "invalid_grant", message: "gone")), at: now, unit: 0)
+            == .loggedOut(RefreshFailure(code: "invalid_grant", message: "gone"), refreshToken: "r2"))
+    }
+}

@@ -117,12 +117,53 @@ struct OIDCProviderTests {
         #expect(SignedIn(tokens: IssuedTokens(), grantedScopes: nil, requestedScopes: ["openid"]).narrowedScopes.isEmpty)
     }
 
+    /// RFC 6749 §6 and RFC 8707 on the refresh grant: `scope` and `resource` (or `audience`) go
+    /// with the client authentication; the fake mints within the grant and refuses beyond it.
+    @Test func aNarrowedGrantCarriesScopeAndAudience() async throws {
+        try await withProvider(secret: "s:c") { fake, provider in
+            fake.grant(refreshToken: "r1", scopes: ["openid", "read:x", "write:y"], rotating: true)
+            let narrowed = await provider.refresh(refreshToken: "r1", narrowedTo: TokenScope(scopes: ["read:x"], audience: "https://api.example.com"))
+            guard case .refreshed(let issued) = narrowed else { Issue.record("\(narrowed)"); return }
+            #expect(issued.scopes == ["read:x"] && issued.refreshToken != nil)
+            let grant = try #require(fake.refreshGrants.last)
+            #expect(grant.authorization == Self.basic)
+            #expect(grant.form["scope"] == "read:x" && grant.form["resource"] == "https://api.example.com" && grant.form["audience"] == nil)
+            #expect(fake.minted(try #require(issued.accessToken)) == FakeOIDC.Minted(scopes: ["read:x"], resource: "https://api.example.com", refreshToken: "r1"))
+            // Beyond the grant: the provider's invalid_scope, classified for the engine to refuse the key.
+            let wider = await provider.refresh(refreshToken: try #require(issued.refreshToken), narrowedTo: TokenScope(scopes: ["admin"]))
+            guard case .misconfigured(let failure) = wider else { Issue.record("\(wider)"); return }
+            #expect(failure.code == "invalid_scope")
+            // The rotated-away refresh token is dead at the fake.
+            guard case .needsLogin = await provider.refresh(refreshToken: "r1", narrowedTo: TokenScope(scopes: ["read:x"])) else {
+                Issue.record("a rotated-away refresh token was accepted"); return
+            }
+        }
+        try await withProvider(audienceParameter: .audience) { fake, provider in
+            fake.grant(refreshToken: "r1", scopes: ["openid"])
+            _ = await provider.refresh(refreshToken: "r1", narrowedTo: TokenScope(scopes: [], audience: "https://api.example.com"))
+            let grant = try #require(fake.refreshGrants.last)
+            #expect(grant.form["audience"] == "https://api.example.com" && grant.form["resource"] == nil && grant.form["scope"] == nil)
+        }
+    }
+
+    @Test func theAudienceParameterIsConfigurable() throws {
+        let parse = OIDCProvider.descriptor.parse
+        let base: [String: ProviderConfigValue] = ["issuer": .string("https://idp.example.com"), "client_id": .string("c")]
+        let auth0 = try parse(base.merging(["audience_parameter": .string("audience")]) { $1 }, [:]) as? OIDCProvider.Settings
+        #expect(auth0?.audienceParameter == .audience)
+        #expect((try parse(base, [:]) as? OIDCProvider.Settings)?.audienceParameter == .resource)
+        #expect(throws: ProviderConfigError.self) { try parse(base.merging(["audience_parameter": .string("aud")]) { $1 }, [:]) }
+    }
+
     private func withProvider(
-        secret: String? = nil, auth: OIDCProvider.ClientAuthentication? = nil, _ body: (FakeOIDC, OIDCProvider) async throws -> Void
+        secret: String? = nil, auth: OIDCProvider.ClientAuthentication? = nil, audienceParameter: OIDCProvider.AudienceParameter = .resource,
+        _ body: (FakeOIDC, OIDCProvider) async throws -> Void
     ) async throws {
         let fake = try await FakeOIDC.start()
         let transport = HTTPTransport(environment: [:])
-        let provider = OIDCProvider(settings: .init(issuer: fake.issuer, clientID: "cli", clientSecret: secret, clientAuthentication: auth), transport: transport)
+        var settings = OIDCProvider.Settings(issuer: fake.issuer, clientID: "cli", clientSecret: secret, clientAuthentication: auth)
+        settings.audienceParameter = audienceParameter
+        let provider = OIDCProvider(settings: settings, transport: transport)
         do {
             try await body(fake, provider)
         } catch {
