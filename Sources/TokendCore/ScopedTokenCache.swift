@@ -25,6 +25,10 @@ public struct ScopedTokenCache: Sendable {
     /// so the requests waiting on it get the reason instead of asking again.
     public private(set) var refusals: [TokenScope: (at: Date, error: TokendError)] = [:]
 
+    /// The key whose grant holds the account's refresh slot now, if one does: an explicit
+    /// refresh waits for it rather than taking its outcome for the session's.
+    public var inFlight: TokenScope?
+
     public init() {}
 
     /// The held token for `key` if it is from `generation` and still valid for `minValid` seconds.

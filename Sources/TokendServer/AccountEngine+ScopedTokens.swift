@@ -81,6 +81,7 @@ extension AccountEngine {
         guard let ticket = account.machine.startRefresh(at: startedAt) else { return false }
         disarm(&account)
         accounts[name] = account
+        scopedTokens[name, default: ScopedTokenCache()].inFlight = scope
         wake(name)
         let provider = account.provider
         let incarnation = account.incarnation
@@ -97,6 +98,7 @@ extension AccountEngine {
         _ name: String, _ scope: TokenScope, ticket: AccountMachine.Ticket, outcome: RefreshOutcome, startedAt: Date, incarnation: UInt64,
         held: TokenSet?, requested: Bool
     ) async {
+        if scopedTokens[name]?.inFlight == scope { scopedTokens[name]?.inFlight = nil }
         // A refusal of this scope or audience says nothing against the refresh token: the grant
         // counts as a success that minted nothing, and only the requests for this key fail.
         var outcome = outcome
@@ -160,6 +162,14 @@ extension AccountEngine {
         let wider = Set(granted).subtracting(scope.scopes).sorted()
         guard !wider.isEmpty else { return nil }
         return TokendError(.configError, "the provider answered the grant for \(scope) with a wider token (also \"\(wider.joined(separator: " "))\"), which tokend does not hand out: the provider may not narrow scopes on refresh")
+    }
+
+    /// Waits (until `deadline`) while a scoped grant holds the account's refresh slot: a refresh
+    /// asked for then must run after it, not take the grant's outcome for its own.
+    func waitOutScopedGrant(_ name: String, until deadline: Date) async {
+        while scopedTokens[name]?.inFlight != nil, clock.now() < deadline {
+            await waitForChange(name, until: deadline)
+        }
     }
 
     /// The recheck's part for scoped tokens: drops what no longer serves and starts the most

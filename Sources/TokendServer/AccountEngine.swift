@@ -339,7 +339,8 @@ public actor AccountEngine {
     public func refresh(account name: String, timeout: Double) async -> Result<Date?, TokendError> {
         guard let account = accounts[name] else { return .failure(missingAccount(name)) }
         let start = clock.now()
-        if let until = account.machine.backoff(at: start) { return .failure(unavailable(account, retryAt: until)) }
+        await waitOutScopedGrant(name, until: start.addingTimeInterval(timeout))
+        if let current = accounts[name], let until = current.machine.backoff(at: clock.now()) { return .failure(unavailable(current, retryAt: until)) }
         startRefresh(name, force: true)
         return await awaitRefreshOutcome(name, since: start, deadline: start.addingTimeInterval(timeout))
     }

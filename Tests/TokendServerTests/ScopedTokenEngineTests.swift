@@ -1,0 +1,89 @@
+import Foundation
+import Logging
+import Testing
+import TokendCore
+import TokendKeyring
+import TokendProtocol
+import TokendProviders
+@testable import TokendServer
+import TokendTestSupport
+
+/// The engine's scoped tokens against the fake OIDC provider over real HTTP, with an in-memory
+/// keyring: the refusals that need no daemon, and single flight under rotation.
+@Suite(.timeLimit(.minutes(1))) struct ScopedTokenEngineTests {
+    /// An engine with the OIDC account `corp` on `fake`, holding `session`.
+    func withEngine(_ session: TokenSet, _ body: (FakeOIDC, AccountEngine, InMemorySecretStore) async throws -> Void) async throws {
+        let fake = try await FakeOIDC.start()
+        let transport = HTTPTransport(environment: [:])
+        let store = InMemorySecretStore(timeout: 2)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let engine = AccountEngine(store: store, hub: EventHub(), logger: logger) { Daemon.provider(for: $0, transport: transport) }
+        await engine.apply(Configuration(accounts: [
+            "corp": AccountConfiguration(name: "corp", provider: .oidc(OIDCProvider.Settings(issuer: fake.issuer, clientID: "cli")), refreshBefore: 300)
+        ]))
+        func tearDown() async {
+            await engine.shutdown()
+            await transport.shutdown()
+            await fake.shutdown()
+        }
+        do {
+            _ = await engine.install(account: "corp", tokens: session, timeout: 10)
+            try await body(fake, engine, store)
+        } catch {
+            await tearDown()
+            throw error
+        }
+        await tearDown()
+    }
+
+    @Test func aScopeNeverGrantedIsRefusedWithoutAskingTheProvider() async throws {
+        var session = TokenSet(refreshToken: "r-granted")
+        session.scopes = ["openid", "read:x"]
+        try await withEngine(session) { fake, engine, _ in
+            fake.grant(refreshToken: "r-granted", scopes: ["openid", "read:x", "admin"])
+            let grantsBefore = fake.refreshGrants.count
+            let refused = await engine.token(account: "corp", kind: nil, scope: TokenScope(scopes: ["read:x", "admin"]), minValid: 60, timeout: 5)
+            guard case .failure(let error) = refused else { Issue.record("a wider token was served"); return }
+            #expect(error.code == .badRequest)
+            #expect(error.message.contains("\"admin\"") && error.message.contains("tokenctl login corp"))
+            #expect(fake.refreshGrants.count == grantsBefore)
+            // An ID token cannot be narrowed.
+            let id = await engine.token(account: "corp", kind: .id, scope: TokenScope(scopes: ["read:x"]), minValid: 60, timeout: 5)
+            #expect((try? id.get()) == nil && id.failureCode == .badRequest)
+            // Within the grant: served, and from the cache the second time.
+            let first = try await engine.token(account: "corp", kind: nil, scope: TokenScope(scopes: ["read:x"]), minValid: 60, timeout: 5).get()
+            let second = try await engine.token(account: "corp", kind: nil, scope: TokenScope(scopes: ["read:x"]), minValid: 60, timeout: 5).get()
+            #expect(first == second && fake.minted(first.token)?.scopes == ["read:x"])
+            #expect(fake.refreshGrants.count == grantsBefore + 1)
+        }
+    }
+
+    /// Many keys asked at once while the provider rotates on every grant: each grant presents the
+    /// newest refresh token (the fake refuses a rotated-away one), and the keyring ends with it.
+    @Test func concurrentKeysShareTheSingleFlightAndTheRotation() async throws {
+        try await withEngine(TokenSet(refreshToken: "r0")) { fake, engine, store in
+            fake.grant(refreshToken: "r0", scopes: ["openid", "a", "b", "c"], rotating: true)
+            let keys = [["a"], ["b"], ["c"], ["a", "b"], ["b", "c"], ["a", "c"]].map { TokenScope(scopes: $0, audience: "https://api") }
+            let results = await withTaskGroup(of: Result<TokenGrant, TokendError>.self) { group in
+                for key in keys { group.addTask { await engine.token(account: "corp", kind: nil, scope: key, minValid: 60, timeout: 20) } }
+                group.addTask { await engine.refresh(account: "corp", timeout: 20).map { _ in TokenGrant(token: "", kind: .access, expiresAt: Date()) } }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            for result in results { #expect((try? result.get()) != nil, "\(result)") }
+            let live = fake.liveRefreshTokens
+            #expect(live.count == 1)
+            let stored = try #require(try await store.load(account: "corp").get())
+            #expect(live.contains(stored.refreshToken))
+            // No grant was refused: none presented a rotated-away token.
+            #expect(fake.refreshGrants.count == keys.count + 2)
+        }
+    }
+}
+
+extension Result where Failure == TokendError {
+    var failureCode: TokendError.Code? {
+        guard case .failure(let error) = self else { return nil }
+        return error.code
+    }
+}
