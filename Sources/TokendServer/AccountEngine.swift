@@ -337,7 +337,7 @@ public actor AccountEngine {
     /// A backoff is honoured: a script looping `tokenctl refresh` through a 429 must not keep
     /// hitting the provider, so during one the answer is `unavailable` with the retry time.
     public func refresh(account name: String, timeout: Double) async -> Result<Date?, TokendError> {
-        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
+        guard accounts[name] != nil else { return .failure(missingAccount(name)) }
         let start = clock.now()
         await waitOutScopedGrant(name, until: start.addingTimeInterval(timeout))
         if let current = accounts[name], let until = current.machine.backoff(at: clock.now()) { return .failure(unavailable(current, retryAt: until)) }
