@@ -63,64 +63,6 @@ import TokendTestSupport
         await mock.stop()
     }
 
-    /// The same flow with a real headless Chromium (selenium, Debian's chromedriver): it opens
-    /// the URL the flow gave, submits the provider's form, follows the redirect to the loopback
-    /// listener and shows its page.
-    @Test func browserLoginWithHeadlessChromium() async throws {
-        let python = URL(fileURLWithPath: OIDCProviderMock.executable).deletingLastPathComponent().appendingPathComponent("python3").path
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver") else {
-            throw HarnessError("chromium-driver is not installed: run scripts/test (it installs chromium and chromium-driver)")
-        }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokend-oidc-chromium-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let mock = try await OIDCProviderMock.start(directory: directory)
-        let transport = HTTPTransport(environment: [:])
-        let provider = OIDCProvider(settings: .init(issuer: mock.issuer, clientID: "tokend-test", clientSecret: "s"), transport: transport)
-        var signedIn: SignedIn?
-        var page = ""
-        do {
-            for try await step in provider.login(LoginRequest(method: .browser, timeout: 120)) {
-                switch step {
-                case .openURL(let url):
-                    let run = try await offPool { try ChildProcess.run(python, ["-c", Self.seleniumScript, url], environment: ["PATH": "/usr/bin:/bin", "HOME": directory.path], timeout: 90) }
-                    #expect(run.status == 0, "selenium: \(run.stderr)")
-                    page = run.stdout
-                case .done(let session): signedIn = session
-                default: break
-                }
-            }
-        } catch {
-            await transport.shutdown()
-            await mock.stop()
-            throw error
-        }
-        #expect(page.contains("Signed in"), "the browser ended on: \(page)")
-        #expect(signedIn?.tokens.idToken.flatMap { JWTClaims(token: $0)?.subject } == "dave")
-        await transport.shutdown()
-        await mock.stop()
-    }
-
-    static let seleniumScript = """
-        import sys
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-        from selenium.webdriver.common.by import By
-        from selenium.webdriver.support.ui import WebDriverWait
-        options = webdriver.ChromeOptions()
-        for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
-            options.add_argument(argument)
-        driver = webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=options)
-        try:
-            driver.get(sys.argv[1])
-            driver.find_element(By.NAME, "sub").send_keys("dave")
-            driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-            WebDriverWait(driver, 30).until(lambda d: d.current_url.startswith("http://127.0.0.1:") and "/callback" in d.current_url)
-            WebDriverWait(driver, 30).until(lambda d: "Signed in" in d.page_source)
-            print(driver.title)
-        finally:
-            driver.quit()
-        """
-
     @Test func aLoginNotFinishedInTimeTimesOut() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokend-oidc-timeout-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

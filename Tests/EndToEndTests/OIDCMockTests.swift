@@ -116,10 +116,42 @@ import TokendTestSupport
         }
     }
 
+    /// The same login with a real headless Chromium as the user's browser: it opens the URL
+    /// tokenctl printed, submits the provider's form and lands on tokend's success page.
+    @Test func browserLoginThroughTheDaemonWithHeadlessChromium() async throws {
+        try await withMock { world, mock in
+            try world.writeConfig(Self.account(mock))
+            try await world.startDaemon()
+            var page = ""
+            let login = try await Self.tokenctlSigningIn(world, ["login", "corp"]) { url in
+                page = try await HeadlessChromium.signIn(at: url, as: "dave", home: world.keyring.root)
+            }
+            #expect(login.status == 0, "\(login.output)")
+            #expect(page.contains("Signed in") && page.contains("tokend has your session. You can close this tab."), "the browser ended on: \(page)")
+            let token = try await world.tokenctl(["token", "corp"])
+            #expect(token.status == 0, "\(token.stderr)")
+            let (status, userinfo) = try await mock.userinfoStatus(accessToken: token.stdout.trimmingCharacters(in: .newlines))
+            #expect(status == 200 && userinfo.contains("dave"))
+            #expect(try await world.status("corp").state == "active")
+        }
+    }
+
     /// Runs the real `tokenctl` (`arguments` plus `--no-browser`) and plays the user's browser on
     /// the URL it prints: the mock's form signed as `user`, then the redirect to tokend. Returns
     /// tokenctl's exit status and everything it printed.
     static func tokenctlSigningInAtTheMock(_ world: DaemonHarness, _ mock: OIDCProviderMock, _ arguments: [String], user: String) async throws -> (status: Int32, output: String) {
+        try await tokenctlSigningIn(world, arguments) { url in
+            if let form = try? await mock.http.send(.form(url, [("sub", user)])).get(), let location = form.headers["location"] {
+                _ = await mock.http.send(.get(location))
+            }
+        }
+    }
+
+    /// Runs the real `tokenctl` (`arguments` plus `--no-browser`), hands the authorization URL it
+    /// prints to `browser`, and waits for tokenctl to end. Returns its exit status and output.
+    static func tokenctlSigningIn(
+        _ world: DaemonHarness, _ arguments: [String], browser: (String) async throws -> Void
+    ) async throws -> (status: Int32, output: String) {
         let output = world.keyring.root.appendingPathComponent("tokenctl-\(UInt64.random(in: 0...UInt64.max)).out").path
         let pid = try ChildProcess.start(DaemonHarness.binDirectory + "/tokenctl", arguments + ["--no-browser"], environment: world.environment, output: output)
         var printed: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
@@ -130,8 +162,11 @@ import TokendTestSupport
             ChildProcess.stop(pid)
             throw error
         }
-        if let form = try? await mock.http.send(.form(try require(url), [("sub", user)])).get(), let location = form.headers["location"] {
-            _ = await mock.http.send(.get(location))
+        do {
+            try await browser(try require(url))
+        } catch {
+            ChildProcess.stop(pid)
+            throw error
         }
         var status: Int32?
         try await poll(timeout: 60, "tokenctl finishes") {
