@@ -12,6 +12,8 @@ struct FastPathTests {
         ["token", "work", "--kind=access", "--min-valid=0", "--timeout=0.25", "--socket=/run/t.sock"],
         ["token", "work", "--min-valid", "1e3"],
         ["token", "ünïcode-account"],
+        ["token", "work", "--scope", "read:x write:y", "--audience", "https://api.example.com"],
+        ["token", "work", "--scope=read:x", "--audience=https://api.example.com", "--kind", "access"],
     ])
     func takesTheFastPathAndAgreesWithArgumentParser(_ arguments: [String]) throws {
         let fast = try #require(Tokenctl.Token.parseFast(arguments))
@@ -19,6 +21,7 @@ struct FastPathTests {
         #expect(fast.token.account == full.token.account)
         #expect(fast.token.minValid == full.token.minValid)
         #expect(fast.token.kind == full.token.kind)
+        #expect(fast.token.scope == full.token.scope && fast.token.audience == full.token.audience)
         #expect(fast.token.connection.socket == full.token.connection.socket)
         #expect(fast.token.connection.timeout == full.token.connection.timeout)
         // header takes the same options through the same parser.
@@ -27,12 +30,14 @@ struct FastPathTests {
         let fullHeader = try #require(try Tokenctl.parseAsRoot(header) as? Tokenctl.Header)
         #expect(fastHeader.token.account == fullHeader.token.account)
         #expect(fastHeader.token.minValid == fullHeader.token.minValid)
+        #expect(fastHeader.token.scope == fullHeader.token.scope && fastHeader.token.audience == fullHeader.token.audience)
         #expect(fastHeader.token.connection.socket == fullHeader.token.connection.socket)
     }
 
     @Test(arguments: [
         ["exec", "work", "--", "env"],
         ["exec", "work", "--min-valid", "600", "--kind=id", "--", "sh", "-c", "exit 3", "--min-valid", "--"],
+        ["exec", "work", "--scope", "read:x", "--", "env"],
     ])
     func execTakesTheFastPathAndAgreesWithArgumentParser(_ arguments: [String]) throws {
         let fast = try #require(Tokenctl.Exec.parseFast(arguments))
@@ -40,6 +45,7 @@ struct FastPathTests {
         #expect(fast.token.account == full.token.account)
         #expect(fast.token.minValid == full.token.minValid)
         #expect(fast.token.kind == full.token.kind)
+        #expect(fast.token.scope == full.token.scope)
         #expect(fast.command == full.command)
         #expect(fast.command == Array(arguments.drop { $0 != "--" }.dropFirst()))
     }

@@ -12,13 +12,15 @@ import TokendTestSupport
 /// keyring: the refusals that need no daemon, and single flight under rotation.
 @Suite(.timeLimit(.minutes(1))) struct ScopedTokenEngineTests {
     /// An engine with the OIDC account `corp` on `fake`, holding `session`.
-    func withEngine(_ session: TokenSet, _ body: (FakeOIDC, AccountEngine, InMemorySecretStore) async throws -> Void) async throws {
+    func withEngine(
+        _ session: TokenSet, clock: any WallClock = SystemWallClock(), _ body: (FakeOIDC, AccountEngine, InMemorySecretStore) async throws -> Void
+    ) async throws {
         let fake = try await FakeOIDC.start()
         let transport = HTTPTransport(environment: [:])
         let store = InMemorySecretStore(timeout: 2)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let engine = AccountEngine(store: store, hub: EventHub(), logger: logger) { Daemon.provider(for: $0, transport: transport) }
+        let engine = AccountEngine(store: store, clock: clock, hub: EventHub(), logger: logger) { Daemon.provider(for: $0, transport: transport) }
         await engine.apply(Configuration(accounts: [
             "corp": AccountConfiguration(name: "corp", provider: .oidc(OIDCProvider.Settings(issuer: fake.issuer, clientID: "cli")), refreshBefore: 300)
         ]))
@@ -77,6 +79,51 @@ import TokendTestSupport
             #expect(live.contains(stored.refreshToken))
             // No grant was refused: none presented a rotated-away token.
             #expect(fake.refreshGrants.count == keys.count + 2)
+        }
+    }
+
+    /// A provider that ignores `scope` on refresh and answers with the whole grant: refused, never
+    /// served; the refresh token it rotated in the same answer is still kept.
+    @Test func aWiderAnswerIsRefusedButItsRotationKept() async throws {
+        try await withEngine(TokenSet(refreshToken: "r0")) { fake, engine, store in
+            fake.script([.json(200, ["access_token": "wide-token-canary", "expires_in": 3600, "scope": "openid read:x admin", "refresh_token": "r-rotated"])])
+            let wide = await engine.token(account: "corp", kind: nil, scope: TokenScope(scopes: ["read:x"]), minValid: 60, timeout: 5)
+            #expect(wide.failureCode == .configError)
+            guard case .failure(let error) = wide else { return }
+            #expect(error.message.contains("admin") && !error.message.contains("wide-token-canary"))
+            let stored = try await store.load(account: "corp").get()
+            #expect(stored?.refreshToken == "r-rotated")
+            // The account itself is unharmed and serves its own token.
+            #expect((try? await engine.token(account: "corp", kind: nil, minValid: 60, timeout: 5).get()) != nil)
+        }
+    }
+
+    @Test func firebaseAccountsHaveNoScopedTokens() async throws {
+        let fixture = try await EngineFixture.make()
+        var request = Request(op: "token", account: "work")
+        request.audience = "https://api.example.com"
+        let response = await fixture.respond(request)
+        #expect(response.error?.code == .badRequest && response.error?.message.contains("firebase") == true)
+        await fixture.shutdown()
+    }
+
+    /// A key in use is refreshed ahead of expiry by the recheck; the next request gets the new token.
+    @Test func aUsedKeyIsRefreshedAheadByTheRecheck() async throws {
+        let clock = ManualClock(Date())
+        try await withEngine(TokenSet(refreshToken: "r0"), clock: clock) { fake, engine, _ in
+            fake.grant(refreshToken: "r0", scopes: ["openid", "read:x"])
+            let key = TokenScope(scopes: ["read:x"])
+            let first = try await engine.token(account: "corp", kind: nil, scope: key, minValid: 60, timeout: 5).get()
+            let minted = fake.refreshGrants.count
+            clock.advance(by: 3400)  // inside the 300 s margin of a one-hour token
+            let deadline = Date().addingTimeInterval(20)
+            while fake.refreshGrants.filter({ $0.form["scope"] == "read:x" }).count < 2, Date() < deadline {
+                await engine.recheck()  // the account's own refresh may take the slot first
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(fake.refreshGrants.count > minted)
+            let second = try await engine.token(account: "corp", kind: nil, scope: key, minValid: 60, timeout: 5).get()
+            #expect(second.token != first.token && fake.minted(second.token)?.scopes == ["read:x"])
         }
     }
 }
