@@ -144,15 +144,16 @@ private struct FieldReader {
 
     /// The `account` op's `action` and the fields it needs.
     func accountAction() throws(TokendError) -> AccountArgs.Action {
-        let names = AccountArgs.actionNames.joined(separator: ", ")
-        guard let action = request.action else { throw failure("action", "is required (one of: \(names))") }
+        let names = AccountArgs.ActionName.allCases.map(\.rawValue).joined(separator: ", ")
+        guard let actionName = request.action else { throw failure("action", "is required (one of: \(names))") }
+        guard let action = AccountArgs.ActionName(rawValue: actionName) else { throw failure("action", "must be one of: \(names)") }
         switch action {
-        case "show": return .show(timeout: try timeout())
-        case "verify_email": return .verifyEmail(timeout: try timeout())
-        case "reset_password":
+        case .show: return .show(timeout: try timeout())
+        case .verifyEmail: return .verifyEmail(timeout: try timeout())
+        case .resetPassword:
             let email = request.email?.trimmed
             return .resetPassword(email: email?.isEmpty == true ? nil : email)
-        case "upgrade":
+        case .upgrade:
             switch request.method ?? "email" {
             case "email":
                 let timeout = try timeout()
@@ -166,8 +167,7 @@ private struct FieldReader {
             default:
                 throw failure("method", "must be email or google for upgrade")
             }
-        case "delete": return .delete(confirmed: request.confirm == true, timeout: try timeout())
-        default: throw failure("action", "must be one of: \(names)")
+        case .delete: return .delete(confirmed: request.confirm == true, timeout: try timeout())
         }
     }
 }

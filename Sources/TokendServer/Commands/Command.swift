@@ -106,8 +106,13 @@ public struct AccountArgs: Sendable, Equatable {
         case delete(confirmed: Bool, timeout: Double)
     }
 
-    /// The action names of the wire, in the order error messages list them.
-    public static let actionNames = ["show", "verify_email", "reset_password", "upgrade", "delete"]
+    /// The actions' names on the wire.
+    public enum ActionName: String, CaseIterable, Sendable {
+        case show
+        case verifyEmail = "verify_email"
+        case resetPassword = "reset_password"
+        case upgrade, delete
+    }
 
     public var account: String
     public var action: Action
