@@ -159,6 +159,32 @@ import TokendTestSupport
         #expect(stub.engine.calls == [.login(account: "work", method: .email, email: "ada@example.com", create: false, secret: " pw ", timeout: 300)])
     }
 
+    /// A client that goes away ends the stream, and that cancels the sign-in waiting for the
+    /// user (for `login` and `account upgrade` with Google alike).
+    @Test func droppingASignInStreamCancelsTheSignIn() async throws {
+        var script = StubEngine.Script()
+        script.loginSteps = [.userCode(verificationURI: "http://127.0.0.1:1/device", verificationURIComplete: nil, userCode: "ABCD", expiresIn: 600)]
+        script.signInWaitsForTheUser = true
+        let stub = StubbedHandler(script)
+        for (index, line) in [
+            #"{"op":"login","account":"corp","method":"device"}"#, #"{"op":"account","account":"work","action":"upgrade","method":"google"}"#,
+        ].enumerated() {
+            try await Self.readFirstLineThenHangUp(stub, line)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while stub.engine.cancelledSignIns <= index, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(stub.engine.cancelledSignIns == index + 1, "\(line)")
+        }
+    }
+
+    /// Reads a stream's first line (the sign-in is under way), then drops the stream as a
+    /// connection that closes does.
+    static func readFirstLineThenHangUp(_ stub: StubbedHandler, _ line: String) async throws {
+        guard case .stream(let stream) = await stub.reply(Array(line.utf8)) else { Issue.record("no stream: \(line)"); return }
+        var lines = stream.makeAsyncIterator()
+        guard case .progress(let first)? = await lines.next() else { Issue.record("no progress line: \(line)"); return }
+        #expect(first.progress == .userCode && first.userCode == "ABCD")
+    }
+
     @Test func accountActionsAskTheEngineForWhatTheyName() async {
         var script = StubEngine.Script()
         script.user = .success(ManagedUser(uid: "u1", providers: ["password"]))

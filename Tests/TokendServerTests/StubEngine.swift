@@ -42,6 +42,8 @@ final class StubEngine: EngineServices {
         var email: Result<String, TokendError> = .failure(unscripted)
         var deletion: Result<Void, TokendError> = .failure(unscripted)
         var deletionDescription = "this deletes Firebase user u1 for good"
+        /// A sign-in that, after its steps, waits for the user until it is cancelled.
+        var signInWaitsForTheUser = false
 
         /// Every call fails with `error`.
         static func failing(_ error: TokendError) -> Script {
@@ -59,14 +61,26 @@ final class StubEngine: EngineServices {
     }
 
     let clock: any WallClock
-    private let state: Mutex<(script: Script, calls: [Call])>
+    private let state: Mutex<(script: Script, calls: [Call], cancelledSignIns: Int)>
 
     init(_ script: Script = Script(), clock: any WallClock = ManualClock()) {
         self.clock = clock
-        state = Mutex((script, []))
+        state = Mutex((script, [], 0))
     }
 
     var calls: [Call] { state.withLock { $0.calls } }
+    /// Sign-ins that were waiting for the user when their task was cancelled.
+    var cancelledSignIns: Int { state.withLock { $0.cancelledSignIns } }
+
+    /// Relays `steps`, then waits for the user when the script says so (until cancelled).
+    private func signIn(_ steps: [LoginStep], _ result: Result<LoginSummary, TokendError>, progress: @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError> {
+        for step in steps { progress(step) }
+        guard state.withLock({ $0.script.signInWaitsForTheUser }) else { return result }
+        // Ends at once when the task is cancelled; an hour is only "never" for a test.
+        try? await Task.sleep(for: .seconds(3600))
+        state.withLock { $0.cancelledSignIns += 1 }
+        return .failure(TokendError(.unavailable, "the sign-in was cancelled"))
+    }
 
     private func record<Value>(_ call: Call, _ answer: (Script) -> Value) -> Value {
         state.withLock { state in
@@ -103,14 +117,12 @@ final class StubEngine: EngineServices {
         let call = Call.login(
             account: account, method: request.method, email: request.email, create: request.create, secret: request.secret, timeout: request.timeout)
         let (steps, result) = record(call) { ($0.loginSteps, $0.signIn) }
-        for step in steps { progress(step) }
-        return result
+        return await signIn(steps, result, progress: progress)
     }
 
     func upgradeWithGoogle(account: String, timeout: Double, progress: @escaping @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError> {
         let (steps, result) = record(.upgradeWithGoogle(account: account, timeout: timeout)) { ($0.loginSteps, $0.signIn) }
-        for step in steps { progress(step) }
-        return result
+        return await signIn(steps, result, progress: progress)
     }
 
     func showUser(account: String, timeout: Double) async -> Result<(ManagedUser, FirebaseClaims?), TokendError> {
