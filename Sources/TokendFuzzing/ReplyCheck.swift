@@ -65,7 +65,7 @@ struct ReplyCheck {
             invariant(response.token.map { !$0.isEmpty } == true && response.kind != nil, "a token reply without a token: \(what)")
             // Served with at least `min_valid` left; whole seconds, and a moment passes before
             // `expires_in` is computed.
-            let minValid = request.minValid ?? RequestHandler.defaultMinValid
+            let minValid = request.minValid ?? TokenArgs.defaultMinValid
             invariant(Double(response.expiresIn ?? -1) >= minValid - 5, "a token that does not live min_valid: \(what)")
         }
         // No secret the daemon holds leaves it, except a bearer token asked for by `token`.

@@ -77,20 +77,36 @@ struct DaemonConnection {
         environment = context.environment
     }
 
-    /// A successful answer to `request`, and the raw line it came in (for `status --json`).
-    /// A daemon error becomes the matching `TokenctlError`.
-    func call(_ request: Request) throws(TokenctlError) -> (response: Response, line: [UInt8]) {
+    /// Sends `request` under tokenctl's id. Each line of the answer may take `readTimeout`
+    /// seconds (0: forever, for a watch); `timeout` is the wait an error message names.
+    func send(_ request: Request, readTimeout: Double, timeout: Double) throws(TokenctlError) {
         var request = request
         request.id = Self.requestID
-        request.timeout = options.timeout
-        client.setReadTimeout(seconds: options.readTimeout)
-        let line: [UInt8]
+        client.setReadTimeout(seconds: readTimeout)
         do {
             try client.send(request)
-            line = try client.receiveLine()
         } catch {
-            throw TokenctlError(client: error, path: path, timeout: options.timeout)
+            throw TokenctlError(client: error, path: path, timeout: timeout)
         }
+    }
+
+    /// The daemon's next line. `closed`, when given, is the error for a daemon that ends the
+    /// connection instead (a stream that ends); otherwise that is a connection failure.
+    func receiveLine(timeout: Double, closed: TokenctlError? = nil) throws(TokenctlError) -> [UInt8] {
+        do {
+            return try client.receiveLine()
+        } catch {
+            if error.code == .closed, let closed { throw closed }
+            throw TokenctlError(client: error, path: path, timeout: timeout)
+        }
+    }
+
+    /// The answer to `request`, successful or not, and the raw line it came in.
+    func exchange(_ request: Request) throws(TokenctlError) -> (response: Response, line: [UInt8]) {
+        var request = request
+        request.timeout = options.timeout
+        try send(request, readTimeout: options.readTimeout, timeout: options.timeout)
+        let line = try receiveLine(timeout: options.timeout)
         let response: Response
         do {
             response = try JSONDecoder().decode(Response.self, from: Data(line))
@@ -100,6 +116,13 @@ struct DaemonConnection {
         if let id = response.id, id != Self.requestID {
             throw .protocolMismatch("the answer to another request")
         }
+        return (response, line)
+    }
+
+    /// A successful answer to `request`, and the raw line it came in (for `status --json`).
+    /// A daemon error becomes the matching `TokenctlError`.
+    func call(_ request: Request) throws(TokenctlError) -> (response: Response, line: [UInt8]) {
+        let (response, line) = try exchange(request)
         try Self.check(response, account: request.account, environment: environment)
         return (response, line)
     }

@@ -14,16 +14,7 @@ extension Tokenctl {
         /// One `account` request, its failures said as what the verb could not do.
         static func call(_ request: Request, verb: String, connection: ConnectionOptions, context: CommandContext) throws(TokenctlError) -> Response {
             let daemon = try DaemonConnection(options: connection, context: context)
-            var request = request
-            request.id = DaemonConnection.requestID
-            request.timeout = connection.timeout
-            let response: Response
-            do {
-                daemon.client.setReadTimeout(seconds: connection.readTimeout)
-                response = try daemon.client.call(request)
-            } catch {
-                throw TokenctlError(client: error, path: daemon.path, timeout: connection.timeout)
-            }
+            let (response, _) = try daemon.exchange(request)
             if !response.ok, let error = response.error {
                 throw TokenctlError(account: error, verb: verb, account: request.account ?? "", environment: context.environment)
             }
@@ -167,16 +158,11 @@ extension Tokenctl {
                 request.method = "google"
                 let timeout = connection.timeoutOption ?? Login.defaultTimeout
                 request.timeout = timeout
-                request.id = DaemonConnection.requestID
                 let daemon = try DaemonConnection(options: connection, context: context)
-                do {
-                    daemon.client.setReadTimeout(seconds: timeout + Login.daemonGrace + ConnectionOptions.defaultTimeout + ConnectionOptions.answerMargin)
-                    try daemon.client.send(request)
-                } catch {
-                    throw TokenctlError(client: error, path: daemon.path, timeout: timeout)
-                }
+                let readTimeout = timeout + Login.daemonGrace + ConnectionOptions.defaultTimeout + ConnectionOptions.answerMargin
+                try daemon.send(request, readTimeout: readTimeout, timeout: timeout)
                 let opener = BrowserOpener(environment: context.environment, disabled: noBrowser)
-                let response = try relayStream(daemon.client, path: daemon.path, timeout: timeout, console: context.console, opener: opener)
+                let response = try relayStream(daemon, timeout: timeout, console: context.console, opener: opener)
                 try DaemonConnection.check(response, account: account, environment: context.environment)
                 try context.console.write("\(Text.singleLine(account)) upgraded: signed in with \(Text.singleLine(response.signInProvider ?? "google.com")), same uid\n")
             }

@@ -76,19 +76,11 @@ extension Tokenctl {
             let secret = try readSecret(context.console)
             let timeout = connection.timeoutOption ?? Self.defaultTimeout
             let daemon = try DaemonConnection(options: connection, context: context)
-            let client = daemon.client
             let request = Request.login(
                 account: account, method: method, email: email, create: create ? true : nil, secret: secret, timeout: timeout)
-            var sent = request
-            sent.id = DaemonConnection.requestID
-            do {
-                client.setReadTimeout(seconds: timeout + Self.daemonGrace + ConnectionOptions.answerMargin)
-                try client.send(sent)
-            } catch {
-                throw TokenctlError(client: error, path: daemon.path, timeout: timeout)
-            }
+            try daemon.send(request, readTimeout: timeout + Self.daemonGrace + ConnectionOptions.answerMargin, timeout: timeout)
             let opener = BrowserOpener(environment: context.environment, disabled: noBrowser)
-            let response = try relayStream(client, path: daemon.path, timeout: timeout, console: context.console, opener: opener)
+            let response = try relayStream(daemon, timeout: timeout, console: context.console, opener: opener)
             try finish(response, context: context)
         }
 
@@ -158,14 +150,9 @@ func readSecretInput(_ console: any Console, what: String, prompt: String, trim:
 
 /// Relays a streamed sign-in (`login`, `account upgrade --google`) until its response line:
 /// URLs on a line of their own (and opened when there is a display), device codes, waits.
-func relayStream(_ client: BlockingClient, path: String, timeout: Double, console: any Console, opener: BrowserOpener) throws(TokenctlError) -> Response {
+func relayStream(_ daemon: DaemonConnection, timeout: Double, console: any Console, opener: BrowserOpener) throws(TokenctlError) -> Response {
     while true {
-        let line: [UInt8]
-        do {
-            line = try client.receiveLine()
-        } catch {
-            throw TokenctlError(client: error, path: path, timeout: timeout)
-        }
+        let line = try daemon.receiveLine(timeout: timeout)
         if let response = try? JSONDecoder().decode(Response.self, from: Data(line)) { return response }
         guard let progress = try? JSONDecoder().decode(LoginProgress.self, from: Data(line)) else {
             throw .protocolMismatch("a login line this tokenctl cannot read")

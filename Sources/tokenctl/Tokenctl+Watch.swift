@@ -32,30 +32,19 @@ extension Tokenctl {
 
         func execute(_ context: CommandContext) throws(TokenctlError) {
             let daemon = try DaemonConnection(options: connection, context: context)
-            let client = daemon.client
             // Ctrl-C is how a watch normally ends. Every event was written with write(2), so
             // nothing is lost by leaving at once; BlockingClient retries reads interrupted by a
             // signal, so a flag would never be seen while it waits for the next event.
             signal(SIGINT) { _ in _exit(0) }
             defer { signal(SIGINT, SIG_DFL) }
-            do {
-                client.setReadTimeout(seconds: 0)
-                try client.send(Request(op: Op.watch.rawValue, id: DaemonConnection.requestID, account: account))
-            } catch {
-                throw TokenctlError(client: error, path: daemon.path, timeout: connection.timeout)
-            }
+            // No read timeout: events may be hours apart.
+            try daemon.send(Request(op: Op.watch.rawValue, account: account), readTimeout: 0, timeout: connection.timeout)
+            let ended = TokenctlError(
+                .notReachable, "tokend at \(daemon.path) ended the watch",
+                next: "check that it runs (systemctl --user status tokend), then watch again")
             let readable = !json && context.console.outputIsTerminal
             while true {
-                let line: [UInt8]
-                do {
-                    line = try client.receiveLine()
-                } catch where error.code == .closed {
-                    throw TokenctlError(
-                        .notReachable, "tokend at \(daemon.path) ended the watch",
-                        next: "check that it runs (systemctl --user status tokend), then watch again")
-                } catch {
-                    throw TokenctlError(client: error, path: daemon.path, timeout: connection.timeout)
-                }
+                let line = try daemon.receiveLine(timeout: connection.timeout, closed: ended)
                 // Replies carry "ok" and events do not: the acknowledgement is not an event, and
                 // an error (unknown_account, …) ends the watch like any other command.
                 if let reply = try? JSONDecoder().decode(Response.self, from: Data(line)) {

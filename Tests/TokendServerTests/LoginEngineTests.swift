@@ -59,19 +59,4 @@ import TokendProviders
         }
         #expect(freed, "the slot was not freed after the first client left")
     }
-
-    @Test func badLoginRequestsNameTheField() async throws {
-        let handler = await handler()
-        for (request, mentions) in [
-            (Request(op: "login", account: "corp"), "method"),
-            (Request.login(account: "corp", method: "carrier-pigeon"), "method"),
-            (Request.login(account: "corp", method: "email", email: "a@example.com"), "secret"),
-            (Request.login(account: "corp", method: "anonymous", create: true), "create"),
-            (Request.login(account: "corp", method: "device", timeout: 99_999), "timeout"),
-        ] {
-            guard case .response(let response) = await handler.handle(request) else { Issue.record("streamed: \(request)"); continue }
-            #expect(response.error?.code == .badRequest)
-            #expect(response.error?.message.contains(mentions) == true, "\(response.error?.message ?? "")")
-        }
-    }
 }

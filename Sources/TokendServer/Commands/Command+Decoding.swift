@@ -1,0 +1,173 @@
+import TokendCore
+import TokendProtocol
+import TokendProviders
+
+// The one place where a request's fields are checked (docs/protocol.md lists the rules). Type
+// errors (a string where a number goes) are caught earlier, when the line is decoded into
+// `Request`; here are the rules per op: which fields are required, ranges, and allowed values.
+// Each failure is a `bad_request` that names the op and the field.
+
+extension TokenArgs {
+    /// `min_valid` default: a minute covers a script's typical API call.
+    public static let defaultMinValid: Double = 60
+    /// Upper bound on `min_valid`: a day. Longer asks cannot be met by any provider we know.
+    public static let maximumMinValid: Double = 86_400
+}
+
+extension LoginArgs {
+    /// Upper bound on a login's `timeout`: half an hour covers a device code's usual life; a
+    /// login left open longer only holds a loopback port for nothing.
+    public static let maximumTimeout: Double = 1800
+}
+
+extension Command {
+    /// Checks `request`'s fields for its op. An unknown op is `unsupported_op`; everything else
+    /// that is wrong is `bad_request` naming the field.
+    public init(_ request: Request) throws(TokendError) {
+        guard let op = Op(rawValue: request.op) else {
+            throw TokendError(.unsupportedOp, "unknown op \"\(request.op.prefix(64))\"; hello lists the supported ones")
+        }
+        let fields = FieldReader(op: op, request: request)
+        switch op {
+        case .hello: self = .hello
+        case .token:
+            self = .token(TokenArgs(
+                account: try fields.account(),
+                minValid: try fields.seconds(request.minValid, "min_valid", default: TokenArgs.defaultMinValid, in: 0...TokenArgs.maximumMinValid),
+                kind: request.kind,
+                timeout: try fields.timeout(),
+                scope: try fields.tokenScope()))
+        case .list: self = .list(StatusArgs(account: request.account))
+        case .status: self = .status(StatusArgs(account: request.account))
+        case .refresh: self = .refresh(RefreshArgs(account: try fields.account(), timeout: try fields.timeout()))
+        case .import:
+            let account = try fields.account()
+            self = .import(ImportArgs(account: account, tokens: try fields.tokenSet(), timeout: try fields.timeout()))
+        case .logout: self = .logout(LogoutArgs(account: try fields.account()))
+        case .watch: self = .watch(WatchArgs(account: request.account, profile: request.profile == true))
+        case .login:
+            let account = try fields.account()
+            self = .login(LoginArgs(account: account, request: try fields.loginRequest()))
+        case .account:
+            let account = try fields.account()
+            self = .account(AccountArgs(account: account, action: try fields.accountAction()))
+        }
+    }
+}
+
+/// Reads one request's fields for one op, throwing the `bad_request` that names a bad one.
+private struct FieldReader {
+    let op: Op
+    let request: Request
+
+    func failure(_ field: String, _ rule: String) -> TokendError {
+        TokendError(.badRequest, "\(op.rawValue): \"\(field)\" \(rule)")
+    }
+
+    func account() throws(TokendError) -> String {
+        guard let name = request.account, !name.isEmpty else { throw failure("account", "is required") }
+        return name
+    }
+
+    func seconds(_ value: Double?, _ field: String, default fallback: Double, in range: ClosedRange<Double>) throws(TokendError) -> Double {
+        guard let value else { return fallback }
+        guard value.isFinite, range.contains(value) else {
+            throw failure(field, "must be a number of seconds from \(Int(range.lowerBound)) to \(Int(range.upperBound))")
+        }
+        return value
+    }
+
+    /// How long to wait for a refresh: `timeout`, else 30 s.
+    func timeout() throws(TokendError) -> Double {
+        try seconds(request.timeout, "timeout", default: AccountEngine.defaultTimeout, in: 0...AccountEngine.maximumTimeout)
+    }
+
+    /// How long a sign-in may take: `timeout`, else five minutes.
+    func loginTimeout() throws(TokendError) -> Double {
+        try seconds(request.timeout, "timeout", default: LoginRequest.defaultTimeout, in: 1...LoginArgs.maximumTimeout)
+    }
+
+    /// `scope` and `audience` as one key, checked by `TokenScope` (its rules: bounded length,
+    /// RFC 6749 scope characters); its message gets the op in front like every other.
+    func tokenScope() throws(TokendError) -> TokenScope? {
+        do {
+            return try TokenScope(scope: request.scope, audience: request.audience)
+        } catch {
+            throw TokendError(error.code, "\(op.rawValue): \(error.message)")
+        }
+    }
+
+    /// The session an `import` carries: a refresh token, optionally tokens minted with it.
+    func tokenSet() throws(TokendError) -> TokenSet {
+        guard let refreshToken = request.refreshToken?.trimmed, !refreshToken.isEmpty else { throw failure("refresh_token", "is required") }
+        var explicitExpiry: Date? = nil
+        if let text = request.expiresAt {
+            guard let date = Timestamp.parse(text) else { throw failure("expires_at", "must be an RFC 3339 time like 2026-01-02T03:04:05Z") }
+            explicitExpiry = date
+        }
+        var tokens = TokenSet(refreshToken: refreshToken)
+        // A token whose expiry is unknown is not kept: it could not be served safely anyway.
+        if let id = request.idToken, let expiry = JWTClaims(token: id)?.expiresAt ?? explicitExpiry {
+            tokens.idToken = id
+            tokens.idTokenExpiresAt = expiry
+            tokens.issuedAt = JWTClaims(token: id)?.issuedAt
+        }
+        if let access = request.accessToken, let expiry = JWTClaims(token: access)?.expiresAt ?? explicitExpiry {
+            tokens.accessToken = access
+            tokens.accessTokenExpiresAt = expiry
+        }
+        return tokens
+    }
+
+    /// The `login` request's fields: every missing or contradictory one named.
+    func loginRequest() throws(TokendError) -> LoginRequest {
+        let names = LoginRequest.Method.allCases.map(\.rawValue).joined(separator: ", ")
+        guard let methodName = request.method else { throw failure("method", "is required (one of: \(names))") }
+        guard let method = LoginRequest.Method(rawValue: methodName) else { throw failure("method", "must be one of: \(names)") }
+        let timeout = try loginTimeout()
+        let email = request.email?.trimmed
+        if request.create == true, method != .email { throw failure("create", "only goes with method email") }
+        switch method {
+        case .email:
+            guard let email, !email.isEmpty else { throw failure("email", "is required for method email") }
+            guard request.secret?.isEmpty == false else { throw failure("secret", "(the password) is required for method email") }
+        case .customToken:
+            guard let secret = request.secret?.trimmed, !secret.isEmpty else {
+                throw failure("secret", "(the custom token) is required for method custom_token")
+            }
+        case .browser, .device, .anonymous, .google:
+            break
+        }
+        let secret = method == .customToken ? request.secret?.trimmed : request.secret
+        return LoginRequest(method: method, email: email, create: request.create ?? false, secret: secret, scopes: request.scopes, timeout: timeout)
+    }
+
+    /// The `account` op's `action` and the fields it needs.
+    func accountAction() throws(TokendError) -> AccountArgs.Action {
+        let names = AccountArgs.ActionName.allCases.map(\.rawValue).joined(separator: ", ")
+        guard let actionName = request.action else { throw failure("action", "is required (one of: \(names))") }
+        guard let action = AccountArgs.ActionName(rawValue: actionName) else { throw failure("action", "must be one of: \(names)") }
+        switch action {
+        case .show: return .show(timeout: try timeout())
+        case .verifyEmail: return .verifyEmail(timeout: try timeout())
+        case .resetPassword:
+            let email = request.email?.trimmed
+            return .resetPassword(email: email?.isEmpty == true ? nil : email)
+        case .upgrade:
+            switch request.method ?? "email" {
+            case "email":
+                let timeout = try timeout()
+                guard let email = request.email?.trimmed, !email.isEmpty else { throw failure("email", "is required for upgrade with method email") }
+                guard let password = request.secret, !password.isEmpty else {
+                    throw failure("secret", "(the new password) is required for upgrade with method email")
+                }
+                return .upgradeWithEmail(email: email, password: password, timeout: timeout)
+            case "google":
+                return .upgradeWithGoogle(timeout: try loginTimeout())
+            default:
+                throw failure("method", "must be email or google for upgrade")
+            }
+        case .delete: return .delete(confirmed: request.confirm == true, timeout: try timeout())
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import TokendCore
+import TokendProtocol
+import TokendProviders
+
+// What each op's handler needs of the engine, and no more: the handlers depend on these small
+// protocols, so their tests run against a stub instead of an engine, a keyring and an HTTP fake.
+// `AccountEngine` conforms in AccountEngine+Services.swift.
+
+/// `token`, `refresh`, `import`, `logout`: the account's session.
+public protocol SessionService: Sendable {
+    /// The engine's clock: `expires_in` is counted from its now.
+    var clock: any WallClock { get }
+    /// `scope` nil: the account's own token; else one narrowed to it.
+    func token(account: String, kind: TokenKind?, minValid: Double, timeout: Double, scope: TokenScope?) async -> Result<TokenGrant, TokendError>
+    /// The new token's expiry, if the provider said.
+    func refresh(account: String, timeout: Double) async -> Result<Date?, TokendError>
+    func install(account: String, tokens: TokenSet, timeout: Double) async -> Result<Date?, TokendError>
+    /// Nil when there was no session to revoke.
+    func logout(account: String) async -> Result<RevocationOutcome?, TokendError>
+}
+
+/// `list`, `status`, `watch`: what the accounts are and how they do.
+public protocol StatusService: Sendable {
+    func statuses(account: String?) async -> Result<[AccountStatus], TokendError>
+    var accountNames: [String] { get async }
+}
+
+/// `login`, and `account` `upgrade` with Google: sign-ins whose steps are streamed.
+public protocol SignInService: Sendable {
+    var clock: any WallClock { get }
+    func login(account: String, request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError>
+    func upgradeWithGoogle(account: String, timeout: Double, progress: @escaping @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError>
+}
+
+/// `account`: Firebase account management with the session the engine holds.
+public protocol AccountManagementService: Sendable {
+    var clock: any WallClock { get }
+    func showUser(account: String, timeout: Double) async -> Result<(ManagedUser, FirebaseClaims?), TokendError>
+    /// Where the email went.
+    func sendVerificationEmail(account: String, timeout: Double) async -> Result<String, TokendError>
+    func sendPasswordReset(account: String, email: String?) async -> Result<String, TokendError>
+    func upgrade(account: String, email: String, password: String, timeout: Double) async -> Result<LoginSummary, TokendError>
+    /// What `delete` would delete, in words (the answer to a `delete` without `confirm`).
+    func describeDeletion(account: String) async -> Result<String, TokendError>
+    func deleteUser(account: String, timeout: Double) async -> Result<Void, TokendError>
+}
+
+/// Everything the request handler dispatches to.
+public typealias EngineServices = SessionService & StatusService & SignInService & AccountManagementService

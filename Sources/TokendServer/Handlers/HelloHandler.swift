@@ -1,0 +1,14 @@
+import TokendProtocol
+
+/// `hello`: the protocol version, the daemon's version and the ops it serves. Needs no engine.
+struct HelloHandler: Sendable {
+    let version: String
+
+    func handle(id: RequestID?) -> Response {
+        var response = Response(id: id)
+        response.protocol = protocolVersion
+        response.version = version
+        response.capabilities = Op.allCases.map(\.rawValue)
+        return response
+    }
+}

@@ -1,0 +1,26 @@
+import TokendCore
+import TokendProtocol
+
+/// `watch`: a first line naming what is watched, then the accounts' events as they happen.
+struct WatchHandler: Sendable {
+    let status: any StatusService
+    let hub: EventHub
+
+    func handle(_ args: WatchArgs, id: RequestID?) async throws(TokendError) -> RequestHandler.Reply {
+        var response = Response(id: id)
+        if let name = args.account {
+            // An unknown account is refused now, not watched in silence.
+            _ = try await status.statuses(account: name).get()
+            response.watching = [name]
+        } else {
+            response.watching = await status.accountNames
+        }
+        // Profile fields (email) only for a client that asked for them.
+        let profile = args.profile
+        return .stream(hub.subscribe(account: args.account, first: .response(response)) { event in
+            var event = event
+            if !profile { event.email = nil }
+            return .event(event)
+        })
+    }
+}

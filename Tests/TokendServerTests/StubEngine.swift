@@ -1,0 +1,191 @@
+import Foundation
+import Synchronization
+import Testing
+import TokendCore
+import TokendProtocol
+import TokendProviders
+@testable import TokendServer
+import TokendTestSupport
+
+/// The engine as the handlers see it, answering what a test scripts and recording every call:
+/// handler tests run with no provider, keyring or HTTP server.
+final class StubEngine: EngineServices {
+    /// One call to the engine, with the arguments the handler passed (never a test's guess).
+    enum Call: Equatable, Sendable {
+        case token(account: String, kind: TokenKind?, minValid: Double, timeout: Double, scope: TokenScope?)
+        case refresh(account: String, timeout: Double)
+        case install(account: String, tokens: TokenSet, timeout: Double)
+        case logout(account: String)
+        case statuses(account: String?)
+        case accountNames
+        case login(account: String, method: LoginRequest.Method, email: String?, create: Bool, secret: String?, timeout: Double)
+        case upgradeWithGoogle(account: String, timeout: Double)
+        case showUser(account: String, timeout: Double)
+        case sendVerificationEmail(account: String, timeout: Double)
+        case sendPasswordReset(account: String, email: String?)
+        case upgrade(account: String, email: String, password: String, timeout: Double)
+        case describeDeletion(account: String)
+        case deleteUser(account: String, timeout: Double)
+    }
+
+    /// What the engine answers; every failure defaults to one no test expects by accident.
+    struct Script: Sendable {
+        static let unscripted = TokendError(.internal, "the test did not script this call")
+        var token: Result<TokenGrant, TokendError> = .failure(unscripted)
+        var expiry: Result<Date?, TokendError> = .failure(unscripted)
+        var logout: Result<RevocationOutcome?, TokendError> = .failure(unscripted)
+        var statuses: Result<[AccountStatus], TokendError> = .failure(unscripted)
+        var accountNames: [String] = []
+        var loginSteps: [LoginStep] = []
+        var signIn: Result<LoginSummary, TokendError> = .failure(unscripted)
+        var user: Result<ManagedUser, TokendError> = .failure(unscripted)
+        var email: Result<String, TokendError> = .failure(unscripted)
+        var deletion: Result<Void, TokendError> = .failure(unscripted)
+        var deletionDescription = "this deletes Firebase user u1 for good"
+        /// A sign-in that, after its steps, waits for the user until it is cancelled.
+        var signInWaitsForTheUser = false
+
+        /// Every call fails with `error`.
+        static func failing(_ error: TokendError) -> Script {
+            var script = Script()
+            script.token = .failure(error)
+            script.expiry = .failure(error)
+            script.logout = .failure(error)
+            script.statuses = .failure(error)
+            script.signIn = .failure(error)
+            script.user = .failure(error)
+            script.email = .failure(error)
+            script.deletion = .failure(error)
+            return script
+        }
+    }
+
+    let clock: any WallClock
+    private let state: Mutex<(script: Script, calls: [Call], cancelledSignIns: Int)>
+
+    init(_ script: Script = Script(), clock: any WallClock = ManualClock()) {
+        self.clock = clock
+        state = Mutex((script, [], 0))
+    }
+
+    var calls: [Call] { state.withLock { $0.calls } }
+    /// Sign-ins that were waiting for the user when their task was cancelled.
+    var cancelledSignIns: Int { state.withLock { $0.cancelledSignIns } }
+
+    /// Relays `steps`, then waits for the user when the script says so (until cancelled).
+    private func signIn(_ steps: [LoginStep], _ result: Result<LoginSummary, TokendError>, progress: @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError> {
+        for step in steps { progress(step) }
+        guard state.withLock({ $0.script.signInWaitsForTheUser }) else { return result }
+        // Ends at once when the task is cancelled; an hour is only "never" for a test.
+        try? await Task.sleep(for: .seconds(3600))
+        state.withLock { $0.cancelledSignIns += 1 }
+        return .failure(TokendError(.unavailable, "the sign-in was cancelled"))
+    }
+
+    private func record<Value>(_ call: Call, _ answer: (Script) -> Value) -> Value {
+        state.withLock { state in
+            state.calls.append(call)
+            return answer(state.script)
+        }
+    }
+
+    func token(account: String, kind: TokenKind?, minValid: Double, timeout: Double, scope: TokenScope?) async -> Result<TokenGrant, TokendError> {
+        record(.token(account: account, kind: kind, minValid: minValid, timeout: timeout, scope: scope)) { $0.token }
+    }
+
+    func refresh(account: String, timeout: Double) async -> Result<Date?, TokendError> {
+        record(.refresh(account: account, timeout: timeout)) { $0.expiry }
+    }
+
+    func install(account: String, tokens: TokenSet, timeout: Double) async -> Result<Date?, TokendError> {
+        record(.install(account: account, tokens: tokens, timeout: timeout)) { $0.expiry }
+    }
+
+    func logout(account: String) async -> Result<RevocationOutcome?, TokendError> {
+        record(.logout(account: account)) { $0.logout }
+    }
+
+    func statuses(account: String?) async -> Result<[AccountStatus], TokendError> {
+        record(.statuses(account: account)) { $0.statuses }
+    }
+
+    var accountNames: [String] {
+        get async { record(.accountNames) { $0.accountNames } }
+    }
+
+    func login(account: String, request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError> {
+        let call = Call.login(
+            account: account, method: request.method, email: request.email, create: request.create, secret: request.secret, timeout: request.timeout)
+        let (steps, result) = record(call) { ($0.loginSteps, $0.signIn) }
+        return await signIn(steps, result, progress: progress)
+    }
+
+    func upgradeWithGoogle(account: String, timeout: Double, progress: @escaping @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError> {
+        let (steps, result) = record(.upgradeWithGoogle(account: account, timeout: timeout)) { ($0.loginSteps, $0.signIn) }
+        return await signIn(steps, result, progress: progress)
+    }
+
+    func showUser(account: String, timeout: Double) async -> Result<(ManagedUser, FirebaseClaims?), TokendError> {
+        record(.showUser(account: account, timeout: timeout)) { $0.user.map { ($0, nil) } }
+    }
+
+    func sendVerificationEmail(account: String, timeout: Double) async -> Result<String, TokendError> {
+        record(.sendVerificationEmail(account: account, timeout: timeout)) { $0.email }
+    }
+
+    func sendPasswordReset(account: String, email: String?) async -> Result<String, TokendError> {
+        record(.sendPasswordReset(account: account, email: email)) { $0.email }
+    }
+
+    func upgrade(account: String, email: String, password: String, timeout: Double) async -> Result<LoginSummary, TokendError> {
+        record(.upgrade(account: account, email: email, password: password, timeout: timeout)) { $0.signIn }
+    }
+
+    func describeDeletion(account: String) async -> Result<String, TokendError> {
+        record(.describeDeletion(account: account)) { .success($0.deletionDescription) }
+    }
+
+    func deleteUser(account: String, timeout: Double) async -> Result<Void, TokendError> {
+        record(.deleteUser(account: account, timeout: timeout)) { $0.deletion }
+    }
+}
+
+/// A request handler on a stub engine, driven by raw lines as a client sends them.
+struct StubbedHandler {
+    let engine: StubEngine
+    let hub = EventHub()
+    var handler: RequestHandler { RequestHandler(services: engine, hub: hub, version: "test") }
+
+    init(_ script: StubEngine.Script = .init()) {
+        engine = StubEngine(script)
+    }
+
+    /// The reply to one line (a newline is not part of it: the framer strips it).
+    func reply(_ bytes: [UInt8]) async -> RequestHandler.Reply {
+        await handler.handle(line: bytes)
+    }
+
+    /// The single response to `line`; a recorded issue if the reply is a stream.
+    func respond(_ line: String, sourceLocation: SourceLocation = #_sourceLocation) async -> Response {
+        await respond(bytes: Array(line.utf8), sourceLocation: sourceLocation)
+    }
+
+    func respond(bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) async -> Response {
+        guard case .response(let response) = await reply(bytes) else {
+            Issue.record("a stream where a single response was expected", sourceLocation: sourceLocation)
+            return Response.failure(TokendError(.internal, "streamed"))
+        }
+        return response
+    }
+
+    /// Every line of a streamed reply, to its end.
+    func stream(_ line: String, sourceLocation: SourceLocation = #_sourceLocation) async -> [RequestHandler.StreamLine] {
+        guard case .stream(let stream) = await reply(Array(line.utf8)) else {
+            Issue.record("a single response where a stream was expected", sourceLocation: sourceLocation)
+            return []
+        }
+        var lines: [RequestHandler.StreamLine] = []
+        for await line in stream { lines.append(line) }
+        return lines
+    }
+}
