@@ -45,7 +45,11 @@ public struct AccountMachine: Sendable {
     public enum Completion: Sendable, Equatable {
         /// The ticket belonged to an older session: drop the result on the floor.
         case stale
-        /// New tokens to persist (before anyone uses them) and announce.
+        /// New tokens to write to the keyring before anyone is handed them: a crash after the
+        /// provider rotated the refresh token must not leave a superseded one stored. Tell the
+        /// machine `persisted` afterwards (whether the write succeeded or not).
+        case persist(TokenSet)
+        /// New tokens, now served; announce them.
         case refreshed(TokenSet)
         /// Keep everything, retry at `retryAt`.
         case willRetry(RefreshFailure, retryAt: Date)
@@ -79,13 +83,19 @@ public struct AccountMachine: Sendable {
 
     // MARK: - Asking
 
+    /// The window of the next proactive refresh: when idle with tokens whose expiry is known.
+    public var proactiveWindow: RefreshWindow? {
+        guard case .idle = phase, let tokens, let expiresAt = tokens.expiresAt else { return nil }
+        return policy.window(expiresAt: expiresAt, issuedAt: tokens.issuedAt, unit: jitterUnit)
+    }
+
     /// When the account next wants the scheduler's attention; nil when nothing is scheduled.
     public var nextWake: Date? {
         switch phase {
         case .idle:
-            guard let tokens else { return nil }
+            guard tokens != nil else { return nil }
             // Nothing but a refresh token: refresh at once.
-            let due = tokens.expiresAt.map { policy.refreshAt(expiresAt: $0, issuedAt: tokens.issuedAt, unit: jitterUnit) } ?? .distantPast
+            let due = proactiveWindow?.desired ?? .distantPast
             // Tokens dead on arrival (a lifetime of a second or less) would make that "at once"
             // again, in a tight loop against the provider: one proactive refresh a second at most.
             guard let lastRefresh else { return due }
@@ -111,11 +121,12 @@ public struct AccountMachine: Sendable {
         return wake <= now
     }
 
-    /// The answer to a `token` request for `kind` that must stay valid for `minValid` seconds.
-    public func serve(_ kind: TokenKind, minValid: Double, at now: Date) -> ServeDecision {
+    /// The answer to a `token` request for `kind` that must stay valid for `minValid` seconds,
+    /// asked at `now` by a request that began at `requestStart` (if it waited already): a refresh
+    /// that finished since the request began and still cannot satisfy it is not tried again.
+    public func serve(_ kind: TokenKind, minValid: Double, at now: Date, requestStart: Date? = nil) -> ServeDecision {
         switch phase {
-        case .needsLogin(let reason): return .refuse(TokendError(.needsLogin, reason))
-        case .awaitingKeyring(let error): return .refuse(error)
+        case .needsLogin, .awaitingKeyring: return .refuse(phaseError!)
         default: break
         }
         if let (token, expiresAt) = tokens?.token(kind), expiresAt.timeIntervalSince(now) >= minValid,
@@ -124,13 +135,24 @@ public struct AccountMachine: Sendable {
             return .token(token, expiresAt: expiresAt)
         }
         switch phase {
-        case .idle: return .refresh
+        case .idle:
+            if let requestStart, let lastRefresh, lastRefresh >= requestStart {
+                return .refuse(Self.unsatisfiable(kind: kind, minValid: minValid, tokens: tokens, now: now))
+            }
+            return .refresh
         case .refreshing: return .wait
         case .backingOff(let until, _): return .retryAt(until)
-        case .misconfigured(let reason): return .refuse(TokendError(.configError, reason))
-        case .needsLogin(let reason): return .refuse(TokendError(.needsLogin, reason))
-        case .awaitingKeyring(let error): return .refuse(error)
+        case .misconfigured, .needsLogin, .awaitingKeyring: return .refuse(phaseError!)
         }
+    }
+
+    /// How a refresh that a request forced (or joined) went, once none is in flight: the new
+    /// expiry if one finished since `requestStart`, else why not (`backingOff` words a backoff).
+    public func refreshOutcome(since requestStart: Date, backingOff: (Date) -> TokendError) -> Result<Date?, TokendError> {
+        if let lastRefresh, lastRefresh >= requestStart { return .success(tokens?.expiresAt) }
+        if let phaseError { return .failure(phaseError) }
+        if case .backingOff(let until, _) = phase { return .failure(backingOff(until)) }
+        return .failure(TokendError(.unavailable, "the refresh did not complete; try again"))
     }
 
     // MARK: - Telling
@@ -156,19 +178,14 @@ public struct AccountMachine: Sendable {
         return tokens.merging(issued, sentAt: ticket.startedAt, at: now)
     }
 
-    /// Records a refresh's outcome. `unit` is a fresh random draw in [0, 1) for jitter.
+    /// Records a refresh's outcome. `unit` is a fresh random draw in [0, 1) for jitter. New
+    /// tokens are not served yet: the answer is `.persist`, and `persisted` serves them.
     public mutating func finish(_ ticket: Ticket, _ outcome: RefreshOutcome, at now: Date, unit: Double) -> Completion {
         guard ticket.generation == generation, case .refreshing = phase else { return .stale }
         switch outcome {
         case .refreshed(let issued):
             guard let next = tokensAfter(ticket, issued, at: now) else { return .stale }
-            tokens = next
-            phase = .idle
-            failures = 0
-            lastError = nil
-            lastRefresh = now
-            jitterUnit = unit
-            return .refreshed(next)
+            return .persist(next)
         case .transient(let failure, let retryAfter):
             let delay = Backoff().delay(attempt: failures, unit: unit, retryAfter: retryAfter)
             let until = now.addingTimeInterval(delay)
@@ -211,6 +228,20 @@ public struct AccountMachine: Sendable {
         failures = 0
         lastError = nil
         return .refreshed(tokens ?? held)
+    }
+
+    /// The keyring write of a `.persist` is over (whatever its result: a locked keyring keeps
+    /// the session in memory): the new tokens are served from now on, unless the ticket went
+    /// stale while the keyring answered.
+    public mutating func persisted(_ ticket: Ticket, _ next: TokenSet, at now: Date, unit: Double) -> Completion {
+        guard ticket.generation == generation, case .refreshing = phase else { return .stale }
+        tokens = next
+        phase = .idle
+        failures = 0
+        lastError = nil
+        lastRefresh = now
+        jitterUnit = unit
+        return .refreshed(next)
     }
 
     /// A new session from an import or a login: wins over anything in flight.
@@ -302,5 +333,27 @@ extension AccountMachine {
         case .misconfigured: return "config_error"
         case .awaitingKeyring: return "waiting_for_keyring"
         }
+    }
+}
+
+extension AccountMachine {
+    /// The error a phase alone answers every request with, nil when the phase can still serve or
+    /// refresh: the one mapping from phase to error.
+    public var phaseError: TokendError? {
+        switch phase {
+        case .needsLogin(let reason): TokendError(.needsLogin, reason)
+        case .misconfigured(let reason): TokendError(.configError, reason)
+        case .awaitingKeyring(let error): error
+        case .idle, .refreshing, .backingOff: nil
+        }
+    }
+
+    /// A fresh refresh still cannot give `minValid` seconds of a `kind` token.
+    public static func unsatisfiable(kind: TokenKind, minValid: Double, tokens: TokenSet?, now: Date) -> TokendError {
+        guard let (_, expiresAt) = tokens?.token(kind) else {
+            return TokendError(.badRequest, "the provider issued no \(kind.rawValue) token on refresh; ask for the other kind")
+        }
+        let left = Int(saturating: expiresAt.timeIntervalSince(now))
+        return TokendError(.badRequest, "min_valid \(Int(minValid)) s is longer than a fresh \(kind.rawValue) token lives (\(left) s); ask for less")
     }
 }

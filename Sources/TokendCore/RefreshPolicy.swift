@@ -17,18 +17,37 @@ public struct RefreshPolicy: Sendable, Equatable {
         max(0, min(refreshBefore, lifetime / 3))
     }
 
-    /// The proactive refresh instant: `expiresAt - margin - jitter`, `unit` drawn from [0, 1).
-    /// Jitter moves the refresh earlier, never later, so it can never push past the margin.
     /// The margin for a token issued at `issuedAt`; with no issue time known, as if it lived
     /// three full margins (so the margin is `refresh_before` itself).
     public func margin(expiresAt: Date, issuedAt: Date?) -> Double {
         margin(lifetime: issuedAt.map { expiresAt.timeIntervalSince($0) } ?? refreshBefore * 3)
     }
 
-    public func refreshAt(expiresAt: Date, issuedAt: Date?, unit: Double) -> Date {
+    /// When a proactive refresh should start, and how much earlier it may be moved to part it
+    /// from other accounts' refreshes: the one place the margin is computed.
+    public func window(expiresAt: Date, issuedAt: Date?, unit: Double) -> RefreshWindow {
         let margin = margin(expiresAt: expiresAt, issuedAt: issuedAt)
+        // Jitter moves the refresh earlier, never later, so it can never push past the margin.
         let jitter = margin * Self.jitterShare * min(max(unit, 0), 1)
-        return expiresAt.addingTimeInterval(-(margin + jitter))
+        let desired = expiresAt.addingTimeInterval(-(margin + jitter))
+        return RefreshWindow(desired: desired, earliest: desired.addingTimeInterval(-margin))
+    }
+
+    /// The proactive refresh instant: `expiresAt - margin - jitter`, `unit` drawn from [0, 1).
+    public func refreshAt(expiresAt: Date, issuedAt: Date?, unit: Double) -> Date {
+        window(expiresAt: expiresAt, issuedAt: issuedAt, unit: unit).desired
+    }
+}
+
+/// A proactive refresh's instant and the earliest it may be moved to: spreading moves a refresh
+/// earlier (never later, which would eat into the margin), by at most one margin.
+public struct RefreshWindow: Sendable, Equatable {
+    public var desired: Date
+    public var earliest: Date
+
+    public init(desired: Date, earliest: Date) {
+        self.desired = desired
+        self.earliest = earliest
     }
 }
 

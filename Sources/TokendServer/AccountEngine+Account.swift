@@ -45,7 +45,7 @@ extension AccountEngine {
         case .failure(let error): return .failure(error)
         case .success(let session): (manager, idToken) = session
         }
-        return await manager.lookup(idToken: idToken).map { ($0, FirebaseClaims(token: idToken)) }.mapError { managementError($0, account: name) }
+        return await manager.lookup(idToken: idToken).map { ($0, FirebaseClaims(token: idToken)) }.mapError { Advice.management($0, account: name) }
     }
 
     /// Sends the verification email; returns the address it went to.
@@ -53,7 +53,7 @@ extension AccountEngine {
         switch await managedSession(name, timeout: timeout) {
         case .failure(let error): return .failure(error)
         case .success(let (manager, idToken)):
-            let sent = await manager.sendVerificationEmail(idToken: idToken).mapError { managementError($0, account: name) }
+            let sent = await manager.sendVerificationEmail(idToken: idToken).mapError { Advice.management($0, account: name) }
             if case .success = sent { logger.info("verification email requested", metadata: ["account": "\(name)"]) }
             return sent
         }
@@ -70,7 +70,7 @@ extension AccountEngine {
         guard let address = email ?? held, !address.isEmpty else {
             return .failure(TokendError(.badRequest, "\(name) holds no session with an email address; name one: tokenctl account reset-password \(name) --email ADDRESS"))
         }
-        let sent = await manager.sendPasswordReset(email: address).mapError { managementError($0, account: name) }
+        let sent = await manager.sendPasswordReset(email: address).mapError { Advice.management($0, account: name) }
         if case .success = sent { logger.info("password reset requested", metadata: ["account": "\(name)"]) }
         return sent.map { address }
     }
@@ -92,7 +92,7 @@ extension AccountEngine {
         let start = clock.now()
         let signedIn: SignedIn
         switch await manager.upgrade(idToken: idToken, email: email, password: password) {
-        case .failure(let failure): return .failure(managementError(failure, account: name))
+        case .failure(let failure): return .failure(Advice.management(failure, account: name))
         case .success(let done): signedIn = done
         }
         guard let refreshToken = signedIn.tokens.refreshToken else {
@@ -158,7 +158,7 @@ extension AccountEngine {
         let serial = account.issuedUserActions
         accounts[name] = account
         if case .failure(let failure) = await manager.deleteUser(idToken: idToken) {
-            return .failure(managementError(failure, account: name))
+            return .failure(Advice.management(failure, account: name))
         }
         logger.info("user deleted at the provider", metadata: ["account": "\(name)"])
         guard var current = accounts[name], serial > current.committedUserAction else {
@@ -169,37 +169,6 @@ extension AccountEngine {
         accounts[name] = current
         let deleted = await forgetSession(name, reason: "the user was deleted; sign in again: tokenctl login \(name)")
         publishSignedOut(name, reason: "deleted")
-        return deleted.result.mapError { error in
-            var mapped = error.tokendError(account: name)
-            mapped.message = "the user was deleted, but the stored session could not be removed (\(mapped.message)); run tokenctl logout \(name) once the keyring is usable"
-            return mapped
-        }
-    }
-
-    /// A provider's failure for a management call, with the account's own login command.
-    func managementError(_ failure: LoginFailure, account name: String) -> TokendError {
-        var error = failure.tokendError
-        error.message = error.message.replacing("tokenctl login ACCOUNT", with: "tokenctl login \(name)")
-            .replacing("tokenctl account reset-password ACCOUNT", with: "tokenctl account reset-password \(name)")
-        return error
-    }
-
-    /// Auth state for watchers: the same user, changed (verified, upgraded) — seen on refresh.
-    func publishUserChange(_ name: String, from previous: TokenSet?, to next: TokenSet) {
-        guard let before = previous?.idToken.flatMap({ FirebaseClaims(token: $0) }),
-            let after = next.idToken.flatMap({ FirebaseClaims(token: $0) }), before.uid == after.uid
-        else { return }
-        var reason: String?
-        if after.emailVerified == true, before.emailVerified != true {
-            reason = "email_verified"
-        } else if before.email != after.email {
-            reason = "email_changed"
-        }
-        guard let reason else { return }
-        var event = Event(event: .userChanged, account: name, at: Timestamp.format(clock.now()))
-        event.reason = reason
-        event.signInProvider = after.signInProvider
-        event.email = after.email
-        hub.publish(event)
+        return deleted.result.mapError { Advice.deletedNotForgotten($0, account: name) }
     }
 }

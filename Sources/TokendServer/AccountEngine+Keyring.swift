@@ -1,4 +1,3 @@
-import Dispatch
 import TokendCore
 import TokendKeyring
 import TokendProtocol
@@ -10,11 +9,6 @@ extension AccountEngine {
         await withTaskGroup(of: Void.self) { group in
             for name in names { group.addTask { await self.restore(name) } }
         }
-    }
-
-    /// What an account says until its first keyring read has answered.
-    static func notReadYet(_ name: String) -> TokendError {
-        TokendError(.keyringUnavailable, "the keyring item of account \"\(name)\" is still being read; try again in a moment")
     }
 
     /// Loads the account's stored session at start (or when it is added by a reload).
@@ -40,7 +34,7 @@ extension AccountEngine {
         case .success(var tokens?):
             let endpoint = account.configuration.endpoint
             if let bound = tokens.endpoint, bound != endpoint {
-                account.machine.markBoundElsewhere(reason: Self.boundElsewhere(stored: bound, account: account.configuration))
+                account.machine.markBoundElsewhere(reason: Advice.boundElsewhere(stored: bound, account: account.configuration))
                 logger.error("the stored session was issued by another endpoint than the configured one; it is not used", metadata: ["account": "\(name)"])
             } else {
                 // An item from before sessions were bound adopts the endpoint it is first read with.
@@ -78,18 +72,7 @@ extension AccountEngine {
         if state != keyringState {
             let previous = keyringState
             keyringState = state
-            let now = Timestamp.format(clock.now())
-            switch state {
-            case .available:
-                logger.info("keyring usable again", metadata: ["was": "\(previous.rawValue)"])
-                hub.publish(Event(event: .keyringUnlocked, account: nil, at: now))
-            case .locked:
-                logger.warning("keyring is locked; sessions are kept in memory and written back once it is unlocked")
-                hub.publish(Event(event: .keyringLocked, account: nil, at: now))
-            case .unavailable:
-                logger.warning("no usable Secret Service; sessions are kept in memory until one answers")
-                hub.publish(Event(event: .keyringUnavailable, account: nil, at: now))
-            }
+            publishKeyringState(state, was: previous)
         }
         if case .failure(let error) = result {
             logger.warning("keyring operation failed", metadata: ["account": "\(name)", "code": "\(error.code.rawValue)", "error": "\(error.message)"])
@@ -106,15 +89,19 @@ extension AccountEngine {
         }
     }
 
+    /// How often a locked or missing keyring is probed while something waits to be written or read.
+    static let keyringPollInterval: Double = 2
+
     func startKeyringPoll() {
-        guard keyringPoll == nil else { return }
-        let timer = DispatchSource.makeTimerSource(queue: timerQueue)
-        timer.schedule(deadline: .now() + .seconds(Self.keyringPollInterval), repeating: .seconds(Self.keyringPollInterval))
-        timer.setEventHandler { [weak self] in
-            Task { await self?.pollKeyring() }
-        }
-        timer.resume()
-        keyringPoll = timer
+        guard keyringPoll == nil, !isShutDown else { return }
+        keyringPoll = scheduler.timers.schedule(at: clock.now().addingTimeInterval(Self.keyringPollInterval), hop { await $0.keyringPollFired() })
+    }
+
+    /// One probe, then the next one while there is still something to write back or read.
+    func keyringPollFired() async {
+        keyringPoll = nil
+        await pollKeyring()
+        if hasKeyringWork { startKeyringPoll() }
     }
 
     /// While something waits for the keyring: probe it, and the moment it is usable write back
@@ -123,11 +110,7 @@ extension AccountEngine {
         guard !keyringPollRunning else { return }
         keyringPollRunning = true
         defer { keyringPollRunning = false }
-        guard hasKeyringWork else {
-            keyringPoll?.cancel()
-            keyringPoll = nil
-            return
-        }
+        guard hasKeyringWork else { return }
         let state = await store.state()
         guard state == .available else {
             if state != keyringState { _ = noteKeyring(.failure(KeyringError(state == .locked ? .locked : .unavailable, "keyring \(state.rawValue)")), account: "-") }
@@ -148,19 +131,5 @@ extension AccountEngine {
                 accounts[name]?.unsaved = false
             }
         }
-    }
-
-    /// Why a stored session is not used: where it came from, where the account points now, and
-    /// how to resolve it. Hosts only: the API key stays out of messages and logs.
-    static func boundElsewhere(stored: String, account: AccountConfiguration) -> String {
-        func host(_ endpoint: String) -> String {
-            endpoint.split(separator: " ").first { $0.hasPrefix("http") }.map(String.init) ?? "another endpoint"
-        }
-        let storedHost = host(stored)
-        let configuredHost = host(account.endpoint)
-        let what = storedHost == configuredHost ? "another project or client at \(storedHost)" : storedHost
-        return "the stored session was issued by \(what), but the account now points at \(configuredHost); nothing was sent. "
-            + "Restore the configuration (and check FIREBASE_AUTH_EMULATOR_HOST in tokend's environment), "
-            + "or run `tokenctl import \(account.name)` to replace the session"
     }
 }

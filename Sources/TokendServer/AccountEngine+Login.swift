@@ -92,7 +92,7 @@ extension AccountEngine {
             signedIn = done
         case .failure(let failure):
             logger.notice("login failed", metadata: ["account": "\(name)", "method": "\(request.method.rawValue)", "code": "\(failure.code)"])
-            return .failure(managementError(failure, account: name))
+            return .failure(Advice.management(failure, account: name))
         }
         guard let refreshToken = signedIn.tokens.refreshToken, !refreshToken.isEmpty else {
             return .failure(TokendError(.internal, "the provider signed the user in but issued no refresh token; tokend cannot keep such a session"))
@@ -166,7 +166,6 @@ extension AccountEngine {
         account.committedUserAction = serial
         let previous = account.machine.tokens
         account.machine.install(tokens, unit: random())
-        disarm(&account)
         account.unsaved = false
         accounts[name] = account
         schedule(name)
@@ -198,12 +197,5 @@ extension AccountEngine {
             logger.warning(
                 "revoking the replaced session failed", metadata: ["account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)"])
         }
-    }
-
-    /// Auth state for watchers: the user's session is gone.
-    func publishSignedOut(_ name: String, reason: String) {
-        var event = Event(event: .signedOut, account: name, at: Timestamp.format(clock.now()))
-        event.reason = reason
-        hub.publish(event)
     }
 }

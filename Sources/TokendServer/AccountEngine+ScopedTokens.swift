@@ -41,20 +41,18 @@ extension AccountEngine {
             if let entry = scopedTokens[name]?.entries[scope], entry.generation == generation, entry.issuedAt >= start {
                 // Minted during this request and still too short-lived for it.
                 let minted = TokenSet(refreshToken: "", accessToken: entry.token, accessTokenExpiresAt: entry.expiresAt)
-                return .failure(Self.unsatisfiable(kind: .access, minValid: minValid, tokens: minted, now: now))
+                return .failure(AccountMachine.unsatisfiable(kind: .access, minValid: minValid, tokens: minted, now: now))
             }
             switch account.machine.phase {
-            case .needsLogin(let reason):
-                return .failure(TokendError(.needsLogin, reason))
-            case .misconfigured(let reason):
-                return .failure(TokendError(.configError, reason))
+            case .needsLogin, .misconfigured:
+                return .failure(account.machine.phaseError!)
             case .awaitingKeyring(let error):
                 guard restoring.contains(name), now < deadline else { return .failure(error) }
             case .backingOff(let until, _):
                 if until <= now {
                     startScopedGrant(name, scope, requested: true)
                 } else if until > deadline {
-                    return .failure(unavailable(account, retryAt: until))
+                    return .failure(Advice.unavailable(lastError: account.machine.lastError, retryAt: until))
                 }
             case .idle:
                 startScopedGrant(name, scope, requested: true)
@@ -79,24 +77,23 @@ extension AccountEngine {
         guard var account = accounts[name] else { return false }
         let startedAt = clock.now()
         guard let ticket = account.machine.startRefresh(at: startedAt) else { return false }
-        disarm(&account)
+        scheduler.disarm(name)
         accounts[name] = account
         scopedTokens[name, default: ScopedTokenCache()].inFlight = scope
         wake(name)
         let provider = account.provider
         let incarnation = account.incarnation
-        let held = account.machine.tokens
-        Task {
+        let started = account.machine
+        tasks.spawn {
             let outcome = await provider.refresh(refreshToken: ticket.refreshToken, narrowedTo: scope).bounded
-            await self.finishScopedGrant(
-                name, scope, ticket: ticket, outcome: outcome, startedAt: startedAt, incarnation: incarnation, held: held, requested: requested)
+            await self.finishScopedGrant(name, scope, ticket: ticket, outcome: outcome, incarnation: incarnation, started: started, requested: requested)
         }
         return true
     }
 
     func finishScopedGrant(
-        _ name: String, _ scope: TokenScope, ticket: AccountMachine.Ticket, outcome: RefreshOutcome, startedAt: Date, incarnation: UInt64,
-        held: TokenSet?, requested: Bool
+        _ name: String, _ scope: TokenScope, ticket: AccountMachine.Ticket, outcome: RefreshOutcome, incarnation: UInt64,
+        started: AccountMachine, requested: Bool
     ) async {
         if scopedTokens[name]?.inFlight == scope { scopedTokens[name]?.inFlight = nil }
         // A refusal of this scope or audience says nothing against the refresh token: the grant
@@ -111,14 +108,12 @@ extension AccountEngine {
             outcome = .refreshed(IssuedTokens())
         default:
             // Failures mean for the session what they mean after a refresh, and are handled so.
-            return await finishRefresh(name, ticket: ticket, outcome: outcome, startedAt: startedAt, incarnation: incarnation, held: held)
+            return await finishRefresh(name, ticket: ticket, outcome: outcome, incarnation: incarnation, started: started)
         }
         guard case .refreshed(let issued) = outcome else { return }
         let now = clock.now()
         guard let before = accounts[name], before.incarnation == incarnation else {
-            if let held, let rotated = issued.refreshToken, rotated != ticket.refreshToken {
-                var next = held
-                next.refreshToken = rotated
+            if let next = started.tokensAfterRotation(ticket, to: issued.refreshToken) {
                 await saveOrphanedRotation(next, account: name, replacing: ticket.refreshToken)
             }
             return
@@ -135,7 +130,7 @@ extension AccountEngine {
         }
         if let saved { account.unsaved = !noteKeyring(saved, account: name) }
         accounts[name] = account
-        let took = Int(saturating: now.timeIntervalSince(startedAt) * 1000)
+        let took = Int(saturating: now.timeIntervalSince(ticket.startedAt) * 1000)
         if let refusal {
             scopedTokens[name, default: ScopedTokenCache()].refuse(scope, refusal, at: now)
             logger.warning("a scoped token was refused", metadata: ["account": "\(name)", "scope": "\(scope)", "error": "\(refusal.message)", "took_ms": "\(took)"])

@@ -59,7 +59,7 @@ import Testing
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
         let now = t0.addingTimeInterval(5)
-        let completion = machine.finish(ticket, .refreshed(issued("id-2", refreshToken: "rt-2")), at: now, unit: 0)
+        let completion = machine.finishPersisting(ticket, .refreshed(issued("id-2", refreshToken: "rt-2")), at: now)
         guard case .refreshed(let tokens) = completion else { Issue.record("expected refreshed"); return }
         #expect(tokens.refreshToken == "rt-2")
         #expect(tokens.idToken == "id-2")
@@ -70,7 +70,7 @@ import Testing
     @Test func answerWithoutRefreshTokenKeepsTheOld() {
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
-        _ = machine.finish(ticket, .refreshed(issued("id-2")), at: t0, unit: 0)
+        _ = machine.finishPersisting(ticket, .refreshed(issued("id-2")), at: t0)
         #expect(machine.tokens?.refreshToken == "rt-1")
     }
 
@@ -80,7 +80,7 @@ import Testing
         var machine = AccountMachine(tokens: start)
         let ticket = machine.startRefresh(at: t0)!
         let later = t0.addingTimeInterval(120)
-        _ = machine.finish(ticket, .refreshed(IssuedTokens(accessToken: "access-2", expiresIn: 3600)), at: later, unit: 0)
+        _ = machine.finishPersisting(ticket, .refreshed(IssuedTokens(accessToken: "access-2", expiresIn: 3600)), at: later)
         #expect(machine.tokens?.idToken == nil)
         #expect(machine.tokens?.accessToken == "access-2")
         #expect(machine.serve(.id, minValid: 0, at: later) == .refresh)
@@ -154,6 +154,45 @@ import Testing
         #expect(machine.tokens?.refreshToken == "rt-imported")
     }
 
+    /// New tokens are persisted before they are served: until the write is over, requests wait.
+    @Test func newTokensAreServedOnlyOncePersisted() {
+        var machine = AccountMachine(tokens: session())
+        let ticket = machine.startRefresh(at: t0)!
+        guard case .persist(let next) = machine.finish(ticket, .refreshed(issued("id-2", refreshToken: "rt-2")), at: t0, unit: 0) else {
+            Issue.record("expected persist"); return
+        }
+        #expect(next.refreshToken == "rt-2")
+        #expect(machine.tokens?.refreshToken == "rt-1")
+        #expect(machine.serve(.id, minValid: 4000, at: t0) == .wait, "still refreshing while the keyring writes")
+        #expect(machine.persisted(ticket, next, at: t0, unit: 0) == .refreshed(next))
+        #expect(machine.tokens == next)
+    }
+
+    /// A logout while the keyring wrote the refreshed session: the write's confirmation is stale.
+    @Test func aLogoutDuringThePersistWins() {
+        var machine = AccountMachine(tokens: session())
+        let ticket = machine.startRefresh(at: t0)!
+        guard case .persist(let next) = machine.finish(ticket, .refreshed(issued("id-2")), at: t0, unit: 0) else {
+            Issue.record("expected persist"); return
+        }
+        machine.forget(reason: "logged out")
+        #expect(machine.persisted(ticket, next, at: t0, unit: 0) == .stale)
+        #expect(machine.tokens == nil)
+    }
+
+    /// A request that began before a refresh that still cannot satisfy it is refused, not
+    /// refreshed again: the machine decides from the request's start time.
+    @Test func aRefreshSinceTheRequestBeganThatCannotSatisfyItIsFinal() {
+        var machine = AccountMachine(tokens: session())
+        let ticket = machine.startRefresh(at: t0)!
+        _ = machine.finishPersisting(ticket, .refreshed(issued("id-2")), at: t0.addingTimeInterval(1))
+        #expect(machine.serve(.id, minValid: 4000, at: t0.addingTimeInterval(1)) == .refresh, "a new request may refresh")
+        guard case .refuse(let error) = machine.serve(.id, minValid: 4000, at: t0.addingTimeInterval(1), requestStart: t0) else {
+            Issue.record("expected refusal"); return
+        }
+        #expect(error.code == .badRequest)
+    }
+
     @Test func aSlowRefreshNeverResurrectsALoggedOutSession() {
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
@@ -197,5 +236,15 @@ extension AccountMachineTests {
         let second = machine.startRefresh(at: now)!
         #expect(machine.finishScopedGrant(second, .needsLogin(RefreshFailure(code: "invalid_grant", message: "gone")), at: now, unit: 0)
             == .loggedOut(RefreshFailure(code: "invalid_grant", message: "gone"), refreshToken: "r2"))
+    }
+}
+
+extension AccountMachine {
+    /// A refresh's outcome as the engine applies it: a `.persist` is written (here: nowhere)
+    /// and confirmed at once.
+    mutating func finishPersisting(_ ticket: Ticket, _ outcome: RefreshOutcome, at now: Date) -> Completion {
+        let completion = finish(ticket, outcome, at: now, unit: 0)
+        guard case .persist(let next) = completion else { return completion }
+        return persisted(ticket, next, at: now, unit: 0)
     }
 }

@@ -1,0 +1,74 @@
+import Logging
+import TokendCore
+import TokendKeyring
+import TokendProtocol
+import TokendProviders
+
+/// What the engine tells watchers (`watch`, hooks, systemd's status line) and the log: each
+/// happening once to each, with names and codes, never a token.
+extension AccountEngine {
+    func publishRefreshed(_ name: String, tokens: TokenSet, previous: TokenSet?, at now: Date, took: Int) {
+        let expiresAt = tokens.expiresAt.map(Timestamp.format)
+        logger.info("refreshed", metadata: ["account": "\(name)", "expires_at": "\(expiresAt ?? "unknown")", "took_ms": "\(took)"])
+        var event = Event(event: .refreshed, account: name, at: Timestamp.format(now))
+        event.expiresAt = expiresAt
+        hub.publish(event)
+        publishUserChange(name, from: previous, to: tokens)
+    }
+
+    /// A failed refresh, told once to the log and once to watchers.
+    func report(
+        _ failure: RefreshFailure, of name: String, as kind: Event.Kind, level: Logger.Level, _ message: Logger.Message,
+        at now: Date, took: Int, retryAt: Date? = nil
+    ) {
+        var metadata: Logger.Metadata = ["account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)", "took_ms": "\(took)"]
+        if let retryAt { metadata["retry_in_s"] = "\(Int(saturating: retryAt.timeIntervalSince(now)))" }
+        logger.log(level: level, message, metadata: metadata)
+        var event = Event(event: kind, account: name, at: Timestamp.format(now))
+        event.error = failure
+        event.retryAt = retryAt.map(Timestamp.format)
+        hub.publish(event)
+    }
+
+    /// Auth state for watchers: the same user, changed (verified, upgraded) — seen on refresh.
+    func publishUserChange(_ name: String, from previous: TokenSet?, to next: TokenSet) {
+        guard let before = previous?.idToken.flatMap({ FirebaseClaims(token: $0) }),
+            let after = next.idToken.flatMap({ FirebaseClaims(token: $0) }), before.uid == after.uid
+        else { return }
+        var reason: String?
+        if after.emailVerified == true, before.emailVerified != true {
+            reason = "email_verified"
+        } else if before.email != after.email {
+            reason = "email_changed"
+        }
+        guard let reason else { return }
+        var event = Event(event: .userChanged, account: name, at: Timestamp.format(clock.now()))
+        event.reason = reason
+        event.signInProvider = after.signInProvider
+        event.email = after.email
+        hub.publish(event)
+    }
+
+    /// Auth state for watchers: the user's session is gone.
+    func publishSignedOut(_ name: String, reason: String) {
+        var event = Event(event: .signedOut, account: name, at: Timestamp.format(clock.now()))
+        event.reason = reason
+        hub.publish(event)
+    }
+
+    /// The keyring's mood changed: said once to the log and to watchers.
+    func publishKeyringState(_ state: KeyringState, was previous: KeyringState) {
+        let now = Timestamp.format(clock.now())
+        switch state {
+        case .available:
+            logger.info("keyring usable again", metadata: ["was": "\(previous.rawValue)"])
+            hub.publish(Event(event: .keyringUnlocked, account: nil, at: now))
+        case .locked:
+            logger.warning("keyring is locked; sessions are kept in memory and written back once it is unlocked")
+            hub.publish(Event(event: .keyringLocked, account: nil, at: now))
+        case .unavailable:
+            logger.warning("no usable Secret Service; sessions are kept in memory until one answers")
+            hub.publish(Event(event: .keyringUnavailable, account: nil, at: now))
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Logging
+import TokendCore
+import TokendKeyring
+import TokendProtocol
+
+extension AccountEngine {
+    /// Starts a refresh unless one is in flight (then callers simply wait for that one).
+    @discardableResult
+    func startRefresh(_ name: String, force: Bool = false) -> Bool {
+        guard var account = accounts[name] else { return false }
+        let startedAt = clock.now()
+        guard let ticket = account.machine.startRefresh(at: startedAt, force: force) else { return false }
+        scheduler.disarm(name)
+        accounts[name] = account
+        wake(name)
+        let provider = account.provider
+        let incarnation = account.incarnation
+        // The machine as the refresh left it: the answer is merged against its tokens even if
+        // the account is gone by then.
+        let started = account.machine
+        tasks.spawn {
+            let outcome = await provider.refresh(refreshToken: ticket.refreshToken).bounded
+            await self.finishRefresh(name, ticket: ticket, outcome: outcome, incarnation: incarnation, started: started)
+        }
+        return true
+    }
+
+    func finishRefresh(_ name: String, ticket: AccountMachine.Ticket, outcome: RefreshOutcome, incarnation: UInt64, started: AccountMachine) async {
+        let now = clock.now()
+        guard var account = accounts[name], account.incarnation == incarnation else {
+            // The account was removed (or removed and added again) by a reload while this refresh
+            // ran. A rotated refresh token may be the only live one now: it still goes to the
+            // keyring, unless the stored session is no longer the one this refresh started from.
+            if case .refreshed(let issued) = outcome, let rotated = issued.refreshToken, rotated != ticket.refreshToken,
+                let next = started.tokensAfter(ticket, issued, at: now)
+            {
+                await saveOrphanedRotation(next, account: name, replacing: ticket.refreshToken)
+            }
+            return
+        }
+        let previous = account.machine.tokens
+        var completion = account.machine.finish(ticket, outcome, at: now, unit: random())
+        accounts[name] = account
+        var saved: Result<Void, KeyringError>? = nil
+        if case .persist(let next) = completion {
+            // A rotated refresh token reaches the keyring before anyone is handed the new tokens:
+            // a crash from here on cannot leave the keyring with a superseded one.
+            saved = await store.save(next, account: name)
+            guard accounts[name]?.incarnation == incarnation else { return }
+            completion = accounts[name]!.machine.persisted(ticket, next, at: now, unit: random())
+        }
+        let took = Int(saturating: now.timeIntervalSince(ticket.startedAt) * 1000)
+        switch completion {
+        case .stale, .persist:
+            logger.info("a refresh finished after a newer session arrived; its result is dropped", metadata: ["account": "\(name)"])
+            return
+        case .refreshed(let tokens):
+            if let saved { accounts[name]?.unsaved = !noteKeyring(saved, account: name) }
+            publishRefreshed(name, tokens: tokens, previous: previous, at: now, took: took)
+        case .willRetry(let failure, let retryAt):
+            report(failure, of: name, as: .refreshFailed, level: .warning, "refresh failed, will retry", at: now, took: took, retryAt: retryAt)
+        case .loggedOut(let failure, let refreshToken):
+            report(failure, of: name, as: .needsLogin, level: .error, "the provider ended the session; the account needs a new login", at: now, took: took)
+            schedule(name)
+            wake(name)
+            // Only if it is still the refresh token that failed: an import may have replaced it.
+            let deleted = await store.delete(account: name, ifRefreshToken: refreshToken)
+            _ = noteKeyring(deleted.map { _ in () }, account: name)
+            return
+        case .misconfigured(let failure):
+            report(failure, of: name, as: .configError, level: .error, "the provider rejects the account's configuration", at: now, took: took)
+        }
+        schedule(name)
+        wake(name)
+    }
+
+    /// Writes a rotated session whose account is gone, if the keyring still holds the refresh
+    /// token it replaces (a read then a write, both queued in order from this actor).
+    func saveOrphanedRotation(_ tokens: TokenSet, account name: String, replacing old: String) async {
+        guard case .success(let stored?) = await store.load(account: name), stored.refreshToken == old else { return }
+        let saved = await store.save(tokens, account: name)
+        if noteKeyring(saved, account: name) {
+            logger.info("a refresh that finished after its account was removed had its rotated token saved", metadata: ["account": "\(name)"])
+        }
+    }
+
+    // MARK: - Timers
+
+    /// Arms the account's timer for its next wake-up (the scheduler decides when).
+    func schedule(_ name: String) {
+        guard let account = accounts[name], !isShutDown else { return scheduler.disarm(name) }
+        scheduler.arm(name, machine: account.machine, now: clock.now(), fire: hop { await $0.timerFired(name) })
+    }
+
+    func timerFired(_ name: String) {
+        guard let account = accounts[name] else { return }
+        if scheduler.isDue(name, machine: account.machine, at: clock.now()) {
+            startRefresh(name)
+        } else {
+            schedule(name)  // woke early (the clock moved back): sleep again until the true instant
+        }
+    }
+
+    /// The safety net under the per-account timers: a wall-clock jump or a suspend can make a
+    /// timer late, and a late refresh means a dead token.
+    func armRecheck() {
+        guard !isShutDown else { return }
+        scheduler.armRecheck(now: clock.now(), fire: hop { await $0.recheckFired() })
+    }
+
+    func recheckFired() {
+        scheduler.recheckFired()
+        recheck()
+        armRecheck()
+    }
+
+    /// Starts every refresh that is due by the wall clock now.
+    public func recheck() {
+        let now = clock.now()
+        for (name, account) in accounts where account.machine.isRefreshDue(at: now) {
+            startRefresh(name)
+        }
+        refreshDueScopedTokens(at: now)
+    }
+}

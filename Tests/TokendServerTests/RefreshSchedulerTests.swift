@@ -1,0 +1,77 @@
+import Synchronization
+import Testing
+import TokendCore
+@testable import TokendServer
+import TokendTestSupport
+
+/// The scheduler alone: which instant it arms for a machine, and that its timers fire only when
+/// the manual clock passes them.
+@Suite struct RefreshSchedulerTests {
+    let clock = ManualClock()
+    var t0: Date { clock.now() }
+
+    func machine(expiresIn lifetime: Double = 3600, refreshBefore: Double = 300) -> AccountMachine {
+        AccountMachine(
+            policy: RefreshPolicy(refreshBefore: refreshBefore),
+            tokens: TokenSet(refreshToken: "rt", idToken: "id", idTokenExpiresAt: t0.addingTimeInterval(lifetime), issuedAt: t0))
+    }
+
+    @Test func armsAtTheMachinesInstantAndFiresOnlyWhenTheClockGetsThere() {
+        var scheduler = RefreshScheduler(timers: clock)
+        let fired = Atomic<Int>(0)
+        let deadline = scheduler.arm("a", machine: machine(), now: t0) { fired.add(1, ordering: .relaxed) }
+        #expect(deadline == t0.addingTimeInterval(3300))
+        clock.advance(by: 3299.9)
+        #expect(fired.load(ordering: .relaxed) == 0)
+        clock.advance(by: 0.1)
+        #expect(fired.load(ordering: .relaxed) == 1)
+    }
+
+    /// A short token's margin is a third of its life, not the configured 300 s.
+    @Test func aShortTokensMarginIsAThirdOfItsLife() {
+        var scheduler = RefreshScheduler(timers: clock)
+        #expect(scheduler.arm("a", machine: machine(expiresIn: 30), now: t0) {} == t0.addingTimeInterval(20))
+    }
+
+    @Test func disarmCancelsTheTimer() {
+        var scheduler = RefreshScheduler(timers: clock)
+        let fired = Atomic<Int>(0)
+        scheduler.arm("a", machine: machine(), now: t0) { fired.add(1, ordering: .relaxed) }
+        scheduler.disarm("a")
+        #expect(clock.advance(by: 7200) == 0)
+        #expect(fired.load(ordering: .relaxed) == 0)
+        #expect(scheduler.wakes["a"] == nil)
+    }
+
+    /// Spreading moves a full second's extra refreshes earlier, and a timer that fires at the
+    /// moved instant counts as due although the machine's own instant is later.
+    @Test func aSpreadRefreshIsDueAtItsMovedInstant() {
+        var scheduler = RefreshScheduler(timers: clock)
+        let same = machine()
+        for index in 0..<RefreshSpreading.perSecond { scheduler.arm("a\(index)", machine: same, now: t0) {} }
+        let moved = scheduler.arm("late", machine: same, now: t0) {}
+        #expect(moved == t0.addingTimeInterval(3299))
+        #expect(scheduler.isDue("late", machine: same, at: t0.addingTimeInterval(3299)))
+        #expect(!scheduler.isDue("a0", machine: same, at: t0.addingTimeInterval(3299)))
+    }
+
+    /// A backoff's end is armed as it is: it is not a proactive refresh, so it is never moved.
+    @Test func aBackoffIsArmedUnmoved() {
+        let scheduler = RefreshScheduler(timers: clock)
+        var backingOff = machine()
+        let ticket = backingOff.startRefresh(at: t0)!
+        _ = backingOff.finish(ticket, .transient(RefreshFailure(code: "x", message: "x"), retryAfter: 60), at: t0, unit: 0)
+        let wake = scheduler.nextWake("a", machine: backingOff, now: t0)
+        #expect(wake?.deadline == t0.addingTimeInterval(60))
+        #expect(wake?.proactive == false)
+    }
+
+    /// Nothing is armed while a refresh is in flight: its outcome arms the next wake-up.
+    @Test func nothingIsArmedWhileRefreshing() {
+        var scheduler = RefreshScheduler(timers: clock)
+        var refreshing = machine()
+        _ = refreshing.startRefresh(at: t0)
+        #expect(scheduler.arm("a", machine: refreshing, now: t0) {} == nil)
+        #expect(clock.armedDeadlines.isEmpty)
+    }
+}
