@@ -64,11 +64,7 @@ extension AccountEngine {
     /// Records what a keyring operation said about the keyring; returns whether it succeeded.
     /// Any failure starts the poll that writes back and reloads once the keyring is usable.
     func noteKeyring(_ result: Result<Void, KeyringError>, account name: String) -> Bool {
-        let state: KeyringState
-        switch result {
-        case .success: state = .available
-        case .failure(let error): state = error.code == .locked ? .locked : (error.code == .failed || error.code == .corrupt ? keyringState : .unavailable)
-        }
+        let state = keyringState.after(result)
         if state != keyringState {
             let previous = keyringState
             keyringState = state
@@ -130,6 +126,20 @@ extension AccountEngine {
             } else if account.unsaved {
                 accounts[name]?.unsaved = false
             }
+        }
+    }
+}
+
+extension KeyringState {
+    /// The keyring's mood after an operation answered `result`: any success means usable; a
+    /// locked answer, locked; a failure of one item (`failed`, `corrupt`) says nothing about the
+    /// keyring; anything else (no Secret Service, a timeout) means unavailable.
+    func after(_ result: Result<Void, KeyringError>) -> KeyringState {
+        switch result {
+        case .success: .available
+        case .failure(let error) where error.code == .locked: .locked
+        case .failure(let error) where error.code == .failed || error.code == .corrupt: self
+        case .failure: .unavailable
         }
     }
 }

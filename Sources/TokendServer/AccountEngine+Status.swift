@@ -9,32 +9,34 @@ extension AccountEngine {
         let now = clock.now()
         let names = name.map { [$0] } ?? accounts.keys.sorted()
         return .success(names.compactMap { name in
-            guard let account = accounts[name] else { return nil }
-            let machine = account.machine
-            let kind = account.configuration.kind
-            var status = AccountStatus(
-                name: name, provider: kind.rawValue, state: machine.stateName(at: now),
-                keyring: account.unsaved || keyringState != .available ? keyringState.rawValue : KeyringState.available.rawValue)
-            if let expiresAt = machine.tokens?.token(account.configuration.defaultTokenKind)?.expiresAt ?? machine.tokens?.expiresAt {
-                status.expiresAt = Timestamp.format(expiresAt)
-                status.expiresIn = max(0, Int(saturating: expiresAt.timeIntervalSince(now).rounded(.down)))
-            }
-            status.lastRefresh = machine.lastRefresh.map(Timestamp.format)
-            status.nextRefresh = machine.nextWake.map { Timestamp.format(max($0, now)) }
-            status.lastError = machine.lastError
-            status.unsaved = account.unsaved ? true : nil
-            status.gitHosts = account.configuration.gitHosts.isEmpty ? nil : account.configuration.gitHosts
-            status.gitUsername = account.configuration.gitUsername
-            switch machine.phase {
-            case .needsLogin(let reason): status.message = reason
-            case .misconfigured(let reason): status.message = reason
-            case .awaitingKeyring(let error): status.message = error.message
-            case .backingOff(let until, let attempt):
-                status.message = "refresh failed \(attempt + 1) time(s) in a row; next try at \(Timestamp.format(until))"
-            case .idle, .refreshing: break
-            }
-            return status
+            accounts[name].map { Self.status(of: $0, named: name, keyring: keyringState, at: now) }
         })
+    }
+
+    /// What `status` shows of one account: a pure projection of its machine and configuration
+    /// (`keyring` is the keyring's mood, shown only when it touches the account).
+    static func status(of account: Account, named name: String, keyring keyringState: KeyringState, at now: Date) -> AccountStatus {
+        let machine = account.machine
+        let configuration = account.configuration
+        var status = AccountStatus(
+            name: name, provider: configuration.kind.rawValue, state: machine.stateName(at: now),
+            keyring: account.unsaved || keyringState != .available ? keyringState.rawValue : KeyringState.available.rawValue)
+        if let expiresAt = machine.tokens?.token(configuration.defaultTokenKind)?.expiresAt ?? machine.tokens?.expiresAt {
+            status.expiresAt = Timestamp.format(expiresAt)
+            status.expiresIn = max(0, Int(saturating: expiresAt.timeIntervalSince(now).rounded(.down)))
+        }
+        status.lastRefresh = machine.lastRefresh.map(Timestamp.format)
+        status.nextRefresh = machine.nextWake.map { Timestamp.format(max($0, now)) }
+        status.lastError = machine.lastError
+        status.unsaved = account.unsaved ? true : nil
+        status.gitHosts = configuration.gitHosts.isEmpty ? nil : configuration.gitHosts
+        status.gitUsername = configuration.gitUsername
+        if case .backingOff(let until, let attempt) = machine.phase {
+            status.message = "refresh failed \(attempt + 1) time(s) in a row; next try at \(Timestamp.format(until))"
+        } else {
+            status.message = machine.phaseError?.message
+        }
+        return status
     }
 
     /// One line for systemd's STATUS=: "3 accounts: 2 active, 1 needs login; keyring locked".

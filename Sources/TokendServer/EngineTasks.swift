@@ -19,6 +19,11 @@ final class EngineTasks: Sendable {
         }
     }
 
+    /// An engine dropped without `shutdown()` (a test's) ends its runner too.
+    deinit {
+        jobs.finish()
+    }
+
     /// Runs `job` concurrently with everything else; dropped once closed.
     func spawn(_ job: @escaping Job) {
         jobs.yield(job)
