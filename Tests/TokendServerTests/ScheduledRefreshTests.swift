@@ -137,4 +137,25 @@ import TokendTestSupport
         #expect(error.code == .unavailable)
         call.answer(freshTokens("id-2"))
     }
+
+    /// A refresh while the keyring is locked keeps the rotated session in memory; the keyring
+    /// poll writes it back once the keyring opens, and only when the clock reaches the poll.
+    @Test func aSessionRotatedWhileLockedIsWrittenBackByThePoll() async throws {
+        let world = ManualWorld()
+        var events = world.hub.subscribe(account: nil).makeAsyncIterator()
+        await world.start(["work"])
+        world.store.simulatedState = .locked
+        world.clock.advance(by: 3300)
+        await world.provider.nextCall().answer(.refreshed(IssuedTokens(refreshToken: "rt-2", idToken: "id-2", expiresIn: 3600)))
+        #expect(await events.next(.keyringLocked) != nil)
+        #expect(await events.next(.refreshed) != nil)
+        #expect(try await world.engine.statuses(account: "work").get().first?.unsaved == true)
+
+        world.store.simulatedState = .available
+        #expect(world.store.storedTokens(account: "work")?.refreshToken == "rt-work", "nothing is written before the poll")
+        world.clock.advance(by: AccountEngine.keyringPollInterval)
+        #expect(await events.next(.keyringUnlocked) != nil)
+        #expect(world.store.storedTokens(account: "work")?.refreshToken == "rt-2")
+        #expect(try await world.engine.statuses(account: "work").get().first?.unsaved == nil)
+    }
 }
