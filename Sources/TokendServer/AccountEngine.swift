@@ -150,7 +150,8 @@ public actor AccountEngine {
                     return .failure(Advice.unavailable(lastError: account.machine.lastError, retryAt: retryAt))
                 }
             }
-            if now >= deadline || isShutDown { return .failure(Advice.noFreshToken(within: timeout)) }
+            if isShutDown { return .failure(Advice.shuttingDown) }
+            if now >= deadline { return .failure(Advice.noFreshToken(within: timeout)) }
             await waitForChange(name, until: deadline)
         }
     }
@@ -172,7 +173,8 @@ public actor AccountEngine {
     /// Waits until no refresh is in flight, then reports how the latest one went.
     func awaitRefreshOutcome(_ name: String, since start: Date, deadline: Date) async -> Result<Date?, TokendError> {
         while let account = accounts[name], case .refreshing = account.machine.phase {
-            if clock.now() >= deadline || isShutDown { return .failure(Advice.refreshStillRunning(name)) }
+            if isShutDown { return .failure(Advice.shuttingDown) }
+            if clock.now() >= deadline { return .failure(Advice.refreshStillRunning(name)) }
             await waitForChange(name, until: deadline)
         }
         guard let machine = accounts[name]?.machine else { return .failure(missingAccount(name)) }

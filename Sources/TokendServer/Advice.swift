@@ -28,6 +28,9 @@ enum Advice {
         TokendError(.unavailable, "no fresh token within \(Int(timeout)) s: the refresh is still running; try again")
     }
 
+    /// A request still waiting when the daemon stops (systemd restarts it, or the user will).
+    static let shuttingDown = TokendError(.unavailable, "tokend is shutting down; try again once it is back")
+
     static func refreshStillRunning(_ name: String) -> TokendError {
         TokendError(.unavailable, "the refresh is still running after the timeout; see tokenctl status \(name)")
     }

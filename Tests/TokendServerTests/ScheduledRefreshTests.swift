@@ -158,4 +158,22 @@ import TokendTestSupport
         #expect(world.store.storedTokens(account: "work")?.refreshToken == "rt-2")
         #expect(try await world.engine.statuses(account: "work").get().first?.unsaved == nil)
     }
+
+    /// Shutdown releases waiting requests, leaves no timer armed, and lets the refresh in flight
+    /// finish: its rotated session still reaches the keyring.
+    @Test func shutdownDisarmsReleasesAndLetsTheRefreshInFlightFinish() async throws {
+        let world = ManualWorld()
+        await world.start(["work"])
+        world.clock.advance(by: 3600)
+        let call = await world.provider.nextCall()
+        async let answer = world.engine.token(account: "work", kind: nil, minValid: 0, timeout: 5)
+        while await world.engine.waiters.count(account: "work") == 0 { await Task.yield() }
+        await world.engine.shutdown()
+        guard case .failure(let error) = await answer else { Issue.record("expected a refusal"); return }
+        #expect(error == Advice.shuttingDown)
+        call.answer(.refreshed(IssuedTokens(refreshToken: "rt-2", idToken: "id-2", expiresIn: 3600)))
+        await world.engine.tasks.drained()
+        #expect(world.store.storedTokens(account: "work")?.refreshToken == "rt-2")
+        #expect(world.clock.armedDeadlines.isEmpty)
+    }
 }
