@@ -89,7 +89,7 @@ public final class BlockingClient {
     }
 
     public func send(_ request: Request) throws(Failure) {
-        let line = WireCoding.encodeLine(request)
+        let line = TokenExchangeCoding.requestLine(request) ?? WireCoding.encodeLine(request)
         var offset = 0
         while offset < line.count {
             let written = line[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -107,9 +107,11 @@ public final class BlockingClient {
         do {
             return try JSONDecoder().decode(Value.self, from: Data(line))
         } catch {
-            throw Failure(code: .protocolError, description: "tokend sent a line this tokenctl cannot read; are both the same version?")
+            throw Failure(code: .protocolError, description: Self.unreadableLine)
         }
     }
+
+    private static let unreadableLine = "tokend sent a line this tokenctl cannot read; are both the same version?"
 
     public func receiveLine() throws(Failure) -> [UInt8] {
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
@@ -135,7 +137,13 @@ public final class BlockingClient {
     /// One request, one response.
     public func call(_ request: Request) throws(Failure) -> Response {
         try send(request)
-        return try receive(Response.self)
+        let line = try receiveLine()
+        if let token = TokenExchangeCoding.reply(line) { return token }
+        do {
+            return try JSONDecoder().decode(Response.self, from: Data(line))
+        } catch {
+            throw Failure(code: .protocolError, description: Self.unreadableLine)
+        }
     }
 
     static func errnoText() -> String { String(cString: strerror(errno)) }

@@ -21,14 +21,56 @@ extension FastParsedCommand {
     /// `--opt=value`. Anything else — help, a typo, a bad value — returns nil and takes the
     /// ArgumentParser path, which owns every error message; tests check both paths agree.
     static func parseFast(_ arguments: [String]) -> Self? {
-        guard arguments.count >= 2, arguments[0] == fastName, !arguments[1].hasPrefix("-") else { return nil }
-        var minValid: Double?
-        var kind: Tokenctl.KindArgument?
-        var socket: String?
-        var timeout: Double?
-        var scope: String?
-        var audience: String?
-        var trailing: [String]?
+        guard let fast = FastArguments(arguments, name: fastName) else { return nil }
+        // Every property wrapper must be assigned: a default-made command has only definitions.
+        var connection = ConnectionOptions()
+        connection.socket = fast.socket
+        connection.timeoutOption = fast.timeout
+        var options = TokenOptions()
+        options.account = fast.account
+        options.minValid = fast.minValid
+        options.kind = fast.kind
+        options.scope = fast.scope
+        options.audience = fast.audience
+        options.connection = connection
+        var command = Self()
+        command.token = options
+        guard command.takeTrailing(fast.trailing) else { return nil }
+        do {
+            try command.validate()
+        } catch {
+            return nil
+        }
+        return command
+    }
+}
+
+/// The fast path's reading of `NAME ACCOUNT [options] [-- CMD…]` as plain values, validated as
+/// `TokenOptions` and `ConnectionOptions` validate them; nil for anything else.
+struct FastArguments {
+    var account: String
+    var minValid: Double?
+    var kind: Tokenctl.KindArgument?
+    var scope: String?
+    var audience: String?
+    var socket: String?
+    var timeout: Double?
+    var trailing: [String]?
+
+    /// The values of options ArgumentParser has parsed.
+    init(_ options: TokenOptions) {
+        account = options.account
+        minValid = options.minValid
+        kind = options.kind
+        scope = options.scope
+        audience = options.audience
+        socket = options.connection.socket
+        timeout = options.connection.timeoutOption
+    }
+
+    init?(_ arguments: [String], name: String) {
+        guard arguments.count >= 2, arguments[0] == name, !arguments[1].hasPrefix("-") else { return nil }
+        account = arguments[1]
         var index = 2
         while index < arguments.count {
             var name = arguments[index]
@@ -71,27 +113,15 @@ extension FastParsedCommand {
                 return nil
             }
         }
-        // Every property wrapper must be assigned: a default-made command has only definitions.
-        var connection = ConnectionOptions()
-        connection.socket = socket
-        connection.timeoutOption = timeout
-        var options = TokenOptions()
-        options.account = arguments[1]
-        options.minValid = minValid
-        options.kind = kind
-        options.scope = scope
-        options.audience = audience
-        options.connection = connection
-        var command = Self()
-        command.token = options
-        guard command.takeTrailing(trailing) else { return nil }
         do {
-            try connection.validate()
-            try options.validate()
-            try command.validate()
+            try ConnectionSettings.validate(timeout: connection.timeout)
+            try TokenOptions.validate(account: account, minValid: minValid)
         } catch {
             return nil
         }
-        return command
+    }
+
+    var connection: ConnectionSettings {
+        ConnectionSettings(socket: socket, timeout: timeout ?? ConnectionOptions.defaultTimeout)
     }
 }

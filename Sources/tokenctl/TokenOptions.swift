@@ -27,6 +27,10 @@ struct TokenOptions: ParsableArguments {
     @OptionGroup var connection: ConnectionOptions
 
     func validate() throws {
+        try Self.validate(account: account, minValid: minValid)
+    }
+
+    static func validate(account: String, minValid: Double?) throws {
         try validateAccount(account)
         if let minValid, !(minValid.isFinite && minValid >= 0) {
             throw ValidationError("--min-valid must be zero or a positive number of seconds")
@@ -35,10 +39,16 @@ struct TokenOptions: ParsableArguments {
 
     /// A current token of the account and its expiry, as tokend answered them.
     func fetch(_ context: CommandContext) throws(TokenctlError) -> TokenGrant {
-        let daemon = try DaemonConnection(options: connection, context: context)
-        var request = Request(op: Op.token.rawValue, account: account, minValid: minValid, kind: kind?.tokenKind)
-        request.scope = scope
-        request.audience = audience
+        try Self.fetch(FastArguments(self), context)
+    }
+
+    /// The same from plain values, for the fast path that never builds a `TokenOptions`.
+    static func fetch(_ arguments: FastArguments, _ context: CommandContext) throws(TokenctlError) -> TokenGrant {
+        let daemon = try DaemonConnection(settings: arguments.connection, context: context)
+        var request = Request(
+            op: Op.token.rawValue, account: arguments.account, minValid: arguments.minValid, kind: arguments.kind?.tokenKind)
+        request.scope = arguments.scope
+        request.audience = arguments.audience
         let (response, _) = try daemon.call(request)
         return try TokenGrant(response)
     }

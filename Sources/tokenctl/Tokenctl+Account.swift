@@ -159,7 +159,7 @@ extension Tokenctl {
                 let timeout = connection.timeoutOption ?? Login.defaultTimeout
                 request.timeout = timeout
                 let daemon = try DaemonConnection(options: connection, context: context)
-                let readTimeout = timeout + Login.daemonGrace + ConnectionOptions.defaultTimeout + ConnectionOptions.answerMargin
+                let readTimeout = timeout + Login.daemonGrace + ConnectionOptions.defaultTimeout + ConnectionSettings.answerMargin
                 try daemon.send(request, readTimeout: readTimeout, timeout: timeout)
                 let opener = BrowserOpener(environment: context.environment, disabled: noBrowser)
                 let response = try relayStream(daemon, timeout: timeout, console: context.console, opener: opener)

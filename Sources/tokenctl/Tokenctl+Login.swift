@@ -78,7 +78,7 @@ extension Tokenctl {
             let daemon = try DaemonConnection(options: connection, context: context)
             let request = Request.login(
                 account: account, method: method, email: email, create: create ? true : nil, secret: secret, timeout: timeout)
-            try daemon.send(request, readTimeout: timeout + Self.daemonGrace + ConnectionOptions.answerMargin, timeout: timeout)
+            try daemon.send(request, readTimeout: timeout + Self.daemonGrace + ConnectionSettings.answerMargin, timeout: timeout)
             let opener = BrowserOpener(environment: context.environment, disabled: noBrowser)
             let response = try relayStream(daemon, timeout: timeout, console: context.console, opener: opener)
             try finish(response, context: context)

@@ -28,6 +28,14 @@ struct Tokenctl: ParsableCommand {
         // A daemon hanging up mid-write must surface as EPIPE (exit 69), not kill us silently;
         // the same holds for stdout, which `watch` treats as its reader going away.
         let inheritedPipeHandler = signal(SIGPIPE, SIG_IGN)
+        if let fast = FastArguments(arguments, name: Token.fastName), fast.trailing == nil {
+            do {
+                try Token.printToken(of: fast, CommandContext(console: console, environment: environment, inheritedPipeHandler: inheritedPipeHandler))
+                return 0
+            } catch {
+                return report(error, console: console)
+            }
+        }
         let parsed: any ParsableCommand
         do {
             parsed = try Token.parseFast(arguments) ?? Header.parseFast(arguments) ?? Exec.parseFast(arguments) ?? parseAsRoot(arguments)
@@ -49,9 +57,13 @@ struct Tokenctl: ParsableCommand {
             try command.execute(CommandContext(console: console, environment: environment, inheritedPipeHandler: inheritedPipeHandler))
             return 0
         } catch {
-            console.writeError(error.line + "\n")
-            return error.code.exitCode
+            return report(error, console: console)
         }
+    }
+
+    private static func report(_ error: TokenctlError, console: any Console) -> Int32 {
+        console.writeError(error.line + "\n")
+        return error.code.exitCode
     }
 
     /// `--help` goes to stdout with status 0; a usage error becomes the one stderr line.

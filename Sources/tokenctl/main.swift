@@ -5,6 +5,9 @@ import Glibc
 
 // The one place tokenctl exits: commands throw `TokenctlError`, `Tokenctl.run` maps it to a
 // status (sysexits, README, "Exit codes"), and the status is handed to the shell here.
-let status = Tokenctl.run(
-    Array(CommandLine.arguments.dropFirst()), environment: SocketPath.processEnvironment(), console: SystemConsole())
+let arguments = Array(CommandLine.arguments.dropFirst())
+// The plain `token` form (the one `Tokenctl.run` serves without ArgumentParser) reads few variables.
+let plainToken = FastArguments(arguments, name: Tokenctl.Token.fastName).map { $0.trailing == nil } ?? false
+let environment = plainToken ? SocketPath.processEnvironment(only: Tokenctl.Token.variables) : SocketPath.processEnvironment()
+let status = Tokenctl.run(arguments, environment: environment, console: SystemConsole())
 exit(status)

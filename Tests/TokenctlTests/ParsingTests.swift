@@ -21,7 +21,7 @@ struct ParsingTests {
         #expect(command.token.kind == nil)
         #expect(command.token.connection.socket == nil)
         #expect(command.token.connection.timeout == ConnectionOptions.defaultTimeout)
-        #expect(command.token.connection.readTimeout > command.token.connection.timeout)
+        #expect(command.token.connection.settings.readTimeout > command.token.connection.timeout)
     }
 
     @Test func status() throws {

@@ -1,0 +1,199 @@
+import TokendCore
+
+/// The `token` request and its successful reply, coded by hand for `tokenctl token`'s shell path.
+///
+/// A whole `tokenctl token` is a few hundred thousand instructions of its own; JSONEncoder's and
+/// JSONDecoder's first use instantiate generic Codable metadata at run time, 0.85 M instructions
+/// (callgrind), more than the rest of the call. Anything outside the plain shapes below returns
+/// nil, and the caller uses `WireCoding` / `JSONDecoder`, which stay the one definition of the
+/// protocol and make every error message.
+public enum TokenExchangeCoding {
+    /// The line for a `token` request carrying only `id`, `account`, `min_valid`, `kind`,
+    /// `scope`, `audience` and `timeout`; nil for any other request.
+    public static func requestLine(_ request: Request) -> [UInt8]? {
+        // Compared whole, so a field added to Request later is never silently left off the line.
+        var covered = Request(
+            op: Op.token.rawValue, id: request.id, account: request.account, minValid: request.minValid, kind: request.kind,
+            timeout: request.timeout)
+        covered.scope = request.scope
+        covered.audience = request.audience
+        guard covered == request, let account = request.account else { return nil }
+        var line: [UInt8] = []
+        line.reserveCapacity(96 + account.utf8.count)
+        line.append(contentsOf: #"{"account":"#.utf8)
+        appendString(account, to: &line)
+        if let id = request.id {
+            guard case .number(let value) = id, let number = wholeNumber(value) else { return nil }
+            line.append(contentsOf: #","id":"#.utf8)
+            line.append(contentsOf: number.utf8)
+        }
+        if let kind = request.kind {
+            line.append(contentsOf: #","kind":"#.utf8)
+            appendString(kind.rawValue, to: &line)
+        }
+        if let audience = request.audience {
+            line.append(contentsOf: #","audience":"#.utf8)
+            appendString(audience, to: &line)
+        }
+        if let minValid = request.minValid {
+            guard let number = plainNumber(minValid) else { return nil }
+            line.append(contentsOf: #","min_valid":"#.utf8)
+            line.append(contentsOf: number.utf8)
+        }
+        line.append(contentsOf: #","op":"token""#.utf8)
+        if let scope = request.scope {
+            line.append(contentsOf: #","scope":"#.utf8)
+            appendString(scope, to: &line)
+        }
+        if let timeout = request.timeout {
+            guard let number = plainNumber(timeout) else { return nil }
+            line.append(contentsOf: #","timeout":"#.utf8)
+            line.append(contentsOf: number.utf8)
+        }
+        line.append(contentsOf: "}\n".utf8)
+        return line
+    }
+
+    /// A reply that is one flat object of only `id` (a whole number), `ok`, `account`, `token`,
+    /// `kind`, `expires_at` and `expires_in`, with strings free of escapes: what a `token` answer
+    /// looks like. Anything else (an error object, an escape, another field) is nil.
+    public static func reply(_ line: [UInt8]) -> Response? {
+        var scanner = FlatObjectScanner(line)
+        var response = Response(ok: false)
+        // Each field once: a repeated key is the decoder's to judge.
+        var seen: [String] = []
+        var sawOK = false
+        guard scanner.take(UInt8(ascii: "{")) else { return nil }
+        if scanner.take(UInt8(ascii: "}")) { return nil }  // no `ok`: the decoder says what is wrong
+        repeat {
+            guard let key = scanner.string(), !seen.contains(key), scanner.take(UInt8(ascii: ":")) else { return nil }
+            seen.append(key)
+            switch key {
+            case "ok":
+                guard let value = scanner.bool() else { return nil }
+                response.ok = value
+                sawOK = true
+            case "id":
+                guard let value = scanner.integer() else { return nil }
+                response.id = .number(Double(value))
+            case "expires_in":
+                guard let value = scanner.integer() else { return nil }
+                response.expiresIn = value
+            case "account":
+                guard let value = scanner.string() else { return nil }
+                response.account = value
+            case "token":
+                guard let value = scanner.string() else { return nil }
+                response.token = value
+            case "expires_at":
+                guard let value = scanner.string() else { return nil }
+                response.expiresAt = value
+            case "kind":
+                guard let value = scanner.string(), let kind = TokenKind(rawValue: value) else { return nil }
+                response.kind = kind
+            default:
+                return nil
+            }
+        } while scanner.take(UInt8(ascii: ","))
+        guard scanner.take(UInt8(ascii: "}")), scanner.atEnd, sawOK else { return nil }
+        return response
+    }
+
+    private static func appendString(_ value: String, to line: inout [UInt8]) {
+        line.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                line.append(UInt8(ascii: "\\"))
+                line.append(byte)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                line.append(contentsOf: #"\u00"#.utf8)
+                line.append(hex[Int(byte >> 4)])
+                line.append(hex[Int(byte & 0xF)])
+            default:
+                line.append(byte)
+            }
+        }
+        line.append(UInt8(ascii: "\""))
+    }
+
+    /// Whole numbers as integers (what a person wrote, `60`, goes out as `60`), others in Swift's
+    /// shortest round-trip form, which is valid JSON; nil for a non-finite value.
+    private static func plainNumber(_ value: Double) -> String? {
+        guard value.isFinite else { return nil }
+        return wholeNumber(value) ?? "\(value)"
+    }
+
+    /// 9e15: below 2^53, where every whole Double is exact as an Int64.
+    private static func wholeNumber(_ value: Double) -> String? {
+        guard value.rounded() == value, abs(value) < 9e15 else { return nil }
+        return String(Int64(value))
+    }
+}
+
+/// Reads the tokens of a flat JSON object; every method returns nil (or false) rather than
+/// guessing at anything it does not handle.
+private struct FlatObjectScanner {
+    let bytes: [UInt8]
+    var index = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var atEnd: Bool {
+        mutating get {
+            skipSpace()
+            return index == bytes.count
+        }
+    }
+
+    mutating func skipSpace() {
+        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+    }
+
+    mutating func take(_ byte: UInt8) -> Bool {
+        skipSpace()
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    /// A string without escapes or control characters; nil otherwise (including invalid UTF-8).
+    mutating func string() -> String? {
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        let start = index
+        while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
+            guard bytes[index] != UInt8(ascii: "\\"), bytes[index] >= 0x20 else { return nil }
+            index += 1
+        }
+        guard index < bytes.count else { return nil }
+        defer { index += 1 }
+        return String(validating: bytes[start..<index], as: UTF8.self)
+    }
+
+    mutating func bool() -> Bool? {
+        skipSpace()
+        for (word, value) in [("true", true), ("false", false)] where bytes[index...].starts(with: word.utf8) {
+            index += word.utf8.count
+            return value
+        }
+        return nil
+    }
+
+    /// An optional minus and 1 to 15 digits (no fraction, no exponent: those are the decoder's).
+    mutating func integer() -> Int? {
+        skipSpace()
+        let negative = index < bytes.count && bytes[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        var value = 0
+        var digits = 0
+        while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
+            value = value * 10 + Int(bytes[index] - UInt8(ascii: "0"))
+            digits += 1
+            index += 1
+        }
+        guard (1...15).contains(digits), digits == 1 || bytes[index - digits] != UInt8(ascii: "0") else { return nil }
+        if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) { return nil }
+        return negative ? -value : value
+    }
+}

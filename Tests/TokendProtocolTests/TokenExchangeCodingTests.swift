@@ -1,0 +1,79 @@
+import Testing
+import TokendCore
+@testable import TokendProtocol
+
+/// The hand-coded `token` exchange must mean exactly what the Codable definitions mean, and hand
+/// everything else back to them.
+@Suite struct TokenExchangeCodingTests {
+    @Test(arguments: [
+        Request(op: "token", account: "work"),
+        Request(op: "token", id: .number(1), account: "work", minValid: 60, kind: .access, timeout: 30),
+        Request(op: "token", id: .number(-3), account: "quote\" back\\slash\ttab\u{1}ünï", minValid: 0.25, kind: .id, timeout: 1e-3),
+        Request(op: "token", account: "", minValid: 86_400, timeout: 300),
+        { var r = Request(op: "token", account: "api", kind: .access); r.scope = "read:a write:b"; r.audience = "https://api.example/"; return r }(),
+    ])
+    func aTokenRequestLineDecodesToTheSameRequest(_ request: Request) throws {
+        let line = try #require(TokenExchangeCoding.requestLine(request))
+        #expect(line.last == UInt8(ascii: "\n"))
+        #expect(line.dropLast().allSatisfy { $0 != UInt8(ascii: "\n") })
+        #expect(try WireCoding.decodeRequest(Array(line.dropLast())).get() == request)
+    }
+
+    @Test func otherRequestsAreLeftToTheEncoder() {
+        #expect(TokenExchangeCoding.requestLine(Request(op: "status")) == nil)
+        #expect(TokenExchangeCoding.requestLine(Request(op: "token")) == nil)
+        #expect(TokenExchangeCoding.requestLine(Request(op: "import", account: "a", refreshToken: "r")) == nil)
+        #expect(TokenExchangeCoding.requestLine(Request(op: "token", id: .string("x"), account: "a")) == nil)
+        #expect(TokenExchangeCoding.requestLine(Request(op: "token", account: "a", minValid: .infinity)) == nil)
+        var withSecret = Request(op: "token", account: "a")
+        withSecret.secret = "s"
+        #expect(TokenExchangeCoding.requestLine(withSecret) == nil)
+    }
+
+    @Test(arguments: [
+        #"{"account":"bench","expires_at":"2026-11-23T17:59:58Z","expires_in":3598,"id":1,"kind":"id","ok":true,"token":"eyJ.eyJ.c2ln"}"#,
+        #"{"ok":true,"token":"t","kind":"access","expires_in":0}"#,
+        #" { "ok" : false , "id" : -7 , "account" : "ünï" } "#,
+        #"{"ok":true,"expires_in":-12}"#,
+    ])
+    func aTokenReplyReadsAsTheDecoderReadsIt(_ line: String) throws {
+        let fast = try #require(TokenExchangeCoding.reply(Array(line.utf8)))
+        let full = try JSONDecoder().decode(Response.self, from: Data(line.utf8))
+        #expect(fast.ok == full.ok)
+        #expect(fast.id == full.id)
+        #expect(fast.account == full.account)
+        #expect(fast.token == full.token)
+        #expect(fast.kind == full.kind)
+        #expect(fast.expiresAt == full.expiresAt)
+        #expect(fast.expiresIn == full.expiresIn)
+        #expect(fast.error == nil && full.error == nil)
+    }
+
+    @Test(arguments: [
+        #"{"id":1,"ok":false,"error":{"code":"needs_login","message":"log in"}}"#,
+        #"{"ok":true,"token":"a\"b"}"#,
+        #"{"ok":true,"token":"a\u0041"}"#,
+        #"{"ok":true,"accounts":[]}"#,
+        #"{"ok":true,"ok":false}"#,
+        #"{"ok":true,"expires_in":1.5}"#,
+        #"{"ok":true,"expires_in":012}"#,
+        #"{"ok":true,"id":"one"}"#,
+        #"{"ok":true,"kind":"refresh"}"#,
+        #"{"ok":true,"token":null}"#,
+        #"{"token":"t"}"#,
+        #"{}"#,
+        #"{"ok":true"#,
+        #"{"ok":true} x"#,
+        #"{"ok":tru}"#,
+        #"[]"#,
+        "",
+    ])
+    func anythingElseIsLeftToTheDecoder(_ line: String) {
+        #expect(TokenExchangeCoding.reply(Array(line.utf8)) == nil)
+    }
+
+    @Test func invalidUTF8IsLeftToTheDecoder() {
+        let line = Array(#"{"ok":true,"token":""#.utf8) + [0xFF] + Array(#""}"#.utf8)
+        #expect(TokenExchangeCoding.reply(line) == nil)
+    }
+}
