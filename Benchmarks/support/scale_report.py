@@ -34,8 +34,10 @@ rows = [
     ("`status` reply for every account", f"{status['status_bytes']:,} bytes in {status['status_ms']} ms; states {status['states']}"),
     ("provisioning (user on the fake + import with its first refresh, 8 at a time)", f"{provision['provisioned']:,} in {provision['provision_seconds']} s, {provision['provision_failed']} failed"),
     ("restart with every session stored: socket answers `hello`", f"{startup.get('socket_ms')} ms"),
-    ("restart: READY=1 (every stored session read)", f"{startup.get('ready_ms')} ms"),
-    ("restart: no account still `waiting_for_keyring`", f"{startup.get('all_restored_ms')} ms"),
+    ("restart: READY=1 (every stored session read, or the 5-second keyring deadline spent)",
+     f"{startup['ready_ms']} ms" if startup.get("ready_ms") else "not within 300 s"),
+    ("restart: no account still `waiting_for_keyring`",
+     f"{startup['all_restored_ms']} ms" if startup.get("all_restored_ms") else "not within 300 s"),
     ("tokend RSS just after the restart", mib(facts["TOKEND_RSS_RESTARTED"])),
 ]
 
