@@ -24,6 +24,9 @@ let package = Package(
         // ID token signatures (OpenID Connect logins) and PKCE's SHA-256: no hand-rolled crypto.
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        // The fakes' HTTP server (tests and the demo only; the daemon never links it).
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         .target(name: "TokendCore"),
@@ -71,10 +74,17 @@ let package = Package(
             ]),
         // The manual clock alone, so that pure-logic tests link nothing but the core.
         .target(name: "TokendTestClock", dependencies: ["TokendCore"]),
+        // Child processes, the private keyring, temporary directories: no HTTP, no NIO.
+        .target(name: "TokendTestSupport", dependencies: ["TokendCore", "CTokendShims", "TokendTestClock"]),
+        // The fake servers tests and the demo talk to over real HTTP (Firebase, and an OpenID
+        // provider beside it): one module, as they share the server scaffold.
         .target(
-            name: "TokendTestSupport",
+            name: "TokendFakes",
             dependencies: [
-                "TokendCore", "CTokendShims", "TokendTestClock",
+                "TokendCore",
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -83,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "tokend-fake-firebase",
             dependencies: [
-                "TokendTestSupport",
+                "TokendFakes",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // The request parser and dispatcher as one fuzzable function: Fuzz/ builds it under
@@ -95,16 +105,17 @@ let package = Package(
         .testTarget(name: "TokendCoreTests", dependencies: ["TokendCore", "TokendTestClock"]),
         .testTarget(name: "TokendProtocolTests", dependencies: ["TokendProtocol", "TokendTestSupport"]),
         .testTarget(name: "TokendKeyringTests", dependencies: ["TokendKeyring", "TokendTestSupport"]),
+        .testTarget(name: "TokendFakesTests", dependencies: ["TokendFakes", "TokendTestSupport"]),
         .testTarget(
             name: "TokendProvidersTests",
-            dependencies: ["TokendProviders", "TokendTestSupport"]),
+            dependencies: ["TokendProviders", "TokendTestSupport", "TokendFakes"]),
         .testTarget(
             name: "TokendServerTests",
-            dependencies: ["TokendServer", "TokendTestSupport"]),
+            dependencies: ["TokendServer", "TokendTestSupport", "TokendFakes"]),
         .testTarget(name: "TokenctlTests", dependencies: ["tokenctl", "TokendTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["TokendProtocol", "TokendTestSupport", "TokendKeyring", "TokendProviders"]),
+            dependencies: ["TokendProtocol", "TokendTestSupport", "TokendFakes", "TokendKeyring", "TokendProviders"]),
     ],
     swiftLanguageModes: [.v6]
 )

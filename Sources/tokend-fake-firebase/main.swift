@@ -1,7 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
-import TokendTestSupport
+import TokendFakes
 
 /// Runs FakeFirebase as its own process for shell scripts and the demo. A TEST DOUBLE: it mints
 /// worthless tokens, hands them out over its control plane, and must never face a network.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokendCore
 import TokendProtocol
+import TokendFakes
 import TokendTestSupport
 
 /// Issue 3, item 6, end to end: tokend under libfaketime (Debian's `faketime`), its clock moved
@@ -26,28 +27,28 @@ import TokendTestSupport
     @Test func wallClockJumpsNeverServeADeadToken() async throws {
         var options = FakeFirebase.Options()
         options.lifetime = 6
-        let world = try await DaemonHarness.start(options: options, startDaemon: false)
-        defer { Task { await world.shutdown() } }
-        let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
-        try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false))
-        try await world.importNewUser()
-        var served = 0
-        for offset in ["+2h", "-1h", "+0", "+7d", "+0"] {
-            try offset.write(toFile: offsetFile, atomically: true, encoding: .utf8)
-            let end = Date().addingTimeInterval(4)
-            while Date() < end {
-                let asked = Date()
-                let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
-                #expect(run.status == 0, "offset \(offset): \(run.stderr)")
-                if let expiry = JWTClaims(token: run.stdout.trimmingCharacters(in: .newlines))?.expiresAt {
-                    #expect(expiry.timeIntervalSince(asked) >= 0.99, "offset \(offset): served a token dying in \(expiry.timeIntervalSince(asked)) s")
-                    served += 1
+        try await withWorld(options: options, startDaemon: false) { world in
+            let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
+            try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false))
+            try await world.importNewUser()
+            var served = 0
+            for offset in ["+2h", "-1h", "+0", "+7d", "+0"] {
+                try offset.write(toFile: offsetFile, atomically: true, encoding: .utf8)
+                let end = Date().addingTimeInterval(4)
+                while Date() < end {
+                    let asked = Date()
+                    let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
+                    #expect(run.status == 0, "offset \(offset): \(run.stderr)")
+                    if let expiry = JWTClaims(token: run.stdout.trimmingCharacters(in: .newlines))?.expiresAt {
+                        #expect(expiry.timeIntervalSince(asked) >= 0.99, "offset \(offset): served a token dying in \(expiry.timeIntervalSince(asked)) s")
+                        served += 1
+                    }
+                    try await Task.sleep(for: .milliseconds(200))  // client pacing
                 }
-                try await Task.sleep(for: .milliseconds(200))  // client pacing
             }
+            #expect(served > 10)
+            #expect(world.fake.requests.filter { $0.status == 200 }.count >= 4, "refreshing went on through the jumps")
         }
-        #expect(served > 10)
-        #expect(world.fake.requests.filter { $0.status == 200 }.count >= 4, "refreshing went on through the jumps")
     }
 
     /// Every clock jumps 40 s at once — what a suspend looks like to the daemon. Its 30-second
@@ -55,20 +56,20 @@ import TokendTestSupport
     @Test func aSuspendThatSleptThroughTheExpiryRefreshesAtOnce() async throws {
         var options = FakeFirebase.Options()
         options.lifetime = 30
-        let world = try await DaemonHarness.start(options: options, startDaemon: false)
-        defer { Task { await world.shutdown() } }
-        let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
-        try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: true))
-        try await world.importNewUser()
-        let before = world.fake.requests.count
-        let status = try await world.status()
-        #expect(status.state == "active")
-        try "+40s".write(toFile: offsetFile, atomically: true, encoding: .utf8)
-        // The recheck runs every 10 s of the daemon's (now jumped) clock.
-        try await poll(timeout: 20, "a refresh right after the jump") { world.fake.requests.count > before }
-        let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
-        #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout.trimmingCharacters(in: .newlines) == world.fake.requests.last?.issuedIDToken, "the token minted after the jump, not the old one")
+        try await withWorld(options: options, startDaemon: false) { world in
+            let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
+            try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: true))
+            try await world.importNewUser()
+            let before = world.fake.requests.count
+            let status = try await world.status()
+            #expect(status.state == "active")
+            try "+40s".write(toFile: offsetFile, atomically: true, encoding: .utf8)
+            // The recheck runs every 10 s of the daemon's (now jumped) clock.
+            try await poll(timeout: 20, "a refresh right after the jump") { world.fake.requests.count > before }
+            let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stdout.trimmingCharacters(in: .newlines) == world.fake.requests.last?.issuedIDToken, "the token minted after the jump, not the old one")
+        }
     }
 
     /// Issue 8, item 1: tokend starts with its wall clock an hour behind (before NTP set it, or a
@@ -78,22 +79,22 @@ import TokendTestSupport
     @Test func aWallClockSetForwardIsFollowedAtOnce() async throws {
         var options = FakeFirebase.Options()
         options.lifetime = 6
-        let world = try await DaemonHarness.start(options: options)
-        defer { Task { await world.shutdown() } }
-        try await world.importNewUser()
-        let stored = try #require(try await world.storedSession()?.idToken)
-        let storedExpiry = try #require(JWTClaims(token: stored)?.expiresAt)
-        world.stopDaemon()
-        let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
-        try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false, offset: "-1h"))
-        try await poll(timeout: 20, "the stored token's death by real time") { Date() > storedExpiry.addingTimeInterval(0.5) }
-        try "+0".write(toFile: offsetFile, atomically: true, encoding: .utf8)
-        let asked = Date()
-        let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
-        #expect(run.status == 0, "\(run.stderr)")
-        let served = run.stdout.trimmingCharacters(in: .newlines)
-        #expect(served != stored, "the token that died while the daemon's clock lagged")
-        let expiry = try #require(JWTClaims(token: served)?.expiresAt)
-        #expect(expiry > asked, "served a token dead for \(asked.timeIntervalSince(expiry)) s")
+        try await withWorld(options: options) { world in
+            try await world.importNewUser()
+            let stored = try #require(try await world.storedSession()?.idToken)
+            let storedExpiry = try #require(JWTClaims(token: stored)?.expiresAt)
+            world.stopDaemon()
+            let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
+            try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false, offset: "-1h"))
+            try await poll(timeout: 20, "the stored token's death by real time") { Date() > storedExpiry.addingTimeInterval(0.5) }
+            try "+0".write(toFile: offsetFile, atomically: true, encoding: .utf8)
+            let asked = Date()
+            let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let served = run.stdout.trimmingCharacters(in: .newlines)
+            #expect(served != stored, "the token that died while the daemon's clock lagged")
+            let expiry = try #require(JWTClaims(token: served)?.expiresAt)
+            #expect(expiry > asked, "served a token dead for \(asked.timeIntervalSince(expiry)) s")
+        }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokendCore
 import TokendProtocol
+import TokendFakes
 import TokendTestSupport
 
 /// Issue 3, item 4: `kill -9` at each step of a refresh, repeated, with a rotating provider.
@@ -30,54 +31,54 @@ import TokendTestSupport
         var options = FakeFirebase.Options()
         options.rotate = true
         options.revokePrevious = providerRevokesOldTokens
-        let world = try await DaemonHarness.start(options: options)
-        defer { Task { await world.shutdown() } }
-        var session = try await world.importNewUser()
-        for round in 0..<Self.rounds {
-            let answered = world.fake.requests.filter { $0.status == 200 }.count
-            var background: Task<Void, Never>? = nil
-            switch step {
-            case .idle:
-                break
-            case .inFlight:
-                // Longer than anything before the kill may take on a loaded machine: the answer
-                // must not arrive first. The fake logs the request when it takes it.
-                world.fake.update { $0.latency = 120 }
-                let logged = world.fake.requests.count
-                background = Task.detached { _ = try? await world.tokenctl(["refresh", "work"]) }
-                #expect(await world.fake.waitForRequests(count: logged + 1, timeout: 30), "the refresh never reached the fake")
-            case .afterResponseBeforeWrite:
-                try world.keyring.pauseKeyring()
-                background = Task.detached { _ = try? await world.tokenctl(["refresh", "work"]) }
-                try await poll(timeout: 30, "the provider answered") { world.fake.requests.filter { $0.status == 200 }.count > answered }
-            case .afterWrite:
-                #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
-                try await poll(timeout: 30, "rotated token stored") {
-                    try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
+        try await withWorld(options: options) { world in
+            var session = try await world.importNewUser()
+            for round in 0..<Self.rounds {
+                let answered = world.fake.requests.filter { $0.status == 200 }.count
+                var background: Task<Void, Never>? = nil
+                switch step {
+                case .idle:
+                    break
+                case .inFlight:
+                    // Longer than anything before the kill may take on a loaded machine: the answer
+                    // must not arrive first. The fake logs the request when it takes it.
+                    world.fake.update { $0.latency = 120 }
+                    let logged = world.fake.requests.count
+                    background = Task.detached { _ = try? await world.tokenctl(["refresh", "work"]) }
+                    #expect(await world.fake.waitForRequests(count: logged + 1, timeout: 30), "the refresh never reached the fake")
+                case .afterResponseBeforeWrite:
+                    try world.keyring.pauseKeyring()
+                    background = Task.detached { _ = try? await world.tokenctl(["refresh", "work"]) }
+                    try await poll(timeout: 30, "the provider answered") { world.fake.requests.filter { $0.status == 200 }.count > answered }
+                case .afterWrite:
+                    #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
+                    try await poll(timeout: 30, "rotated token stored") {
+                        try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
+                    }
                 }
-            }
-            world.kill9()
-            if step == .afterResponseBeforeWrite { try world.keyring.resumeKeyring() }
-            world.fake.update { $0.latency = 0 }
-            await background?.value
-            try await world.startDaemon()
+                world.kill9()
+                if step == .afterResponseBeforeWrite { try world.keyring.resumeKeyring() }
+                world.fake.update { $0.latency = 0 }
+                await background?.value
+                try await world.startDaemon()
 
-            // The held token (an hour long) is alive: it is served, and it is not dead.
-            let token = try await world.tokenctl(["token", "work", "--min-valid", "1"])
-            #expect(token.status == 0, "round \(round): \(token.stderr)")
-            if let expiry = JWTClaims(token: token.stdout.trimmingCharacters(in: .newlines))?.expiresAt {
-                #expect(expiry.timeIntervalSinceNow > 1, "a dead token was served")
-            }
-            // The next refresh tells whether the stored refresh token is still the current one.
-            let refresh = try await world.tokenctl(["refresh", "work"])
-            if step.losesTheResponse && providerRevokesOldTokens {
-                #expect(refresh.status == 77, "round \(round): the lost response left a revoked token, which must be reported: \(refresh.stderr)")
-                #expect(try await world.tokenctl(["token", "work"]).status == 77)
-                session = try await world.importNewUser()
-            } else {
-                #expect(refresh.status == 0, "round \(round): \(refresh.stderr)")
-                try await poll(timeout: 30, "keyring holds the newest refresh token") {
-                    try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
+                // The held token (an hour long) is alive: it is served, and it is not dead.
+                let token = try await world.tokenctl(["token", "work", "--min-valid", "1"])
+                #expect(token.status == 0, "round \(round): \(token.stderr)")
+                if let expiry = JWTClaims(token: token.stdout.trimmingCharacters(in: .newlines))?.expiresAt {
+                    #expect(expiry.timeIntervalSinceNow > 1, "a dead token was served")
+                }
+                // The next refresh tells whether the stored refresh token is still the current one.
+                let refresh = try await world.tokenctl(["refresh", "work"])
+                if step.losesTheResponse && providerRevokesOldTokens {
+                    #expect(refresh.status == 77, "round \(round): the lost response left a revoked token, which must be reported: \(refresh.stderr)")
+                    #expect(try await world.tokenctl(["token", "work"]).status == 77)
+                    session = try await world.importNewUser()
+                } else {
+                    #expect(refresh.status == 0, "round \(round): \(refresh.stderr)")
+                    try await poll(timeout: 30, "keyring holds the newest refresh token") {
+                        try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
+                    }
                 }
             }
         }

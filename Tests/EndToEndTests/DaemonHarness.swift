@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TokendCore
 import TokendProtocol
+import TokendFakes
 import TokendTestSupport
 
 /// One end-to-end world: a private bus and gnome-keyring, the fake Firebase project on
@@ -39,13 +40,25 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
         logPath = keyring.root.appendingPathComponent("tokend.log").path
     }
 
-    /// A world with one Firebase account `work` pointing at a fresh fake.
+    /// A world with one Firebase account `work` pointing at a fresh fake. Prefer `withWorld`,
+    /// which also tears it down; whoever calls this owns `shutdown()`.
     static func start(options: FakeFirebase.Options = .init(), accounts: [String] = ["work"], startDaemon: Bool = true) async throws -> DaemonHarness {
         let keyring = try PrivateKeyring.start()
-        let fake = try await FakeFirebase.start(options: options)
+        let fake: FakeFirebase
+        do {
+            fake = try await FakeFirebase.start(options: options)
+        } catch {
+            keyring.stop()
+            throw error
+        }
         let harness = DaemonHarness(keyring: keyring, fake: fake)
-        try harness.writeConfig(accounts.map { harness.firebaseAccount($0) }.joined(separator: "\n"))
-        if startDaemon { try await harness.startDaemon() }
+        do {
+            try harness.writeConfig(accounts.map { harness.firebaseAccount($0) }.joined(separator: "\n"))
+            if startDaemon { try await harness.startDaemon() }
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
         return harness
     }
 
@@ -117,8 +130,9 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
         if let pid = daemonPID { kill(pid, signal) }
     }
 
+    /// Stops the daemon (waited for off the cooperative pool), the fake and the keyring.
     func shutdown() async {
-        stopDaemon()
+        _ = try? await offPool { self.stopDaemon() }
         try? await fake.shutdown()
         keyring.stop()
     }
@@ -177,6 +191,16 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
         guard let status = try await call(Request(op: "status", account: account)).accounts?.first else { throw HarnessError("no status for \(account)") }
         return status
     }
+}
+
+/// A world (see `DaemonHarness.start`) for the length of `body`, torn down before this returns,
+/// however `body` ends.
+func withWorld<T>(
+    options: FakeFirebase.Options = .init(), accounts: [String] = ["work"], startDaemon: Bool = true,
+    _ body: (DaemonHarness) async throws -> T
+) async throws -> T {
+    let world = try await DaemonHarness.start(options: options, accounts: accounts, startDaemon: startDaemon)
+    return try await withTearDown(world, tearDown: { await $0.shutdown() }, body)
 }
 
 /// Runs blocking work (waitpid, socket reads) on a thread of its own. Swift's cooperative pool

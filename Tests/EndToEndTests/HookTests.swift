@@ -37,83 +37,77 @@ import TokendTestSupport
         try FileManager.default.createDirectory(atPath: stubs, withIntermediateDirectories: true)
         _ = try Self.script(directory, "bin/notify-send", #"printf '%s|' "$@" >> "\#(notifications)"; echo >> "\#(notifications)""#)
 
-        let world = try await DaemonHarness.start(accounts: [], startDaemon: false)
-        defer { Task { await world.shutdown() } }
-        try world.writeConfig("""
-            [hooks]
-            imported = ["\(record)", "first arg", "$HOME"]
-            needs_login = ["\(record)", "login"]
-            refreshed = ["/bin/sh", "-c", "echo complaint >&2; exit 7"]
+        try await withWorld(accounts: [], startDaemon: false) { world in
+            try world.writeConfig("""
+                [hooks]
+                imported = ["\(record)", "first arg", "$HOME"]
+                needs_login = ["\(record)", "login"]
+                refreshed = ["/bin/sh", "-c", "echo complaint >&2; exit 7"]
 
-            \(world.firebaseAccount("work"))
-            \(world.firebaseAccount("home"))
-            """)
-        try await world.startDaemon(extraEnvironment: [
-            "DISPLAY": ":99", "PATH": stubs + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
-        ])
-        let session = try await world.importNewUser(into: "work")
-        try await poll(timeout: 30, "the imported hook ran") { Self.lines(events).contains("event=imported") }
-        let imported = Self.lines(events)
-        #expect(imported.contains("argv=first arg $HOME"), "argv as written, no shell: \(imported)")
-        #expect(imported.contains("account=work"))
-        #expect(imported.contains("0"), "no TOKEND_TOKEN* variable")
-        try await poll(timeout: 30, "the hook's output in the log") { world.daemonLog.contains("hook says hi") }
-        let environments = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("env-") }
-        for name in environments {
-            let text = try String(contentsOfFile: directory.appending(name), encoding: .utf8)
-            #expect(!text.contains(session.refreshToken) && !text.contains(session.idToken), "a hook never sees a token")
-        }
+                \(world.firebaseAccount("work"))
+                \(world.firebaseAccount("home"))
+                """)
+            try await world.startDaemon(extraEnvironment: [
+                "DISPLAY": ":99", "PATH": stubs + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+            ])
+            let session = try await world.importNewUser(into: "work")
+            try await poll(timeout: 30, "the imported hook ran") { Self.lines(events).contains("event=imported") }
+            let imported = Self.lines(events)
+            #expect(imported.contains("argv=first arg $HOME"), "argv as written, no shell: \(imported)")
+            #expect(imported.contains("account=work"))
+            #expect(imported.contains("0"), "no TOKEND_TOKEN* variable")
+            try await poll(timeout: 30, "the hook's output in the log") { world.daemonLog.contains("hook says hi") }
+            let environments = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("env-") }
+            for name in environments {
+                let text = try String(contentsOfFile: directory.appending(name), encoding: .utf8)
+                #expect(!text.contains(session.refreshToken) && !text.contains(session.idToken), "a hook never sees a token")
+            }
 
-        // needs_login three times: twice for work (one notification within the hour), once for home.
-        world.fake.inject(.firebaseError("TOKEN_EXPIRED"), count: 1000)
-        #expect(try await world.tokenctl(["refresh", "work"]).status == 77)
-        _ = try await world.tokenctl(["import", "work"], stdin: world.fake.createUser().refreshToken + "\n")
-        _ = try await world.tokenctl(["import", "home"], stdin: world.fake.createUser().refreshToken + "\n")
-        // Notifications run before the hook of the same event: three hook runs mean every
-        // notification that was going to be sent has been.
-        try await poll(timeout: 30, "three needs_login hooks") { Self.lines(events).filter { $0 == "event=needs_login" }.count == 3 }
-        // One at a time per event: each run's start is followed by its own end.
-        let runs = Self.lines(order + "-needs_login")
-        #expect(runs.count >= 5, "\(runs)")
-        for (index, line) in runs.enumerated() {
-            let expected = index % 2 == 0 ? "start " : "end " + runs[index - 1].dropFirst("start ".count)
-            #expect(index % 2 == 0 ? line.hasPrefix(expected) : line == expected, "\(runs)")
+            // needs_login three times: twice for work (one notification within the hour), once for home.
+            world.fake.inject(.firebaseError("TOKEN_EXPIRED"), count: 1000)
+            #expect(try await world.tokenctl(["refresh", "work"]).status == 77)
+            _ = try await world.tokenctl(["import", "work"], stdin: world.fake.createUser().refreshToken + "\n")
+            _ = try await world.tokenctl(["import", "home"], stdin: world.fake.createUser().refreshToken + "\n")
+            // Notifications run before the hook of the same event: three hook runs mean every
+            // notification that was going to be sent has been.
+            try await poll(timeout: 30, "three needs_login hooks") { Self.lines(events).filter { $0 == "event=needs_login" }.count == 3 }
+            // One at a time per event: each run's start is followed by its own end.
+            let runs = Self.lines(order + "-needs_login")
+            #expect(runs.count >= 5, "\(runs)")
+            for (index, line) in runs.enumerated() {
+                let expected = index % 2 == 0 ? "start " : "end " + runs[index - 1].dropFirst("start ".count)
+                #expect(index % 2 == 0 ? line.hasPrefix(expected) : line == expected, "\(runs)")
+            }
+            // A failing hook is logged with its output.
+            try await poll(timeout: 30, "the failing hook logged") {
+                world.daemonLog.contains("hook failed with exit status 7") && world.daemonLog.contains("complaint")
+            }
+            let sent = Self.lines(notifications)
+            #expect(sent.count == 2, "\(sent)")
+            #expect(sent.contains { $0.contains("work needs you to sign in again: tokenctl login work") })
+            #expect(sent.contains { $0.contains("home needs you to sign in again: tokenctl login home") })
+            #expect(!world.daemonLog.contains(session.refreshToken))
         }
-        // A failing hook is logged with its output.
-        try await poll(timeout: 30, "the failing hook logged") {
-            world.daemonLog.contains("hook failed with exit status 7") && world.daemonLog.contains("complaint")
-        }
-        let sent = Self.lines(notifications)
-        #expect(sent.count == 2, "\(sent)")
-        #expect(sent.contains { $0.contains("work needs you to sign in again: tokenctl login work") })
-        #expect(sent.contains { $0.contains("home needs you to sign in again: tokenctl login home") })
-        #expect(!world.daemonLog.contains(session.refreshToken))
     }
 
     @Test func aHangingHookIsKilledAfterItsTimeoutAndNeverHoldsUpServing() async throws {
-        let (world, hook) = try await Self.worldWithAHangingHook(on: ["imported", "refreshed"])
-        defer {
-            Task { await world.shutdown() }
-            try? hook.directory.remove()
+        try await Self.withAHangingHook(on: ["imported", "refreshed"]) { world, hook in
+            // While it hangs, tokens are served and refreshes happen.
+            #expect(try await world.tokenctl(["token", "work"]).status == 0)
+            #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
+            try await poll(timeout: 60, "the hook killed after its timeout") { world.daemonLog.contains("took longer than 10 s and was killed") }
+            // Killed with its process group; reaped (the shell) or re-parented and reaped (sleep).
+            try await Self.expectGone(hook)
         }
-        // While it hangs, tokens are served and refreshes happen.
-        #expect(try await world.tokenctl(["token", "work"]).status == 0)
-        #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
-        try await poll(timeout: 60, "the hook killed after its timeout") { world.daemonLog.contains("took longer than 10 s and was killed") }
-        // Killed with its process group; reaped (the shell) or re-parented and reaped (sleep).
-        try await Self.expectGone(hook)
     }
 
     /// A hook still running when the daemon stops is killed with its process group: no hook
     /// outlives the daemon, under systemd (whose cgroup would catch it) or not.
     @Test func aRunningHookDiesWithTheDaemon() async throws {
-        let (world, hook) = try await Self.worldWithAHangingHook(on: ["imported"])
-        defer {
-            Task { await world.shutdown() }
-            try? hook.directory.remove()
+        try await Self.withAHangingHook(on: ["imported"]) { world, hook in
+            #expect(world.stopDaemon() == 0, "tokend stops cleanly")
+            try await Self.expectGone(hook)
         }
-        #expect(world.stopDaemon() == 0, "tokend stops cleanly")
-        try await Self.expectGone(hook)
     }
 
     /// A hook that starts a background `sleep 300` and waits for it, writing both pids to a file.
@@ -122,22 +116,26 @@ import TokendTestSupport
         let pids: String
     }
 
-    /// A world whose hook for `events` hangs, with a session imported and the hook running.
-    static func worldWithAHangingHook(on events: [String]) async throws -> (DaemonHarness, HangingHook) {
+    /// A world whose hook for `events` hangs, with a session imported and the hook running, for
+    /// the length of `body`; the world and the hook's directory go however `body` ends.
+    static func withAHangingHook(on events: [String], _ body: (DaemonHarness, HangingHook) async throws -> Void) async throws {
         let directory = try TemporaryDirectory()
-        let pids = directory.appending("pids")
-        let hang = try script(directory, "hang", #"""
-            sleep 300 &
-            echo "$$ $!" > "\#(pids)"
-            wait
-            """#)
-        let world = try await DaemonHarness.start(startDaemon: false)
-        let hooks = events.map { "\($0) = [\"\(hang)\"]\n" }.joined()
-        try world.writeConfig("[hooks]\n" + hooks + "\n" + world.firebaseAccount("work"))
-        try await world.startDaemon()
-        try await world.importNewUser()
-        try await poll(timeout: 30, "the hook started") { !lines(pids).isEmpty }
-        return (world, HangingHook(directory: directory, pids: pids))
+        try await withTearDown(directory, tearDown: { try? $0.remove() }) { directory in
+            let pids = directory.appending("pids")
+            let hang = try script(directory, "hang", #"""
+                sleep 300 &
+                echo "$$ $!" > "\#(pids)"
+                wait
+                """#)
+            try await withWorld(startDaemon: false) { world in
+                let hooks = events.map { "\($0) = [\"\(hang)\"]\n" }.joined()
+                try world.writeConfig("[hooks]\n" + hooks + "\n" + world.firebaseAccount("work"))
+                try await world.startDaemon()
+                try await world.importNewUser()
+                try await poll(timeout: 30, "the hook started") { !lines(pids).isEmpty }
+                try await body(world, HangingHook(directory: directory, pids: pids))
+            }
+        }
     }
 
     /// Both of the hook's processes end (the shell and its background child).
@@ -155,12 +153,12 @@ import TokendTestSupport
     }
 
     @Test func aBrokenHooksTableIsAConfigurationError() async throws {
-        let world = try await DaemonHarness.start(startDaemon: false)
-        defer { Task { await world.shutdown() } }
-        try world.writeConfig("[hooks]\nrefreshd = [\"/bin/true\"]\n\n" + world.firebaseAccount("work"))
-        try await world.startDaemon()
-        let run = try await world.tokenctl(["token", "work"])
-        #expect(run.status == 78)
-        #expect(run.stderr.contains("hooks.refreshd"), "\(run.stderr)")
+        try await withWorld(startDaemon: false) { world in
+            try world.writeConfig("[hooks]\nrefreshd = [\"/bin/true\"]\n\n" + world.firebaseAccount("work"))
+            try await world.startDaemon()
+            let run = try await world.tokenctl(["token", "work"])
+            #expect(run.status == 78)
+            #expect(run.stderr.contains("hooks.refreshd"), "\(run.stderr)")
+        }
     }
 }

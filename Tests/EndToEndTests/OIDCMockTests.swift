@@ -26,28 +26,10 @@ import TokendTestSupport
 
     /// A daemon world and the mock, torn down when `body` ends, however it ends.
     func withMock(_ body: (DaemonHarness, OIDCProviderMock) async throws -> Void) async throws {
-        let world = try await DaemonHarness.start(accounts: [], startDaemon: false)
-        let mock: OIDCProviderMock
-        do {
-            mock = try await OIDCProviderMock.start(directory: world.keyring.root)
-        } catch {
-            await world.shutdown()
-            throw error
+        try await withWorld(accounts: [], startDaemon: false) { world in
+            let mock = try await OIDCProviderMock.start(directory: world.keyring.root)
+            try await withTearDown(mock, tearDown: { await $0.stop() }) { mock in try await body(world, mock) }
         }
-        do {
-            try await body(world, mock)
-        } catch {
-            await Self.tearDown(world, mock)
-            throw error
-        }
-        await Self.tearDown(world, mock)
-    }
-
-    /// Stops the daemon off the cooperative pool (it waits for the process), then the rest.
-    static func tearDown(_ world: DaemonHarness, _ mock: OIDCProviderMock) async {
-        _ = try? await offPool { world.stopDaemon() }
-        await mock.stop()
-        await world.shutdown()
     }
 
     @Test func importRefreshUserinfoAndRevocation() async throws {

@@ -1,12 +1,14 @@
 import Foundation
 import Synchronization
 import TokendProviders
+import TokendTestSupport
 
 /// oidc-provider-mock (PyPI), a real third-party OpenID provider, on a free loopback port. The
 /// venv is made by `scripts/lib/deps.sh` (`ensure_oidc_mock`); `TOKEND_OIDC_MOCK` may point
 /// elsewhere.
 final class OIDCProviderMock: Sendable {
-    let process: Process
+    /// Started by `ChildProcess.start`, so ended by `ChildProcess.stop`.
+    let pid: pid_t
     let issuer: String
     /// Drives the mock's endpoints the way a browser and a relying party would; redirects come
     /// back unfollowed, which is how the authorization code is read from the `Location`.
@@ -19,8 +21,8 @@ final class OIDCProviderMock: Sendable {
         return url.appendingPathComponent(".venv-oidc/bin/oidc-provider-mock").path
     }
 
-    private init(process: Process, issuer: String) {
-        self.process = process
+    private init(pid: pid_t, issuer: String) {
+        self.pid = pid
         self.issuer = issuer
     }
 
@@ -30,36 +32,36 @@ final class OIDCProviderMock: Sendable {
             throw HarnessError("oidc-provider-mock is not installed at \(executable): run scripts/test (it creates the venv)")
         }
         let logPath = directory.appendingPathComponent("oidc-provider-mock.log").path
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-p", "0", "-e", "3600"]
-        process.environment = ["PATH": "/usr/bin:/bin", "PYTHONWARNINGS": "ignore", "PYTHONUNBUFFERED": "1"]
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.standardError = log
-        process.standardOutput = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let pid = try ChildProcess.start(
+            executable, ["-p", "0", "-e", "3600"],
+            environment: ["PATH": "/usr/bin:/bin", "PYTHONWARNINGS": "ignore", "PYTHONUNBUFFERED": "1"], output: logPath)
         var issuer: String?
-        try await poll(timeout: 30, "oidc-provider-mock did not announce its port") {
-            guard process.isRunning else { throw HarnessError("oidc-provider-mock exited: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")") }
-            let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            guard let range = text.range(of: "Uvicorn running on ") else { return false }
-            issuer = String(text[range.upperBound...].prefix { !$0.isWhitespace })
-            return true
+        var reaped = false
+        do {
+            try await poll(timeout: 30, "oidc-provider-mock did not announce its port") {
+                if let status = ChildProcess.exitStatusIfEnded(pid) {
+                    reaped = true
+                    throw HarnessError("oidc-provider-mock exited (\(status)): \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
+                }
+                let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+                guard let range = text.range(of: "Uvicorn running on ") else { return false }
+                issuer = String(text[range.upperBound...].prefix { !$0.isWhitespace })
+                return true
+            }
+            return OIDCProviderMock(pid: pid, issuer: try require(issuer, "no issuer"))
+        } catch {
+            // A reaped pid may already belong to someone else: only a live child is killed.
+            if !reaped { ChildProcess.stop(pid) }
+            throw error
         }
-        return OIDCProviderMock(process: process, issuer: try require(issuer, "no issuer"))
     }
 
-    /// SIGKILL: on SIGTERM uvicorn waits for idle keep-alive connections to close. Waited for
-    /// off the cooperative pool, since `waitUntilExit` blocks its thread.
+    /// SIGKILL: on SIGTERM uvicorn waits for idle keep-alive connections to close. Reaped off
+    /// the cooperative pool, since `waitpid` blocks its thread.
     func stop() async {
         await http.shutdown()
-        let process = self.process
-        _ = try? await offPool {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        let pid = self.pid
+        _ = try? await offPool { ChildProcess.stop(pid) }
     }
 
     /// Signs `subject` in through the authorization endpoint's form and redeems the code with

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokendCore
 import TokendProviders
+import TokendFakes
 import TokendTestSupport
 
 /// `--google` without the OpenID Connect flow of this build: the exchange at `signInWithIdp`,

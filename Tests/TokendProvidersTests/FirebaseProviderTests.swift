@@ -1,5 +1,6 @@
 import Testing
 import TokendCore
+import TokendFakes
 import TokendTestSupport
 @testable import TokendProviders
 

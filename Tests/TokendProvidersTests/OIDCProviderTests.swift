@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokendCore
+import TokendFakes
 import TokendTestSupport
 @testable import TokendProviders
 

@@ -3,6 +3,7 @@ import TokendCore
 import TokendKeyring
 import TokendProtocol
 @testable import TokendServer
+import TokendFakes
 import TokendTestSupport
 
 @Suite struct AccountEngineTests {

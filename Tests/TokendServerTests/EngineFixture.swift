@@ -4,6 +4,7 @@ import TokendKeyring
 import TokendProtocol
 import TokendProviders
 @testable import TokendServer
+import TokendFakes
 import TokendTestSupport
 
 /// An engine wired to the in-process fake and an in-memory keyring: the daemon minus its socket.

@@ -6,6 +6,7 @@ import TokendKeyring
 import TokendProtocol
 import TokendProviders
 @testable import TokendServer
+import TokendFakes
 import TokendTestSupport
 
 /// The engine's scoped tokens against the fake OIDC provider over real HTTP, with an in-memory

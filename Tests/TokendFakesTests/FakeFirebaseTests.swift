@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokendCore
+import TokendFakes
 import TokendTestSupport
 
 #if canImport(Glibc)
@@ -371,6 +372,44 @@ struct FakeFirebaseTests {
         }
     }
 
+    @Test func trickleSendsTheHeadThenTheBodyPartWay() async throws {
+        try await withFake { fake in
+            let session = fake.createUser()
+            fake.inject(.trickle, count: 1)
+            // Each byte comes well within a read timeout; the client stops after a few of them, as
+            // the whole answer would take minutes.
+            let outcome = await refresh(fake, session.refreshToken, stopAfterBodyBytes: 3)
+            guard case .stoppedReading(let received) = outcome else {
+                Issue.record("expected an unfinished answer, got \(outcome)")
+                return
+            }
+            #expect(received.starts(with: Array("HTTP/1.1 200 OK\r\n".utf8)))
+            let partial = try #require(PartialResponse(received))
+            let announced = try #require(partial.headers["content-length"].flatMap { Int($0) })
+            #expect(partial.body.count < announced)
+            #expect(fake.requests.last?.fault == .trickle)
+            #expect(fake.requests.last?.status == nil)
+        }
+    }
+
+    @Test func aStatusFaultsReplyHasExactlyItsHeadersAndEnvelope() async throws {
+        try await withFake { fake in
+            fake.inject(.status(503, retryAfter: 7), count: 1)
+            let outcome = await refresh(fake, "any-token")
+            let answer = try outcome.answer()
+            #expect(answer.status == 503)
+            #expect(answer.headers["retry-after"] == "7")
+            #expect(answer.headers["content-type"] == "application/json; charset=UTF-8")
+            #expect(answer.headers["connection"] == "close", "asked for by the client")
+            #expect(answer.headers["transfer-encoding"] == nil, "a plain Content-Length body")
+            let body = try answer.object()
+            let error = try #require(body["error"] as? [String: Any])
+            #expect(error["code"] as? Int == 503)
+            #expect(error["status"] as? String == "UNAVAILABLE")
+            #expect(error["message"] as? String == "Service Unavailable")
+        }
+    }
+
     @Test func hangNeverAnswersAndLaterRequestsStillWork() async throws {
         try await withFake { fake in
             let session = fake.createUser()
@@ -728,11 +767,13 @@ private func withFake(
 }
 
 /// A form-encoded refresh, as the JS SDK sends it.
-private func refresh(_ fake: FakeFirebase, _ refreshToken: String, key: String? = testAPIKey, timeout: Double = 10) async -> Exchange {
+private func refresh(
+    _ fake: FakeFirebase, _ refreshToken: String, key: String? = testAPIKey, timeout: Double = 10, stopAfterBodyBytes: Int? = nil
+) async -> Exchange {
     let target = tokenPath + (key.map { "?key=\($0)" } ?? "")
     return await RawHTTP.exchange(
         port: fake.port, method: "POST", target: target, body: "grant_type=refresh_token&refresh_token=\(refreshToken)",
-        contentType: "application/x-www-form-urlencoded", timeout: timeout)
+        contentType: "application/x-www-form-urlencoded", timeout: timeout, stopAfterBodyBytes: stopAfterBodyBytes)
 }
 
 private func post(_ fake: FakeFirebase, _ path: String, body: String, contentType: String? = "application/x-www-form-urlencoded") async -> Exchange {
@@ -783,6 +824,8 @@ enum Exchange: Sendable, CustomStringConvertible {
     case reset(received: [UInt8])
     /// Nothing more arrived before the client's timeout.
     case timedOut(received: [UInt8])
+    /// The client stopped reading once it had seen enough of the body (`stopAfterBodyBytes`).
+    case stoppedReading(received: [UInt8])
     case failed(String)
 
     /// The status of a complete response; nil for every way of not getting one.
@@ -804,6 +847,7 @@ enum Exchange: Sendable, CustomStringConvertible {
         case .closedEarly(let received): "closed after \(received.count) bytes"
         case .reset(let received): "reset after \(received.count) bytes"
         case .timedOut(let received): "timed out after \(received.count) bytes"
+        case .stoppedReading(let received): "stopped reading after \(received.count) bytes"
         case .failed(let why): "failed: \(why)"
         }
     }
@@ -846,18 +890,19 @@ struct PartialResponse {
 /// pool is never blocked while a fault keeps the server silent.
 enum RawHTTP {
     static func exchange(
-        port: Int, method: String, target: String, body: String, contentType: String?, timeout: Double
+        port: Int, method: String, target: String, body: String, contentType: String?, timeout: Double, stopAfterBodyBytes: Int? = nil
     ) async -> Exchange {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 continuation.resume(returning: blockingExchange(
-                    port: port, method: method, target: target, body: body, contentType: contentType, timeout: timeout))
+                    port: port, method: method, target: target, body: body, contentType: contentType, timeout: timeout,
+                    stopAfterBodyBytes: stopAfterBodyBytes))
             }
         }
     }
 
     private static func blockingExchange(
-        port: Int, method: String, target: String, body: String, contentType: String?, timeout: Double
+        port: Int, method: String, target: String, body: String, contentType: String?, timeout: Double, stopAfterBodyBytes: Int?
     ) -> Exchange {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return .failed("socket: errno \(errno)") }
@@ -892,6 +937,9 @@ enum RawHTTP {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             if let answer = PartialResponse(received)?.complete { return .response(answer) }
+            if let wanted = stopAfterBodyBytes, let partial = PartialResponse(received), partial.body.count >= wanted {
+                return .stoppedReading(received: received)
+            }
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n > 0 {
                 received += buffer[..<n]

@@ -1,7 +1,5 @@
 import Foundation
-import NIOCore
-import NIOHTTP1
-import NIOPosix
+import HummingbirdCore
 import TokendCore
 
 /// A Firebase Authentication look-alike on loopback, for tests and demos.
@@ -87,45 +85,23 @@ public final class FakeFirebase: Sendable {
     /// The interface it listens on, as given to `start`.
     public let host: String
     let backend: Backend
-    private let channel: any Channel
-    private let group: MultiThreadedEventLoopGroup
+    private let server: FakeHTTPServer
 
-    private init(host: String, port: Int, backend: Backend, channel: any Channel, group: MultiThreadedEventLoopGroup) {
+    private init(host: String, port: Int, backend: Backend, server: FakeHTTPServer) {
         self.host = host
         self.port = port
         self.backend = backend
-        self.channel = channel
-        self.group = group
+        self.server = server
     }
 
     /// Starts listening. Port 0 asks the kernel for a free port, so parallel tests never collide.
     public static func start(host: String = "127.0.0.1", port: Int = 0, options: Options = .init()) async throws -> FakeFirebase {
-        // One loop thread per fake: shutting the group down then closes every connection,
-        // including ones a `hang` fault keeps open, without bookkeeping of our own.
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let backend = Backend(options: options)
-        let channel: any Channel
-        do {
-            channel = try await ServerBootstrap(group: group)
-                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-                .childChannelInitializer { child in
-                    child.eventLoop.makeCompletedFuture {
-                        try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                        try child.pipeline.syncOperations.addHandler(FakeFirebaseHTTPHandler(backend: backend))
-                    }
-                }
-                .bind(host: host, port: port)
-                .get()
-        } catch {
-            try? await group.shutdownGracefully()
-            throw error
+        let responder = FakeFirebaseResponder(backend: backend)
+        let server = try await FakeHTTPServer.start(host: host, port: port) { (request, writer: consuming ResponseWriter, channel) in
+            try await responder.respond(to: request, writer: writer, channel: channel)
         }
-        guard let boundPort = channel.localAddress?.port else {
-            try? await channel.close()
-            try? await group.shutdownGracefully()
-            throw FakeFirebaseError.noLocalAddress(host: host)
-        }
-        return FakeFirebase(host: host, port: boundPort, backend: backend, channel: channel, group: group)
+        return FakeFirebase(host: host, port: server.port, backend: backend, server: server)
     }
 
     /// `host:port`, what `FIREBASE_AUTH_EMULATOR_HOST` and the config's `emulator` key take
@@ -137,8 +113,7 @@ public final class FakeFirebase: Sendable {
     /// Stops listening and closes every connection; pending `waitForRequests` calls answer false.
     public func shutdown() async throws {
         backend.cancelWaiters()
-        try? await channel.close()
-        try await group.shutdownGracefully()
+        try await server.shutdown()
     }
 
     // MARK: - Users
