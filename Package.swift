@@ -111,7 +111,10 @@ let package = Package(
             dependencies: ["TokendProviders", "TokendTestSupport", "TokendFakes"]),
         .testTarget(
             name: "TokendServerTests",
-            dependencies: ["TokendServer", "TokendTestSupport", "TokendFakes"]),
+            dependencies: [
+                "TokendServer", "TokendTestSupport", "TokendFakes",
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]),
         .testTarget(name: "TokenctlTests", dependencies: ["tokenctl", "TokendTestSupport"]),
         .testTarget(
             name: "EndToEndTests",

@@ -19,21 +19,25 @@ public struct ListenerError: Error, Sendable, CustomStringConvertible {
 /// The Unix-socket front of the daemon (docs/protocol.md): checks each peer's uid with SO_PEERCRED
 /// before a byte is read, frames JSON Lines, and writes whatever the `RequestHandler` replies.
 public final class SocketListener: Sendable {
-    /// A client that sends part of a line and then nothing for this long is cut off.
-    public static let partialLineTimeout: TimeAmount = .seconds(10)
-    /// Connections beyond this are closed at once, so a flood cannot exhaust descriptors that the
-    /// keyring and HTTP clients need. 1024 is far above any real number of local clients.
+    /// Connections beyond this get one `unavailable` line and are closed, so a flood cannot
+    /// exhaust descriptors that the keyring and HTTP clients need. 1024 is far above any real
+    /// number of local clients.
     public static let maximumConnections = 1024
 
     let handler: RequestHandler
     let logger: Logger
+    let lineTimeLimits: LineTimeLimits
     let uid = getuid()
     let openConnections = Mutex<[ObjectIdentifier: any Channel]>([:])
+    /// Connections accepted and not yet closed, counted when accepted (not when their serving
+    /// task starts), so a burst of connections cannot slip past the cap.
+    let acceptedConnections = Atomic<Int>(0)
     let server = Mutex<(any Channel)?>(nil)
 
-    public init(handler: RequestHandler, logger: Logger) {
+    public init(handler: RequestHandler, logger: Logger, lineTimeLimits: LineTimeLimits = .standard) {
         self.handler = handler
         self.logger = logger
+        self.lineTimeLimits = lineTimeLimits
     }
 
     /// Makes the socket's directory (0700, ours) and clears a stale socket: removed only when
@@ -83,19 +87,23 @@ public final class SocketListener: Sendable {
             // `echo '{"op":"hello"}' | socat - UNIX-CONNECT:…` half-closes after its line: the
             // reply must still go out, so EOF ends reading, not the connection.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
+        let lineTimeLimits = self.lineTimeLimits
         let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<LineFrame, ByteBuffer>> = { [self] channel in
             Self.credentials(of: channel).flatMapThrowing { credentials in
                 guard credentials.uid == uid else {
                     logger.warning("refused a client of another user", metadata: ["uid": "\(credentials.uid)", "pid": "\(credentials.pid)"])
                     throw ListenerError(code: .bindFailed, description: "peer uid \(credentials.uid) refused")
                 }
-                let count = self.openConnections.withLock { $0.count }
-                guard count < Self.maximumConnections else {
-                    logger.warning("too many connections; refusing a new one", metadata: ["open": "\(count)"])
-                    throw ListenerError(code: .bindFailed, description: "too many connections")
+                let open = self.acceptedConnections.add(1, ordering: .relaxed).newValue
+                channel.closeFuture.whenComplete { _ in self.acceptedConnections.subtract(1, ordering: .relaxed) }
+                if open <= Self.maximumConnections {
+                    try channel.pipeline.syncOperations.addHandler(LineFrameHandler(limits: lineTimeLimits))
+                } else {
+                    logger.warning("too many connections; refusing a new one", metadata: ["open": "\(open - 1)"])
+                    // Not a failed initializer: NIO would close the channel before it is active,
+                    // and the refusal could not be written.
+                    try channel.pipeline.syncOperations.addHandler(OverCapRefusal())
                 }
-                try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: Self.partialLineTimeout))
-                try channel.pipeline.syncOperations.addHandler(LineFrameHandler())
                 return try NIOAsyncChannel<LineFrame, ByteBuffer>(wrappingChannelSynchronously: channel)
             }.flatMapError { error in
                 // NIO leaves a channel whose initializer failed open: without this, a refused
@@ -184,5 +192,42 @@ public final class SocketListener: Sendable {
         } catch {
             logger.debug("connection ended with an error", metadata: ["error": "\(error)"])
         }
+    }
+}
+
+/// Stands in for the line framer on a connection over `SocketListener.maximumConnections`: one
+/// line saying why, then the close. The client learns what happened (tokenctl exits 75, try
+/// again) instead of reading a bare end of file. The close waits for the client's first bytes
+/// (or its end of input): closing first could fail the client's write of its request before it
+/// ever reads the refusal.
+final class OverCapRefusal: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// How long a silent client over the cap keeps its descriptor: enough for any client to
+    /// send its first line, short enough that a flood cannot pile descriptors up.
+    static let graceForTheRequest: TimeAmount = .seconds(5)
+
+    private var closing: Scheduled<Void>?
+
+    func channelActive(context: ChannelHandlerContext) {
+        let refusal = TokendError(
+            .unavailable, "tokend serves at most \(SocketListener.maximumConnections) connections at once; try again when one closes")
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: WireCoding.encodeLine(Response.failure(refusal)))), promise: nil)
+        closing = context.eventLoop.assumeIsolated().scheduleTask(in: Self.graceForTheRequest) { context.close(promise: nil) }
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.close(promise: nil)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .some(.inputClosed) = event as? ChannelEvent { context.close(promise: nil) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closing?.cancel()
+        context.fireChannelInactive()
     }
 }
