@@ -18,6 +18,10 @@ public struct TokenSet: Codable, Sendable, Equatable {
     /// The scopes the session was granted at login (OIDC), when known: kept with the session so
     /// that what it may do is visible without asking the provider.
     public var scopes: [String]?
+    /// Where the tokens were issued on this boot's CLOCK_BOOTTIME, stamped as the item is written
+    /// (`BootAnchor`): a restart can then tell their true age even if the wall clock was stepped
+    /// back meanwhile. Nil in memory and in items written before it existed.
+    public var boot: BootAnchor?
 
     public init(
         refreshToken: String, idToken: String? = nil, idTokenExpiresAt: Date? = nil,
@@ -57,6 +61,7 @@ public struct TokenSet: Codable, Sendable, Equatable {
         case issuedAt = "issued_at"
         case endpoint
         case scopes
+        case boot
     }
 }
 

@@ -77,7 +77,8 @@ public final class Daemon: Service, Sendable {
         self.hub = hub
         self.transport = transport
         self.store = store
-        self.engine = AccountEngine(store: store, hub: hub, logger: logger) { configuration in
+        let clock = ForwardClock()
+        self.engine = AccountEngine(store: BootAnchoredStore(store, clock: clock), clock: clock, hub: hub, logger: logger) { configuration in
             Self.provider(for: configuration, transport: transport)
         }
         self.hooks = HookRunner(environment: options.environment, clock: engine.clock, logger: logger)

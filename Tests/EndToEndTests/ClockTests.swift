@@ -97,4 +97,31 @@ import TokendTestSupport
             #expect(expiry > asked, "served a token dead for \(asked.timeIntervalSince(expiry)) s")
         }
     }
+
+    /// Found by scripts/chaos: tokend refreshes and stores a session while its wall clock is an
+    /// hour ahead; the clock is set right and tokend restarts (boot time never jumped). The stored
+    /// expiry, written by the clock that was ahead, must not make the token look alive for an
+    /// extra hour: once it is dead by the provider's clock, it is never served.
+    @Test func aClockSetBackBeforeARestartNeverResurrectsAStoredToken() async throws {
+        var options = FakeFirebase.Options()
+        options.lifetime = 6
+        let world = try await DaemonHarness.start(options: options, startDaemon: false)
+        defer { Task { await world.shutdown() } }
+        let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
+        try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false, offset: "+1h"))
+        try await world.importNewUser()
+        world.stopDaemon()
+        let stored = try #require(try await world.storedSession()?.idToken)
+        let storedExpiry = try #require(JWTClaims(token: stored)?.expiresAt)
+        try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false, offset: "+0"))
+        try await poll(timeout: 20, "the stored token's death by real time") { Date() > storedExpiry.addingTimeInterval(0.5) }
+        let asked = Date()
+        let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let served = run.stdout.trimmingCharacters(in: .newlines)
+        let resurrected = served == stored  // compared apart: a failure message must not print tokens
+        #expect(!resurrected, "served the stored token, dead for \(asked.timeIntervalSince(storedExpiry)) s")
+        let expiry = try #require(JWTClaims(token: served)?.expiresAt)
+        #expect(expiry > asked, "served a token dead for \(asked.timeIntervalSince(expiry)) s")
+    }
 }
