@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+import TokendCore
+import TokendProtocol
+import TokendTestSupport
+
+/// Issue 8, item 8, end to end through a real socket: the partial-line timeout counts only while
+/// the daemon wants to read. (The line's total bound, and the clocks' arithmetic, are tested on a
+/// manual clock in `LineFrameHandlerTests`.)
+@Suite struct PipeliningClientTests {
+    /// What the daemon gives a client to finish a line it has started (docs/protocol.md).
+    static let partialLineTimeout: Double = 10
+
+    /// A client pipelines requests and reads none of the replies, until the daemon stops taking
+    /// its bytes (back-pressure), with part of a line in the daemon's buffer. It then reads
+    /// nothing for longer than the partial-line timeout: that pause is the daemon's, not the
+    /// client's, so the client is not cut, and once it reads, every request is answered.
+    @Test func aPipeliningClientThatReadsLateIsNeverCut() async throws {
+        let world = try await DaemonHarness.start()
+        defer { Task { await world.shutdown() } }
+        let connection = try RawConnection(path: world.socketPath)
+        // 28-byte lines: the daemon's reads, in power-of-two chunks, end inside a line.
+        let request = Array("{\"op\":\"hello\",\"id\":\"pipe\"}\n".utf8)
+        let batch = Array([[UInt8]](repeating: request, count: 512).joined())
+        var sent = 0
+        var outcome = RawConnection.SendOutcome.sent
+        while outcome == .sent, sent < 50_000_000 {
+            // Stalled for 3 s: the daemon has stopped reading from us.
+            let result = await connection.sendNonBlocking(Array(batch[(sent % batch.count)...]), stallLimit: 3)
+            sent += result.count
+            outcome = result.outcome
+        }
+        #expect(outcome == .stalled, "the daemon pushed back (outcome \(outcome) after \(sent) bytes)")
+        // Reading nothing, past the partial-line timeout (counted from the stall's start).
+        try await Task.sleep(for: .seconds(Self.partialLineTimeout))
+        // Finish the last line while reading: the daemon resumes reading as replies drain.
+        let rest = Array(request[(sent % request.count)...])
+        let finishing = Task { await connection.send(rest) }
+        let expected = (sent + rest.count) / request.count
+        var answered = 0
+        while answered < expected, let line = try await connection.readLine(timeout: 60) {
+            let response = try JSONDecoder().decode(Response.self, from: Data(line))
+            guard response.ok, response.id == .string("pipe") else { break }
+            answered += 1
+        }
+        #expect(await finishing.value == rest.count, "the daemon took the rest of the line")
+        #expect(answered == expected, "\(answered) of \(expected) pipelined requests answered")
+    }
+}
