@@ -79,6 +79,24 @@ final class LineFrameHandler: ChannelDuplexHandler {
         guard !broken else { return }
         let buffer = unwrapInboundIn(data)
         framer.append(buffer.readableBytesView)
+        frameLines(context: context)
+    }
+
+    /// The client closed its side. JSON Lines lets the last line go without its newline
+    /// (`printf '{"op":"hello"}' | socat …`): it is a request like any other and gets its answer.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .some(.inputClosed) = event as? ChannelEvent {
+            stopWaiting(now: context.eventLoop.now)
+            if !broken, framer.pendingByteCount > 0 {
+                framer.append(CollectionOfOne(UInt8(ascii: "\n")))
+                frameLines(context: context)
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Passes on every complete line the framer holds.
+    private func frameLines(context: ChannelHandlerContext) {
         do {
             while let line = try framer.nextLine() {
                 waitedOnLine = .zero  // what is left in the framer belongs to a new line

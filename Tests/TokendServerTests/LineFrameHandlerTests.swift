@@ -107,4 +107,19 @@ import Testing
         }
         #expect(channel.isActive)
     }
+
+    /// The client half-closes after a last line without its newline: that line is passed on
+    /// before the end of input, so it is answered like any other.
+    @Test func aLastLineWithoutItsNewlineIsPassedOnAtEndOfInput() throws {
+        let channel = try connectedChannel()
+        channel.read()
+        try send("{\"op\":\"hello\"}\n{\"op\":\"list\"}", to: channel)
+        #expect(try lines(from: channel) == ["{\"op\":\"hello\"}"])
+        channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        #expect(try lines(from: channel) == ["{\"op\":\"list\"}"])
+        // Nothing is pending any more: no clock runs for the closed input.
+        channel.read()
+        channel.embeddedEventLoop.advanceTime(by: Self.limits.lineTimeBound * 2)
+        #expect(channel.isActive)
+    }
 }

@@ -4,10 +4,10 @@ import TokendCore
 import TokendProtocol
 import TokendTestSupport
 
-/// Issue 8, item 8, end to end through a real socket: the partial-line timeout counts only while
-/// the daemon wants to read. (The line's total bound, and the clocks' arithmetic, are tested on a
-/// manual clock in `LineFrameHandlerTests`.)
-@Suite struct PipeliningClientTests {
+/// docs/protocol.md's framing rules through a real socket. Issue 8, item 8: the partial-line
+/// timeout counts only while the daemon wants to read (the line's total bound, and the clocks'
+/// arithmetic, are tested on a manual clock in `LineFrameHandlerTests`).
+@Suite struct FramingTests {
     /// What the daemon gives a client to finish a line it has started (docs/protocol.md).
     static let partialLineTimeout: Double = 10
 
@@ -45,5 +45,21 @@ import TokendTestSupport
         }
         #expect(await finishing.value == rest.count, "the daemon took the rest of the line")
         #expect(answered == expected, "\(answered) of \(expected) pipelined requests answered")
+    }
+
+    /// `printf '{"op":"hello"}' | socat - UNIX-CONNECT:…`: the last line has no newline and the
+    /// client half-closes. It is a request all the same, and gets its answer (it used to get
+    /// nothing, and socat exited 0).
+    @Test func aLastLineWithoutItsNewlineIsAnswered() async throws {
+        let world = try await DaemonHarness.start()
+        defer { Task { await world.shutdown() } }
+        let socketPath = world.socketPath
+        let environment = world.environment
+        let run = try await offPool {
+            try ChildProcess.run("/usr/bin/socat", ["-", "UNIX-CONNECT:\(socketPath)"], environment: environment, stdin: "{\"op\":\"hello\",\"id\":9}")
+        }
+        #expect(run.status == 0, "\(run.stderr)")
+        let reply = try JSONDecoder().decode(Response.self, from: Data(run.stdout.utf8))
+        #expect(reply.ok && reply.id == .number(9), "\(run.stdout)")
     }
 }
