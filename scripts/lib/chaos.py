@@ -624,9 +624,13 @@ class World:
         weights = [STEP_WEIGHTS[k] for k in kinds]
         end = time.monotonic() + self.args.minutes * 60
         number = 0
+        progress = time.monotonic() + 300
         try:
             while time.monotonic() < end and not self.stop.is_set():
                 number += 1
+                if time.monotonic() > progress:  # a long run shows where it is
+                    progress += 300
+                    print("chaos: %d steps, %d checks, %d violations so far" % (number, sum(self.checks.values()), len(self.violations)), flush=True)
                 if number % 25 == 0:
                     self.settle()
                     self.counts["step settle"] += 1
