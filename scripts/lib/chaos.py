@@ -231,6 +231,7 @@ class World:
                 break
             self.log("keyring hand-over lost to pid %d; again" % lost[0])
             os.kill(lost[0], signal.SIGTERM)
+            keyring.terminate()
             keyring.wait()
         else:
             raise RuntimeError("another gnome-keyring kept the Secret Service name three times")
