@@ -106,22 +106,23 @@ import TokendTestSupport
         var options = FakeFirebase.Options()
         options.lifetime = 6
         let world = try await DaemonHarness.start(options: options, startDaemon: false)
-        defer { Task { await world.shutdown() } }
-        let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
-        try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false, offset: "+1h"))
-        try await world.importNewUser()
-        world.stopDaemon()
-        let stored = try #require(try await world.storedSession()?.idToken)
-        let storedExpiry = try #require(JWTClaims(token: stored)?.expiresAt)
-        try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false, offset: "+0"))
-        try await poll(timeout: 20, "the stored token's death by real time") { Date() > storedExpiry.addingTimeInterval(0.5) }
-        let asked = Date()
-        let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
-        #expect(run.status == 0, "\(run.stderr)")
-        let served = run.stdout.trimmingCharacters(in: .newlines)
-        let resurrected = served == stored  // compared apart: a failure message must not print tokens
-        #expect(!resurrected, "served the stored token, dead for \(asked.timeIntervalSince(storedExpiry)) s")
-        let expiry = try #require(JWTClaims(token: served)?.expiresAt)
-        #expect(expiry > asked, "served a token dead for \(asked.timeIntervalSince(expiry)) s")
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
+            try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false, offset: "+1h"))
+            try await world.importNewUser()
+            world.stopDaemon()
+            let stored = try #require(try await world.storedSession()?.idToken)
+            let storedExpiry = try #require(JWTClaims(token: stored)?.expiresAt)
+            try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false, offset: "+0"))
+            try await poll(timeout: 20, "the stored token's death by real time") { Date() > storedExpiry.addingTimeInterval(0.5) }
+            let asked = Date()
+            let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let served = run.stdout.trimmingCharacters(in: .newlines)
+            let resurrected = served == stored  // compared apart: a failure message must not print tokens
+            #expect(!resurrected, "served the stored token, dead for \(asked.timeIntervalSince(storedExpiry)) s")
+            let expiry = try #require(JWTClaims(token: served)?.expiresAt)
+            #expect(expiry > asked, "served a token dead for \(asked.timeIntervalSince(expiry)) s")
+        }
     }
 }

@@ -63,25 +63,26 @@ import TokendTestSupport
 
     @Test func theConnectionOverTheCapIsToldWhyAndASlotFreesAgain() async throws {
         let world = try await DaemonHarness.start()
-        defer { Task { await world.shutdown() } }
-        try await world.importNewUser()
-        let socketPath = world.socketPath
-        let environment = world.environment
-        let result = try await offPool {
-            try ChildProcess.run(
-                "/usr/bin/env", ["python3", "-c", Self.holder, socketPath, DaemonHarness.binDirectory + "/tokenctl", "1024"],
-                environment: environment, timeout: 300)
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            try await world.importNewUser()
+            let socketPath = world.socketPath
+            let environment = world.environment
+            let result = try await offPool {
+                try ChildProcess.run(
+                    "/usr/bin/env", ["python3", "-c", Self.holder, socketPath, DaemonHarness.binDirectory + "/tokenctl", "1024"],
+                    environment: environment, timeout: 300)
+            }
+            #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+            let seen = try JSONDecoder().decode(Seen.self, from: Data(result.stdout.utf8))
+            #expect(seen.held == 1024)
+            #expect(seen.refusal.contains("\"code\":\"unavailable\""), "\(seen.refusal)")
+            #expect(seen.refusal.contains("1024 connections"), "\(seen.refusal)")
+            #expect(seen.closed, "the connection over the cap is closed after its refusal")
+            #expect(seen.full_status == 75, "tokenctl over the cap: \(seen.full_stderr)")
+            #expect(seen.full_stderr.contains("1024 connections"), "\(seen.full_stderr)")
+            #expect(seen.full_stderr.split(separator: "\n").count <= 2, "\(seen.full_stderr)")
+            #expect(seen.freed_status == 0, "a closed connection frees its slot")
+            #expect(try await world.tokenctl(["token", "work"]).status == 0)
         }
-        #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
-        let seen = try JSONDecoder().decode(Seen.self, from: Data(result.stdout.utf8))
-        #expect(seen.held == 1024)
-        #expect(seen.refusal.contains("\"code\":\"unavailable\""), "\(seen.refusal)")
-        #expect(seen.refusal.contains("1024 connections"), "\(seen.refusal)")
-        #expect(seen.closed, "the connection over the cap is closed after its refusal")
-        #expect(seen.full_status == 75, "tokenctl over the cap: \(seen.full_stderr)")
-        #expect(seen.full_stderr.contains("1024 connections"), "\(seen.full_stderr)")
-        #expect(seen.full_stderr.split(separator: "\n").count <= 2, "\(seen.full_stderr)")
-        #expect(seen.freed_status == 0, "a closed connection frees its slot")
-        #expect(try await world.tokenctl(["token", "work"]).status == 0)
     }
 }

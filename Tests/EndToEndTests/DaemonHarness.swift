@@ -43,12 +43,14 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
     /// A world with one Firebase account `work` pointing at a fresh fake. Prefer `withWorld`,
     /// which also tears it down; whoever calls this owns `shutdown()`.
     static func start(options: FakeFirebase.Options = .init(), accounts: [String] = ["work"], startDaemon: Bool = true) async throws -> DaemonHarness {
-        let keyring = try PrivateKeyring.start()
+        // Starting and stopping a keyring waits on processes: off the cooperative pool, which
+        // other tests' daemons and in-process fakes need meanwhile.
+        let keyring = try await offPool { try PrivateKeyring.start() }
         let fake: FakeFirebase
         do {
             fake = try await FakeFirebase.start(options: options)
         } catch {
-            keyring.stop()
+            _ = try? await offPool { keyring.stop() }
             throw error
         }
         let harness = DaemonHarness(keyring: keyring, fake: fake)
@@ -134,7 +136,7 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
     func shutdown() async {
         _ = try? await offPool { self.stopDaemon() }
         try? await fake.shutdown()
-        keyring.stop()
+        _ = try? await offPool { self.keyring.stop() }
     }
 
     var daemonLog: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -238,4 +240,18 @@ func poll(timeout: Double, interval: Double = 0.05, _ message: @autoclosure () -
     }
     if try await condition() { return }
     throw HarnessError("timed out after \(timeout) s: \(message())")
+}
+
+/// One blocking connection driven from async test code: each call runs off the cooperative pool.
+/// `@unchecked Sendable`: tests make one call at a time on it, each awaited before the next.
+final class SharedClient: @unchecked Sendable {
+    let connection: BlockingClient
+
+    init(_ connection: BlockingClient) {
+        self.connection = connection
+    }
+
+    func call(_ request: Request) async throws -> Response {
+        try await offPool { try self.connection.call(request) }
+    }
 }

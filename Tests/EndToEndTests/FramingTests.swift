@@ -17,34 +17,35 @@ import TokendTestSupport
     /// client's, so the client is not cut, and once it reads, every request is answered.
     @Test func aPipeliningClientThatReadsLateIsNeverCut() async throws {
         let world = try await DaemonHarness.start()
-        defer { Task { await world.shutdown() } }
-        let connection = try RawConnection(path: world.socketPath)
-        // 28-byte lines: the daemon's reads, in power-of-two chunks, end inside a line.
-        let request = Array("{\"op\":\"hello\",\"id\":\"pipe\"}\n".utf8)
-        let batch = Array([[UInt8]](repeating: request, count: 512).joined())
-        var sent = 0
-        var outcome = RawConnection.SendOutcome.sent
-        while outcome == .sent, sent < 50_000_000 {
-            // Stalled for 3 s: the daemon has stopped reading from us.
-            let result = await connection.sendNonBlocking(Array(batch[(sent % batch.count)...]), stallLimit: 3)
-            sent += result.count
-            outcome = result.outcome
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            let connection = try RawConnection(path: world.socketPath)
+            // 28-byte lines: the daemon's reads, in power-of-two chunks, end inside a line.
+            let request = Array("{\"op\":\"hello\",\"id\":\"pipe\"}\n".utf8)
+            let batch = Array([[UInt8]](repeating: request, count: 512).joined())
+            var sent = 0
+            var outcome = RawConnection.SendOutcome.sent
+            while outcome == .sent, sent < 50_000_000 {
+                // Stalled for 3 s: the daemon has stopped reading from us.
+                let result = await connection.sendNonBlocking(Array(batch[(sent % batch.count)...]), stallLimit: 3)
+                sent += result.count
+                outcome = result.outcome
+            }
+            #expect(outcome == .stalled, "the daemon pushed back (outcome \(outcome) after \(sent) bytes)")
+            // Reading nothing, past the partial-line timeout (counted from the stall's start).
+            try await Task.sleep(for: .seconds(Self.partialLineTimeout))
+            // Finish the last line while reading: the daemon resumes reading as replies drain.
+            let rest = Array(request[(sent % request.count)...])
+            let finishing = Task { await connection.send(rest) }
+            let expected = (sent + rest.count) / request.count
+            var answered = 0
+            while answered < expected, let line = try await connection.readLine(timeout: 60) {
+                let response = try JSONDecoder().decode(Response.self, from: Data(line))
+                guard response.ok, response.id == .string("pipe") else { break }
+                answered += 1
+            }
+            #expect(await finishing.value == rest.count, "the daemon took the rest of the line")
+            #expect(answered == expected, "\(answered) of \(expected) pipelined requests answered")
         }
-        #expect(outcome == .stalled, "the daemon pushed back (outcome \(outcome) after \(sent) bytes)")
-        // Reading nothing, past the partial-line timeout (counted from the stall's start).
-        try await Task.sleep(for: .seconds(Self.partialLineTimeout))
-        // Finish the last line while reading: the daemon resumes reading as replies drain.
-        let rest = Array(request[(sent % request.count)...])
-        let finishing = Task { await connection.send(rest) }
-        let expected = (sent + rest.count) / request.count
-        var answered = 0
-        while answered < expected, let line = try await connection.readLine(timeout: 60) {
-            let response = try JSONDecoder().decode(Response.self, from: Data(line))
-            guard response.ok, response.id == .string("pipe") else { break }
-            answered += 1
-        }
-        #expect(await finishing.value == rest.count, "the daemon took the rest of the line")
-        #expect(answered == expected, "\(answered) of \(expected) pipelined requests answered")
     }
 
     /// `printf '{"op":"hello"}' | socat - UNIX-CONNECT:…`: the last line has no newline and the
@@ -52,14 +53,15 @@ import TokendTestSupport
     /// nothing, and socat exited 0).
     @Test func aLastLineWithoutItsNewlineIsAnswered() async throws {
         let world = try await DaemonHarness.start()
-        defer { Task { await world.shutdown() } }
-        let socketPath = world.socketPath
-        let environment = world.environment
-        let run = try await offPool {
-            try ChildProcess.run("/usr/bin/socat", ["-", "UNIX-CONNECT:\(socketPath)"], environment: environment, stdin: "{\"op\":\"hello\",\"id\":9}")
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            let socketPath = world.socketPath
+            let environment = world.environment
+            let run = try await offPool {
+                try ChildProcess.run("/usr/bin/socat", ["-", "UNIX-CONNECT:\(socketPath)"], environment: environment, stdin: "{\"op\":\"hello\",\"id\":9}")
+            }
+            #expect(run.status == 0, "\(run.stderr)")
+            let reply = try JSONDecoder().decode(Response.self, from: Data(run.stdout.utf8))
+            #expect(reply.ok && reply.id == .number(9), "\(run.stdout)")
         }
-        #expect(run.status == 0, "\(run.stderr)")
-        let reply = try JSONDecoder().decode(Response.self, from: Data(run.stdout.utf8))
-        #expect(reply.ok && reply.id == .number(9), "\(run.stdout)")
     }
 }

@@ -24,130 +24,135 @@ import Glibc
 
     @Test func aLineOverTheCapGetsTooLargeAndTheConnectionIsClosed() async throws {
         let world = try await DaemonHarness.start()
-        defer { Task { await world.shutdown() } }
-        let probe = ServedProbe(world)
-        let connection = try RawConnection(path: world.socketPath)
-        let line = Array(#"{"op":"hello","pad":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: Self.cap) + Array("\"}\n".utf8)
-        await connection.send(line)  // the daemon may close before taking all of it
-        let reply = try await connection.response(timeout: Self.patience)
-        #expect(reply.ok == false)
-        #expect(reply.error?.code == .tooLarge)
-        #expect(await connection.waitForClose(timeout: Self.patience), "the connection is closed after too_large")
-        await probe.finish()
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            let probe = ServedProbe(world)
+            let connection = try RawConnection(path: world.socketPath)
+            let line = Array(#"{"op":"hello","pad":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: Self.cap) + Array("\"}\n".utf8)
+            await connection.send(line)  // the daemon may close before taking all of it
+            let reply = try await connection.response(timeout: Self.patience)
+            #expect(reply.ok == false)
+            #expect(reply.error?.code == .tooLarge)
+            #expect(await connection.waitForClose(timeout: Self.patience), "the connection is closed after too_large")
+            await probe.finish()
+        }
     }
 
     @Test func aNeverEndingLineIsCutNotBuffered() async throws {
         let world = try await DaemonHarness.start()
-        defer { Task { await world.shutdown() } }
-        let pid = try #require(world.daemonPID)
-        let probe = ServedProbe(world)
-        let before = try residentBytes(pid)
-        let connection = try RawConnection(path: world.socketPath)
-        // 8 MiB without a newline, as fast as the daemon takes it.
-        let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
-        let total = 8 * 1024 * 1024
-        var sent = 0
-        var outcome = RawConnection.SendOutcome.sent
-        while sent < total, outcome == .sent {
-            let result = await connection.sendNonBlocking(chunk, stallLimit: Self.patience)
-            sent += result.count
-            outcome = result.outcome
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            let pid = try #require(world.daemonPID)
+            let probe = ServedProbe(world)
+            let before = try residentBytes(pid)
+            let connection = try RawConnection(path: world.socketPath)
+            // 8 MiB without a newline, as fast as the daemon takes it.
+            let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
+            let total = 8 * 1024 * 1024
+            var sent = 0
+            var outcome = RawConnection.SendOutcome.sent
+            while sent < total, outcome == .sent {
+                let result = await connection.sendNonBlocking(chunk, stallLimit: Self.patience)
+                sent += result.count
+                outcome = result.outcome
+            }
+            let after = try residentBytes(pid)
+            #expect(outcome == .closed, "the daemon closed the connection (sent \(sent) bytes, outcome \(outcome))")
+            #expect(sent < total)
+            // Whatever it managed to say before closing is too_large.
+            if let line = try await connection.readLine(timeout: Self.patience) {
+                #expect(try JSONDecoder().decode(Response.self, from: Data(line)).error?.code == .tooLarge)
+            }
+            #expect(after - before < Self.memoryBound, "resident memory grew by \(after - before) bytes")
+            print("never-ending line: daemon closed after \(sent) bytes; VmRSS \(before / 1024) KiB -> \(after / 1024) KiB")
+            await probe.finish()
         }
-        let after = try residentBytes(pid)
-        #expect(outcome == .closed, "the daemon closed the connection (sent \(sent) bytes, outcome \(outcome))")
-        #expect(sent < total)
-        // Whatever it managed to say before closing is too_large.
-        if let line = try await connection.readLine(timeout: Self.patience) {
-            #expect(try JSONDecoder().decode(Response.self, from: Data(line)).error?.code == .tooLarge)
-        }
-        #expect(after - before < Self.memoryBound, "resident memory grew by \(after - before) bytes")
-        print("never-ending line: daemon closed after \(sent) bytes; VmRSS \(before / 1024) KiB -> \(after / 1024) KiB")
-        await probe.finish()
     }
 
     /// Half a line and then silence is cut after the daemon's 10-second partial-line timeout;
     /// a client idle between lines is not.
     @Test func halfALineThenSilenceIsCut() async throws {
         let world = try await DaemonHarness.start()
-        defer { Task { await world.shutdown() } }
-        let probe = ServedProbe(world)
-        let idle = try RawConnection(path: world.socketPath)
-        await idle.send(Array("{\"op\":\"hello\"}\n".utf8))
-        #expect(try await idle.response(timeout: Self.patience).ok)
-        let stalled = try RawConnection(path: world.socketPath)
-        await stalled.send(Array(#"{"op":"hel"#.utf8))
-        // The timeout is 10 s; allow it plenty to happen, but do not wait a fixed time.
-        let cut = await stalled.waitForClose(timeout: 10 + Self.patience)
-        #expect(cut, "the stalled client was disconnected")
-        #expect(stalled.receivedBytes == 0, "and got no reply for its half line")
-        // The idle client, connected before the stalled one, is still served.
-        await idle.send(Array("{\"op\":\"hello\",\"id\":2}\n".utf8))
-        #expect(try await idle.response(timeout: Self.patience).id == .number(2))
-        await probe.finish()
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            let probe = ServedProbe(world)
+            let idle = try RawConnection(path: world.socketPath)
+            await idle.send(Array("{\"op\":\"hello\"}\n".utf8))
+            #expect(try await idle.response(timeout: Self.patience).ok)
+            let stalled = try RawConnection(path: world.socketPath)
+            await stalled.send(Array(#"{"op":"hel"#.utf8))
+            // The timeout is 10 s; allow it plenty to happen, but do not wait a fixed time.
+            let cut = await stalled.waitForClose(timeout: 10 + Self.patience)
+            #expect(cut, "the stalled client was disconnected")
+            #expect(stalled.receivedBytes == 0, "and got no reply for its half line")
+            // The idle client, connected before the stalled one, is still served.
+            await idle.send(Array("{\"op\":\"hello\",\"id\":2}\n".utf8))
+            #expect(try await idle.response(timeout: Self.patience).id == .number(2))
+            await probe.finish()
+        }
     }
 
     /// A client that sends thousands of requests and never reads its replies: the daemon stops
     /// reading from it (back-pressure) instead of queueing replies without bound.
     @Test func aClientThatNeverReadsDoesNotGrowTheDaemon() async throws {
         let world = try await DaemonHarness.start()
-        defer { Task { await world.shutdown() } }
-        try await world.importNewUser()
-        let pid = try #require(world.daemonPID)
-        let probe = ServedProbe(world)
-        let before = try residentBytes(pid)
-        let connection = try RawConnection(path: world.socketPath)
-        // Status replies are ~10 times the request: unbounded queueing would show at once.
-        let request = Array("{\"op\":\"status\",\"account\":\"work\"}\n".utf8)
-        let batch = Array([[UInt8]](repeating: request, count: 256).joined())
-        // A million requests, ~300 MB of replies, if nothing pushed back.
-        let limit = 1_000_000
-        var sentBytes = 0
-        var outcome = RawConnection.SendOutcome.sent
-        while sentBytes / request.count < limit, outcome == .sent {
-            // Stalled for 3 s: the daemon has stopped reading from us.
-            let result = await connection.sendNonBlocking(Array(batch[(sentBytes % batch.count)...]), stallLimit: 3)
-            sentBytes += result.count
-            outcome = result.outcome
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            try await world.importNewUser()
+            let pid = try #require(world.daemonPID)
+            let probe = ServedProbe(world)
+            let before = try residentBytes(pid)
+            let connection = try RawConnection(path: world.socketPath)
+            // Status replies are ~10 times the request: unbounded queueing would show at once.
+            let request = Array("{\"op\":\"status\",\"account\":\"work\"}\n".utf8)
+            let batch = Array([[UInt8]](repeating: request, count: 256).joined())
+            // A million requests, ~300 MB of replies, if nothing pushed back.
+            let limit = 1_000_000
+            var sentBytes = 0
+            var outcome = RawConnection.SendOutcome.sent
+            while sentBytes / request.count < limit, outcome == .sent {
+                // Stalled for 3 s: the daemon has stopped reading from us.
+                let result = await connection.sendNonBlocking(Array(batch[(sentBytes % batch.count)...]), stallLimit: 3)
+                sentBytes += result.count
+                outcome = result.outcome
+            }
+            let requests = sentBytes / request.count
+            let after = try residentBytes(pid)
+            #expect(outcome == .stalled, "the daemon stopped reading (outcome \(outcome) after \(requests) requests)")
+            #expect(requests >= 1000, "thousands of requests were sent (\(requests))")
+            #expect(after - before < Self.memoryBound, "resident memory grew by \(after - before) bytes")
+            // Others are served while it hangs there.
+            #expect(try await world.call(Request(op: "status", account: "work")).ok)
+            print("never-reading client: \(requests) requests sent before the daemon pushed back; VmRSS \(before / 1024) KiB -> \(after / 1024) KiB")
+            await probe.finish()
         }
-        let requests = sentBytes / request.count
-        let after = try residentBytes(pid)
-        #expect(outcome == .stalled, "the daemon stopped reading (outcome \(outcome) after \(requests) requests)")
-        #expect(requests >= 1000, "thousands of requests were sent (\(requests))")
-        #expect(after - before < Self.memoryBound, "resident memory grew by \(after - before) bytes")
-        // Others are served while it hangs there.
-        #expect(try await world.call(Request(op: "status", account: "work")).ok)
-        print("never-reading client: \(requests) requests sent before the daemon pushed back; VmRSS \(before / 1024) KiB -> \(after / 1024) KiB")
-        await probe.finish()
     }
 
     /// 500 clients held open at once: all served, a 501st too; when they go, the daemon's
     /// descriptors return to where they were and new clients are served.
     @Test func fiveHundredConnectionsHeldOpenAtOnce() async throws {
         let world = try await DaemonHarness.start()
-        defer { Task { await world.shutdown() } }
-        let pid = try #require(world.daemonPID)
-        let baseline = try descriptorCount(pid)
-        let rssBefore = try residentBytes(pid)
-        let probe = ServedProbe(world)
-        var held: [RawConnection] = []
-        for index in 0..<500 {
-            let connection = try RawConnection(path: world.socketPath)
-            await connection.send(Array("{\"op\":\"hello\",\"id\":\(index)}\n".utf8))
-            held.append(connection)
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            let pid = try #require(world.daemonPID)
+            let baseline = try descriptorCount(pid)
+            let rssBefore = try residentBytes(pid)
+            let probe = ServedProbe(world)
+            var held: [RawConnection] = []
+            for index in 0..<500 {
+                let connection = try RawConnection(path: world.socketPath)
+                await connection.send(Array("{\"op\":\"hello\",\"id\":\(index)}\n".utf8))
+                held.append(connection)
+            }
+            for (index, connection) in held.enumerated() {
+                #expect(try await connection.response(timeout: Self.patience).id == .number(Double(index)))
+            }
+            let during = try descriptorCount(pid)
+            // Less one or two: the baseline may still have counted the harness's start-up connection.
+            #expect(during >= baseline + 498, "the daemon holds the 500 (\(baseline) -> \(during) descriptors)")
+            let rssDuring = try residentBytes(pid)
+            #expect(try await world.call(Request(op: "hello", id: .string("501st"))).id == .string("501st"))
+            held.removeAll()  // closes all 500
+            try await poll(timeout: Self.patience, "descriptors back to \(baseline)") { try descriptorCount(pid) <= baseline }
+            #expect(try await world.call(Request(op: "list")).ok)
+            print("500 connections: descriptors \(baseline) -> \(during) -> \(try descriptorCount(pid)); VmRSS \(rssBefore / 1024) KiB -> \(rssDuring / 1024) KiB")
+            await probe.finish()
         }
-        for (index, connection) in held.enumerated() {
-            #expect(try await connection.response(timeout: Self.patience).id == .number(Double(index)))
-        }
-        let during = try descriptorCount(pid)
-        // Less one or two: the baseline may still have counted the harness's start-up connection.
-        #expect(during >= baseline + 498, "the daemon holds the 500 (\(baseline) -> \(during) descriptors)")
-        let rssDuring = try residentBytes(pid)
-        #expect(try await world.call(Request(op: "hello", id: .string("501st"))).id == .string("501st"))
-        held.removeAll()  // closes all 500
-        try await poll(timeout: Self.patience, "descriptors back to \(baseline)") { try descriptorCount(pid) <= baseline }
-        #expect(try await world.call(Request(op: "list")).ok)
-        print("500 connections: descriptors \(baseline) -> \(during) -> \(try descriptorCount(pid)); VmRSS \(rssBefore / 1024) KiB -> \(rssDuring / 1024) KiB")
-        await probe.finish()
     }
 
     /// With fewer descriptors than clients (a low `ulimit -n`), the daemon does not crash or stop
@@ -156,58 +161,60 @@ import Glibc
     /// that is the point of the test.
     @Test func runningOutOfDescriptorsIsSurvived() async throws {
         let world = try await DaemonHarness.start(startDaemon: false)
-        defer { Task { await world.shutdown() } }
-        // 128 descriptors: the daemon's own (~30) plus about a hundred clients.
-        try await world.startDaemon(launcher: ["/usr/bin/prlimit", "--nofile=128:128", "--"])
-        let pid = try #require(world.daemonPID)
-        // 200 clients: the backlog (256) holds those the daemon cannot accept, so every connect
-        // returns at once.
-        var held: [RawConnection] = []
-        for _ in 0..<200 {
-            let connection = try RawConnection(path: world.socketPath)
-            await connection.send(Array("{\"op\":\"hello\"}\n".utf8))
-            held.append(connection)
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            // 128 descriptors: the daemon's own (~30) plus about a hundred clients.
+            try await world.startDaemon(launcher: ["/usr/bin/prlimit", "--nofile=128:128", "--"])
+            let pid = try #require(world.daemonPID)
+            // 200 clients: the backlog (256) holds those the daemon cannot accept, so every connect
+            // returns at once.
+            var held: [RawConnection] = []
+            for _ in 0..<200 {
+                let connection = try RawConnection(path: world.socketPath)
+                await connection.send(Array("{\"op\":\"hello\"}\n".utf8))
+                held.append(connection)
+            }
+            // Some are served now; the first is, at least.
+            #expect(try await held[0].response(timeout: Self.patience).ok)
+            let waiting = try RawConnection(path: world.socketPath)
+            await waiting.send(Array("{\"op\":\"hello\",\"id\":\"late\"}\n".utf8))
+            held.removeAll()
+            // The one that waited is served once descriptors are free, and so is a new client.
+            #expect(try await waiting.response(timeout: Self.patience).id == .string("late"))
+            #expect(try await world.call(Request(op: "hello")).ok)
+            #expect(kill(pid, 0) == 0, "the daemon is still running")
+            #expect(world.daemonLog.contains("Fatal error") == false)
         }
-        // Some are served now; the first is, at least.
-        #expect(try await held[0].response(timeout: Self.patience).ok)
-        let waiting = try RawConnection(path: world.socketPath)
-        await waiting.send(Array("{\"op\":\"hello\",\"id\":\"late\"}\n".utf8))
-        held.removeAll()
-        // The one that waited is served once descriptors are free, and so is a new client.
-        #expect(try await waiting.response(timeout: Self.patience).id == .string("late"))
-        #expect(try await world.call(Request(op: "hello")).ok)
-        #expect(kill(pid, 0) == 0, "the daemon is still running")
-        #expect(world.daemonLog.contains("Fatal error") == false)
     }
 
     /// A process of another user is refused even when the socket's modes let it connect.
     @Test func aPeerOfAnotherUserIsRefused() async throws {
         try #require(getuid() == 0, "needs root to act as another user")
         let world = try await DaemonHarness.start()
-        defer { Task { await world.shutdown() } }
-        let probe = ServedProbe(world)
-        // Open the path to the socket for everyone: only SO_PEERCRED stands in the way now.
-        let socketDirectory = (world.socketPath as NSString).deletingLastPathComponent
-        var directory = socketDirectory
-        while directory.hasPrefix(world.keyring.root.path) {
-            chmod(directory, 0o755)
-            directory = (directory as NSString).deletingLastPathComponent
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            let probe = ServedProbe(world)
+            // Open the path to the socket for everyone: only SO_PEERCRED stands in the way now.
+            let socketDirectory = (world.socketPath as NSString).deletingLastPathComponent
+            var directory = socketDirectory
+            while directory.hasPrefix(world.keyring.root.path) {
+                chmod(directory, 0o755)
+                directory = (directory as NSString).deletingLastPathComponent
+            }
+            chmod(world.socketPath, 0o666)
+            // The daemon's side: a raw client of another uid asks and gets not a byte back.
+            let raw = try await world.runAsNobody("/usr/bin/socat", ["-t", "2", "-", "UNIX-CONNECT:" + world.socketPath], stdin: "{\"op\":\"list\"}\n")
+            #expect(raw.stdout.isEmpty, "no answer for another user: \(raw.stdout)")
+            // tokenctl's side: it checks the server's uid as well and sends nothing to another user.
+            let run = try await world.runAsNobody(DaemonHarness.binDirectory + "/tokenctl", ["list"])
+            #expect(run.status == 69, "exit \(run.status): \(run.stdout) \(run.stderr)")
+            #expect(!run.stdout.contains("work"), "and nothing about the accounts")
+            #expect(run.stderr.contains("nothing was sent"), "\(run.stderr)")
+            try await poll(timeout: Self.patience, "the daemon logs the refusal") {
+                world.daemonLog.contains("refused a client of another user")
+            }
+            // Root's clients are still served.
+            #expect(try await world.call(Request(op: "list")).accounts?.map(\.name) == ["work"])
+            await probe.finish()
         }
-        chmod(world.socketPath, 0o666)
-        // The daemon's side: a raw client of another uid asks and gets not a byte back.
-        let raw = try await world.runAsNobody("/usr/bin/socat", ["-t", "2", "-", "UNIX-CONNECT:" + world.socketPath], stdin: "{\"op\":\"list\"}\n")
-        #expect(raw.stdout.isEmpty, "no answer for another user: \(raw.stdout)")
-        // tokenctl's side: it checks the server's uid as well and sends nothing to another user.
-        let run = try await world.runAsNobody(DaemonHarness.binDirectory + "/tokenctl", ["list"])
-        #expect(run.status == 69, "exit \(run.status): \(run.stdout) \(run.stderr)")
-        #expect(!run.stdout.contains("work"), "and nothing about the accounts")
-        #expect(run.stderr.contains("nothing was sent"), "\(run.stderr)")
-        try await poll(timeout: Self.patience, "the daemon logs the refusal") {
-            world.daemonLog.contains("refused a client of another user")
-        }
-        // Root's clients are still served.
-        #expect(try await world.call(Request(op: "list")).accounts?.map(\.name) == ["work"])
-        await probe.finish()
     }
 }
 

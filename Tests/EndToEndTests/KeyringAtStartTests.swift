@@ -46,16 +46,17 @@ import TokendTestSupport
     /// `hello` and `list`, every account waiting; after the thaw all 20 sessions load.
     @Test func aFrozenKeyringAtStartDelaysNothingButTheSessions() async throws {
         let (world, stored) = try await storedWorld()
-        defer { Task { await world.shutdown() } }
-        try world.keyring.pauseKeyring()
-        var thawed = false
-        defer { if !thawed { try? world.keyring.resumeKeyring() } }
-        try await world.startDaemon()  // returns once `hello` is answered
-        let waiting = try await states(world)
-        #expect(waiting.count == Self.accounts.count)
-        #expect(waiting.values.allSatisfy { $0 == "waiting_for_keyring" }, "\(waiting)")
-        try world.keyring.resumeKeyring()
-        thawed = true
-        try await expectAllRestored(world, stored)
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            try world.keyring.pauseKeyring()
+            var thawed = false
+            defer { if !thawed { try? world.keyring.resumeKeyring() } }
+            try await world.startDaemon()  // returns once `hello` is answered
+            let waiting = try await states(world)
+            #expect(waiting.count == Self.accounts.count)
+            #expect(waiting.values.allSatisfy { $0 == "waiting_for_keyring" }, "\(waiting)")
+            try world.keyring.resumeKeyring()
+            thawed = true
+            try await expectAllRestored(world, stored)
+        }
     }
 }

@@ -92,13 +92,13 @@ import TokendTestSupport
             let session = try await world.importNewUser()
             try world.keyring.pauseKeyring()
             let refresh = Task.detached { try await world.tokenctl(["refresh", "work"]) }
-            let client = try BlockingClient(path: world.socketPath)
+            let client = SharedClient(try BlockingClient(path: world.socketPath))
             // A functional bound, not a benchmark: far below the keyring's 5 s deadline.
-            client.setReadTimeout(seconds: 1)
+            client.connection.setReadTimeout(seconds: 1)
             var latencies: [Double] = []
             for _ in 0..<200 {
                 let asked = ContinuousClock.now
-                let response = try client.call(Request(op: "token", account: "work", minValid: 1))
+                let response = try await client.call(Request(op: "token", account: "work", minValid: 1))
                 #expect(response.ok, "\(String(describing: response.error))")
                 let elapsed = ContinuousClock.now - asked
                 latencies.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)

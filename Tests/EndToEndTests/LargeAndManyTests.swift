@@ -41,12 +41,13 @@ import TokendTestSupport
         var options = FakeFirebase.Options()
         options.lifetime = 30
         try await withWorld(options: options, accounts: accounts) { world in
-            // One connection imports them all, one after the other, as a user adding accounts would.
-            let client = try BlockingClient(path: world.socketPath)
-            client.setReadTimeout(seconds: 30)
+            // One connection imports them all, one after the other, as a user adding accounts would
+            // (its blocking calls on a thread of their own, off the cooperative pool).
+            let client = SharedClient(try BlockingClient(path: world.socketPath))
+            client.connection.setReadTimeout(seconds: 30)
             for account in accounts {
                 let session = world.fake.createUser()
-                let response = try client.call(Request(op: "import", account: account, refreshToken: session.refreshToken))
+                let response = try await client.call(Request(op: "import", account: account, refreshToken: session.refreshToken))
                 #expect(response.ok, "\(account): \(String(describing: response.error))")
             }
             let start = Date()
@@ -57,7 +58,7 @@ import TokendTestSupport
             while Date() < end {
                 let account = accounts[index % accounts.count]
                 let asked = Date()
-                let response = try client.call(Request(op: "token", account: account, minValid: 1))
+                let response = try await client.call(Request(op: "token", account: account, minValid: 1))
                 if let token = response.token, let expiry = JWTClaims(token: token)?.expiresAt, expiry.timeIntervalSince(asked) >= 0.99 {
                     answers += 1
                 } else {

@@ -9,13 +9,14 @@ import TokendTestSupport
 @Suite struct AccountEngineTests {
     @Test func importRefreshesAndPersists() async throws {
         let fixture = try await EngineFixture.make()
-        defer { Task { await fixture.shutdown() } }
-        let session = try await fixture.importSession()
-        #expect(fixture.store.storedTokens(account: "work")?.refreshToken == session.refreshToken)
-        #expect(fixture.store.storedTokens(account: "work")?.idToken != nil)
-        let grant = try await fixture.engine.token(account: "work", kind: nil, minValid: 60, timeout: 5).get()
-        #expect(grant.kind == .id)
-        #expect(fixture.tokenRequests == 1, "the held token is served without another refresh")
+        try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
+            let session = try await fixture.importSession()
+            #expect(fixture.store.storedTokens(account: "work")?.refreshToken == session.refreshToken)
+            #expect(fixture.store.storedTokens(account: "work")?.idToken != nil)
+            let grant = try await fixture.engine.token(account: "work", kind: nil, minValid: 60, timeout: 5).get()
+            #expect(grant.kind == .id)
+            #expect(fixture.tokenRequests == 1, "the held token is served without another refresh")
+        }
     }
 
     /// 200 concurrent requests on an expired token: one request reaches the provider, and all
@@ -25,33 +26,35 @@ import TokendTestSupport
         options.latency = 0.3  // keeps the refresh in flight while the herd piles up
         let clock = ManualClock()
         let fixture = try await EngineFixture.make(options: options, clock: clock)
-        defer { Task { await fixture.shutdown() } }
-        _ = try await fixture.importSession()
-        let before = fixture.tokenRequests
-        clock.advance(by: 7200)  // the held token is now two hours dead
-        let tokens = await withTaskGroup(of: String?.self) { group in
-            for _ in 0..<200 {
-                group.addTask { try? await fixture.engine.token(account: "work", kind: .id, minValid: 60, timeout: 10).get().token }
+        try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
+            _ = try await fixture.importSession()
+            let before = fixture.tokenRequests
+            clock.advance(by: 7200)  // the held token is now two hours dead
+            let tokens = await withTaskGroup(of: String?.self) { group in
+                for _ in 0..<200 {
+                    group.addTask { try? await fixture.engine.token(account: "work", kind: .id, minValid: 60, timeout: 10).get().token }
+                }
+                return await group.reduce(into: [String?]()) { $0.append($1) }
             }
-            return await group.reduce(into: [String?]()) { $0.append($1) }
+            #expect(fixture.tokenRequests == before + 1)
+            #expect(tokens.allSatisfy { $0 != nil })
+            #expect(Set(tokens.compactMap { $0 }).count == 1)
         }
-        #expect(fixture.tokenRequests == before + 1)
-        #expect(tokens.allSatisfy { $0 != nil })
-        #expect(Set(tokens.compactMap { $0 }).count == 1)
     }
 
     @Test func refreshJoinsTheOneInFlight() async throws {
         var options = FakeFirebase.Options()
         options.latency = 0.3
         let fixture = try await EngineFixture.make(options: options)
-        defer { Task { await fixture.shutdown() } }
-        _ = try await fixture.importSession()
-        let before = fixture.tokenRequests
-        async let first = fixture.engine.refresh(account: "work", timeout: 5)
-        async let second = fixture.engine.refresh(account: "work", timeout: 5)
-        let (a, b) = await (first, second)
-        #expect(try a.get() == b.get())
-        #expect(fixture.tokenRequests == before + 1)
+        try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
+            _ = try await fixture.importSession()
+            let before = fixture.tokenRequests
+            async let first = fixture.engine.refresh(account: "work", timeout: 5)
+            async let second = fixture.engine.refresh(account: "work", timeout: 5)
+            let (a, b) = await (first, second)
+            #expect(try a.get() == b.get())
+            #expect(fixture.tokenRequests == before + 1)
+        }
     }
 
     @Test func logoutDuringARefreshWins() async throws {
@@ -59,17 +62,18 @@ import TokendTestSupport
         options.latency = 0.5
         options.rotate = true
         let fixture = try await EngineFixture.make(options: options)
-        defer { Task { await fixture.shutdown() } }
-        _ = try await fixture.importSession()
-        let logged = fixture.fake.requests.count
-        async let refreshing = fixture.engine.refresh(account: "work", timeout: 5)
-        // In flight: the fake has taken the request and holds its answer back (latency).
-        #expect(await fixture.fake.waitForRequests(count: logged + 1, timeout: 30), "the refresh never reached the fake")
-        _ = try await fixture.engine.logout(account: "work").get()
-        _ = await refreshing
-        #expect(fixture.store.storedTokens(account: "work") == nil, "a slow refresh never resurrects a logged-out session")
-        let state = try await fixture.engine.statuses(account: "work").get().first?.state
-        #expect(state == "needs_login")
+        try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
+            _ = try await fixture.importSession()
+            let logged = fixture.fake.requests.count
+            async let refreshing = fixture.engine.refresh(account: "work", timeout: 5)
+            // In flight: the fake has taken the request and holds its answer back (latency).
+            #expect(await fixture.fake.waitForRequests(count: logged + 1, timeout: 30), "the refresh never reached the fake")
+            _ = try await fixture.engine.logout(account: "work").get()
+            _ = await refreshing
+            #expect(fixture.store.storedTokens(account: "work") == nil, "a slow refresh never resurrects a logged-out session")
+            let state = try await fixture.engine.statuses(account: "work").get().first?.state
+            #expect(state == "needs_login")
+        }
     }
 
     @Test func importDuringARefreshWins() async throws {
@@ -77,32 +81,34 @@ import TokendTestSupport
         options.latency = 0.5
         options.rotate = true
         let fixture = try await EngineFixture.make(options: options)
-        defer { Task { await fixture.shutdown() } }
-        _ = try await fixture.importSession()
-        let logged = fixture.fake.requests.count
-        async let refreshing = fixture.engine.refresh(account: "work", timeout: 5)
-        // In flight: the fake has taken the request and holds its answer back (latency).
-        #expect(await fixture.fake.waitForRequests(count: logged + 1, timeout: 30), "the refresh never reached the fake")
-        let newer = fixture.fake.createUser()
-        _ = await fixture.engine.install(account: "work", tokens: TokenSet(refreshToken: newer.refreshToken), timeout: 5)
-        _ = await refreshing
-        let stored = try #require(fixture.store.storedTokens(account: "work"))
-        #expect(stored.refreshToken == fixture.fake.newestRefreshToken(uid: newer.uid))
+        try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
+            _ = try await fixture.importSession()
+            let logged = fixture.fake.requests.count
+            async let refreshing = fixture.engine.refresh(account: "work", timeout: 5)
+            // In flight: the fake has taken the request and holds its answer back (latency).
+            #expect(await fixture.fake.waitForRequests(count: logged + 1, timeout: 30), "the refresh never reached the fake")
+            let newer = fixture.fake.createUser()
+            _ = await fixture.engine.install(account: "work", tokens: TokenSet(refreshToken: newer.refreshToken), timeout: 5)
+            _ = await refreshing
+            let stored = try #require(fixture.store.storedTokens(account: "work"))
+            #expect(stored.refreshToken == fixture.fake.newestRefreshToken(uid: newer.uid))
+        }
     }
 
     @Test func permanentFailureDeletesOnlyTheRefreshTokenThatFailed() async throws {
         let fixture = try await EngineFixture.make()
-        defer { Task { await fixture.shutdown() } }
-        _ = try await fixture.importSession()
-        fixture.fake.inject(.firebaseError("USER_DISABLED"), count: 1)
-        let result = await fixture.engine.refresh(account: "work", timeout: 5)
-        #expect((try? result.get()) == nil)
-        #expect(fixture.store.storedTokens(account: "work") == nil)
-        let before = fixture.tokenRequests
-        let answer = await fixture.engine.token(account: "work", kind: nil, minValid: 0, timeout: 5)
-        guard case .failure(let error) = answer else { Issue.record("expected needs_login"); return }
-        #expect(error.code == .needsLogin)
-        #expect(fixture.tokenRequests == before)
+        try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
+            _ = try await fixture.importSession()
+            fixture.fake.inject(.firebaseError("USER_DISABLED"), count: 1)
+            let result = await fixture.engine.refresh(account: "work", timeout: 5)
+            #expect((try? result.get()) == nil)
+            #expect(fixture.store.storedTokens(account: "work") == nil)
+            let before = fixture.tokenRequests
+            let answer = await fixture.engine.token(account: "work", kind: nil, minValid: 0, timeout: 5)
+            guard case .failure(let error) = answer else { Issue.record("expected needs_login"); return }
+            #expect(error.code == .needsLogin)
+            #expect(fixture.tokenRequests == before)
+        }
     }
 
     @Test func lockedKeyringServesFromMemoryAndWritesBackOnUnlock() async throws {
@@ -110,32 +116,34 @@ import TokendTestSupport
         var options = FakeFirebase.Options()
         options.rotate = true
         let fixture = try await EngineFixture.make(options: options, store: store)
-        defer { Task { await fixture.shutdown() } }
-        let session = try await fixture.importSession()
-        store.simulatedState = .locked
-        _ = try await fixture.engine.refresh(account: "work", timeout: 5).get()
-        let status = try #require(try await fixture.engine.statuses(account: "work").get().first)
-        #expect(status.keyring == "locked")
-        #expect(status.unsaved == true)
-        #expect(store.storedTokens(account: "work")?.refreshToken != fixture.fake.newestRefreshToken(uid: session.uid))
-        _ = try await fixture.engine.token(account: "work", kind: nil, minValid: 60, timeout: 5).get()
-        store.simulatedState = .available
-        let deadline = ContinuousClock.now + .seconds(15)
-        while store.storedTokens(account: "work")?.refreshToken != fixture.fake.newestRefreshToken(uid: session.uid), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
+        try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
+            let session = try await fixture.importSession()
+            store.simulatedState = .locked
+            _ = try await fixture.engine.refresh(account: "work", timeout: 5).get()
+            let status = try #require(try await fixture.engine.statuses(account: "work").get().first)
+            #expect(status.keyring == "locked")
+            #expect(status.unsaved == true)
+            #expect(store.storedTokens(account: "work")?.refreshToken != fixture.fake.newestRefreshToken(uid: session.uid))
+            _ = try await fixture.engine.token(account: "work", kind: nil, minValid: 60, timeout: 5).get()
+            store.simulatedState = .available
+            let deadline = ContinuousClock.now + .seconds(15)
+            while store.storedTokens(account: "work")?.refreshToken != fixture.fake.newestRefreshToken(uid: session.uid), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(store.storedTokens(account: "work")?.refreshToken == fixture.fake.newestRefreshToken(uid: session.uid))
         }
-        #expect(store.storedTokens(account: "work")?.refreshToken == fixture.fake.newestRefreshToken(uid: session.uid))
     }
 
     @Test func minValidLongerThanALifetimeIsABadRequestAfterOneRefresh() async throws {
         let fixture = try await EngineFixture.make()
-        defer { Task { await fixture.shutdown() } }
-        _ = try await fixture.importSession()
-        let before = fixture.tokenRequests
-        let answer = await fixture.engine.token(account: "work", kind: nil, minValid: 7200, timeout: 5)
-        guard case .failure(let error) = answer else { Issue.record("expected failure"); return }
-        #expect(error.code == .badRequest)
-        #expect(fixture.tokenRequests == before + 1)
+        try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
+            _ = try await fixture.importSession()
+            let before = fixture.tokenRequests
+            let answer = await fixture.engine.token(account: "work", kind: nil, minValid: 7200, timeout: 5)
+            guard case .failure(let error) = answer else { Issue.record("expected failure"); return }
+            #expect(error.code == .badRequest)
+            #expect(fixture.tokenRequests == before + 1)
+        }
     }
 }
 
@@ -144,28 +152,30 @@ import TokendTestSupport
 @Suite struct HandlerOnEngineTests {
     @Test func everyRequestGetsAReply() async throws {
         let fixture = try await EngineFixture.make()
-        defer { Task { await fixture.shutdown() } }
-        #expect(await fixture.respond(Request(op: "token", account: "other")).error?.code == .unknownAccount)
-        #expect(await fixture.respond(Request(op: "token", account: "work")).error?.code == .needsLogin)
-        #expect(await fixture.respond(Request(op: "status", account: "work")).accounts?.first?.state == "needs_login")
+        try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
+            #expect(await fixture.respond(Request(op: "token", account: "other")).error?.code == .unknownAccount)
+            #expect(await fixture.respond(Request(op: "token", account: "work")).error?.code == .needsLogin)
+            #expect(await fixture.respond(Request(op: "status", account: "work")).accounts?.first?.state == "needs_login")
+        }
     }
 
     @Test func watchStreamsEventsWithoutTokens() async throws {
         let fixture = try await EngineFixture.make()
-        defer { Task { await fixture.shutdown() } }
-        guard case .stream(let lines) = await fixture.handler.handle(Request(op: "watch", account: "work")) else {
-            Issue.record("expected watch"); return
+        try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
+            guard case .stream(let lines) = await fixture.handler.handle(Request(op: "watch", account: "work")) else {
+                Issue.record("expected watch"); return
+            }
+            var iterator = lines.makeAsyncIterator()
+            guard case .response(let response)? = await iterator.next() else { Issue.record("expected the acknowledgement"); return }
+            #expect(response.watching == ["work"])
+            let session = try await fixture.importSession()
+            var kinds: [Event.Kind] = []
+            while kinds.count < 2, case .event(let event)? = await iterator.next() {
+                kinds.append(event.event)
+                let line = String(decoding: WireCoding.encodeLine(event), as: UTF8.self)
+                #expect(!line.contains(session.refreshToken))
+            }
+            #expect(kinds == [.imported, .refreshed])
         }
-        var iterator = lines.makeAsyncIterator()
-        guard case .response(let response)? = await iterator.next() else { Issue.record("expected the acknowledgement"); return }
-        #expect(response.watching == ["work"])
-        let session = try await fixture.importSession()
-        var kinds: [Event.Kind] = []
-        while kinds.count < 2, case .event(let event)? = await iterator.next() {
-            kinds.append(event.event)
-            let line = String(decoding: WireCoding.encodeLine(event), as: UTF8.self)
-            #expect(!line.contains(session.refreshToken))
-        }
-        #expect(kinds == [.imported, .refreshed])
     }
 }

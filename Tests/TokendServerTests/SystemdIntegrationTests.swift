@@ -97,17 +97,18 @@ import Glibc
 
     @Test func theStatusLineCountsAccountsByState() async throws {
         let fixture = try await EngineFixture.make()
-        defer { Task { await fixture.shutdown() } }
-        #expect(await fixture.engine.statusSummary() == "1 account: 1 needs login")
-        _ = try await fixture.importSession()
-        #expect(await fixture.engine.statusSummary() == "1 account: 1 active")
-        let second = Configuration(accounts: [
-            "work": AccountConfiguration(name: "work", provider: .firebase(apiKey: "k", emulatorHost: fixture.fake.emulatorHost), refreshBefore: 300),
-            "play": AccountConfiguration(name: "play", provider: .firebase(apiKey: "k", emulatorHost: fixture.fake.emulatorHost), refreshBefore: 300),
-        ])
-        #expect(await fixture.engine.adopt(second) == ["play"])
-        #expect(await fixture.engine.statusSummary() == "2 accounts: 1 active, 1 waiting for keyring", "until its first keyring read")
-        await fixture.engine.restore(["play"])
-        #expect(await fixture.engine.statusSummary() == "2 accounts: 1 active, 1 needs login")
+        try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
+            #expect(await fixture.engine.statusSummary() == "1 account: 1 needs login")
+            _ = try await fixture.importSession()
+            #expect(await fixture.engine.statusSummary() == "1 account: 1 active")
+            let second = Configuration(accounts: [
+                "work": AccountConfiguration(name: "work", provider: .firebase(apiKey: "k", emulatorHost: fixture.fake.emulatorHost), refreshBefore: 300),
+                "play": AccountConfiguration(name: "play", provider: .firebase(apiKey: "k", emulatorHost: fixture.fake.emulatorHost), refreshBefore: 300),
+            ])
+            #expect(await fixture.engine.adopt(second) == ["play"])
+            #expect(await fixture.engine.statusSummary() == "2 accounts: 1 active, 1 waiting for keyring", "until its first keyring read")
+            await fixture.engine.restore(["play"])
+            #expect(await fixture.engine.statusSummary() == "2 accounts: 1 active, 1 needs login")
+        }
     }
 }
