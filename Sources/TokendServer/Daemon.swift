@@ -258,7 +258,7 @@ public final class Daemon: Service, Sendable {
             hooks.apply(configuration)
             if !initial { await engine.restore(added) }
             if !initial { logger.info("configuration reloaded", metadata: ["accounts": "\(configuration.accounts.count)"]) }
-            hub.publish(Event(event: .configReloaded, account: nil, at: Timestamp.format(engine.clock.now())))
+            hub.publish(AccountEvent(.configReloaded, account: nil, at: engine.clock.now()))
             return initial ? added : []
         } catch {
             if initial {

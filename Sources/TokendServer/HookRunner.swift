@@ -53,7 +53,7 @@ final class HookRunner: Sendable {
     }
 
     /// Runs until `events` ends (the hub finishes every stream at shutdown).
-    func run(_ events: AsyncStream<Event>) async {
+    func run(_ events: AsyncStream<AccountEvent>) async {
         for await event in events { handle(event) }
         let continuations = queues.withLock { queues in
             defer { queues.removeAll() }
@@ -62,14 +62,14 @@ final class HookRunner: Sendable {
         for continuation in continuations { continuation.finish() }
     }
 
-    func handle(_ event: Event) {
-        let name = event.event.rawValue
+    func handle(_ event: AccountEvent) {
+        let name = event.kind.rawValue
         let (argv, notify) = settings.withLock { ($0.hooks[name], $0.notify) }
         var jobEnvironment = environment
         jobEnvironment["TOKEND_EVENT"] = name
         jobEnvironment["TOKEND_ACCOUNT"] = event.account ?? ""
         // The notification first: a `needs_login` hook that has run implies its notification has.
-        if notify, event.event == .needsLogin, let account = event.account, let argv = notifier.notification(for: account) {
+        if notify, event.kind == .needsLogin, let account = event.account, let argv = notifier.notification(for: account) {
             enqueue(Job(label: "notification", argv: argv, environment: jobEnvironment), event: name)
         }
         if let argv {
