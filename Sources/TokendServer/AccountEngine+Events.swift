@@ -10,8 +10,8 @@ extension AccountEngine {
     func publishRefreshed(_ name: String, tokens: TokenSet, previous: TokenSet?, at now: Date, took: Int) {
         let expiresAt = tokens.expiresAt.map(Timestamp.format)
         logger.info("refreshed", metadata: ["account": "\(name)", "expires_at": "\(expiresAt ?? "unknown")", "took_ms": "\(took)"])
-        var event = Event(event: .refreshed, account: name, at: Timestamp.format(now))
-        event.expiresAt = expiresAt
+        var event = AccountEvent(.refreshed, account: name, at: now)
+        event.expiresAt = tokens.expiresAt
         hub.publish(event)
         publishUserChange(name, from: previous, to: tokens)
     }
@@ -24,9 +24,9 @@ extension AccountEngine {
         var metadata: Logger.Metadata = ["account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)", "took_ms": "\(took)"]
         if let retryAt { metadata["retry_in_s"] = "\(Int(saturating: retryAt.timeIntervalSince(now)))" }
         logger.log(level: level, message, metadata: metadata)
-        var event = Event(event: kind, account: name, at: Timestamp.format(now))
-        event.error = failure
-        event.retryAt = retryAt.map(Timestamp.format)
+        var event = AccountEvent(kind, account: name, at: now)
+        event.failure = failure
+        event.retryAt = retryAt
         hub.publish(event)
     }
 
@@ -42,7 +42,7 @@ extension AccountEngine {
             reason = "email_changed"
         }
         guard let reason else { return }
-        var event = Event(event: .userChanged, account: name, at: Timestamp.format(clock.now()))
+        var event = AccountEvent(.userChanged, account: name, at: clock.now())
         event.reason = reason
         event.signInProvider = after.signInProvider
         event.email = after.email
@@ -51,24 +51,24 @@ extension AccountEngine {
 
     /// Auth state for watchers: the user's session is gone.
     func publishSignedOut(_ name: String, reason: String) {
-        var event = Event(event: .signedOut, account: name, at: Timestamp.format(clock.now()))
+        var event = AccountEvent(.signedOut, account: name, at: clock.now())
         event.reason = reason
         hub.publish(event)
     }
 
     /// The keyring's mood changed: said once to the log and to watchers.
     func publishKeyringState(_ state: KeyringState, was previous: KeyringState) {
-        let now = Timestamp.format(clock.now())
+        let now = clock.now()
         switch state {
         case .available:
             logger.info("keyring usable again", metadata: ["was": "\(previous.rawValue)"])
-            hub.publish(Event(event: .keyringUnlocked, account: nil, at: now))
+            hub.publish(AccountEvent(.keyringUnlocked, account: nil, at: now))
         case .locked:
             logger.warning("keyring is locked; sessions are kept in memory and written back once it is unlocked")
-            hub.publish(Event(event: .keyringLocked, account: nil, at: now))
+            hub.publish(AccountEvent(.keyringLocked, account: nil, at: now))
         case .unavailable:
             logger.warning("no usable Secret Service; sessions are kept in memory until one answers")
-            hub.publish(Event(event: .keyringUnavailable, account: nil, at: now))
+            hub.publish(AccountEvent(.keyringUnavailable, account: nil, at: now))
         }
     }
 }

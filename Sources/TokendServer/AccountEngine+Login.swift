@@ -173,10 +173,10 @@ extension AccountEngine {
         let saved = await store.save(tokens, account: name)
         let stored = noteKeyring(saved, account: name)
         if accounts[name]?.machine.tokens == tokens { accounts[name]?.unsaved = !stored }
-        var event = Event(event: kind, account: name, at: Timestamp.format(clock.now()))
+        var event = AccountEvent(kind, account: name, at: clock.now())
         event.signInProvider = signInProvider
         event.reason = reason
-        event.expiresAt = tokens.expiresAt.map(Timestamp.format)
+        event.expiresAt = tokens.expiresAt
         event.email = tokens.idToken.flatMap { JWTClaims(token: $0)?.email }
         hub.publish(event)
         logger.info("signed in", metadata: ["account": "\(name)", "provider": "\(signInProvider ?? "-")", "stored": "\(stored)"])

@@ -22,7 +22,7 @@ extension AccountEngine {
         wake(name)
         let saved = await store.save(tokens, account: name)
         if accounts[name]?.machine.tokens == tokens { accounts[name]?.unsaved = !noteKeyring(saved, account: name) }
-        hub.publish(Event(event: .imported, account: name, at: Timestamp.format(clock.now())))
+        hub.publish(AccountEvent(.imported, account: name, at: clock.now()))
         logger.info("session imported", metadata: ["account": "\(name)"])
         if let backoff {
             schedule(name)
@@ -58,7 +58,7 @@ extension AccountEngine {
             }
             return outcome
         }
-        hub.publish(Event(event: .loggedOut, account: name, at: Timestamp.format(clock.now())))
+        hub.publish(AccountEvent(.loggedOut, account: name, at: clock.now()))
         publishSignedOut(name, reason: "logout")
         logger.info("logged out", metadata: ["account": "\(name)"])
         return deleted.result.map { deleted.revocation }.mapError { Advice.logoutNotDeleted($0, account: name) }

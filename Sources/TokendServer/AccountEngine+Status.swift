@@ -4,39 +4,34 @@ import TokendProtocol
 
 extension AccountEngine {
     /// `status` / `list`: every account, or one. Never a secret.
-    public func statuses(account name: String?) -> Result<[AccountStatus], TokendError> {
+    public func statuses(account name: String?) -> Result<[AccountReport], TokendError> {
         if let name, accounts[name] == nil { return .failure(missingAccount(name)) }
         let now = clock.now()
         let names = name.map { [$0] } ?? accounts.keys.sorted()
         return .success(names.compactMap { name in
-            accounts[name].map { Self.status(of: $0, named: name, keyring: keyringState, at: now) }
+            accounts[name].map { Self.report(of: $0, named: name, keyring: keyringState, at: now) }
         })
     }
 
     /// What `status` shows of one account: a pure projection of its machine and configuration
-    /// (`keyring` is the keyring's mood, shown only when it touches the account).
-    static func status(of account: Account, named name: String, keyring keyringState: KeyringState, at now: Date) -> AccountStatus {
+    /// (`keyring` is the keyring's mood, which touches every account).
+    static func report(of account: Account, named name: String, keyring keyringState: KeyringState, at now: Date) -> AccountReport {
         let machine = account.machine
         let configuration = account.configuration
-        var status = AccountStatus(
-            name: name, provider: configuration.kind.rawValue, state: machine.stateName(at: now),
-            keyring: account.unsaved || keyringState != .available ? keyringState.rawValue : KeyringState.available.rawValue)
-        if let expiresAt = machine.tokens?.token(configuration.defaultTokenKind)?.expiresAt ?? machine.tokens?.expiresAt {
-            status.expiresAt = Timestamp.format(expiresAt)
-            status.expiresIn = max(0, Int(saturating: expiresAt.timeIntervalSince(now).rounded(.down)))
-        }
-        status.lastRefresh = machine.lastRefresh.map(Timestamp.format)
-        status.nextRefresh = machine.nextWake.map { Timestamp.format(max($0, now)) }
-        status.lastError = machine.lastError
-        status.unsaved = account.unsaved ? true : nil
-        status.gitHosts = configuration.gitHosts.isEmpty ? nil : configuration.gitHosts
-        status.gitUsername = configuration.gitUsername
+        let message: String?
         if case .backingOff(let until, let attempt) = machine.phase {
-            status.message = "refresh failed \(attempt + 1) time(s) in a row; next try at \(Timestamp.format(until))"
+            message = "refresh failed \(attempt + 1) time(s) in a row; next try at \(Timestamp.format(until))"
         } else {
-            status.message = machine.phaseError?.message
+            message = machine.phaseError?.message
         }
-        return status
+        return AccountReport(
+            name: name, provider: configuration.kind, state: machine.stateName(at: now), keyring: keyringState, at: now,
+            expiresAt: machine.tokens?.token(configuration.defaultTokenKind)?.expiresAt ?? machine.tokens?.expiresAt,
+            lastRefresh: machine.lastRefresh,
+            // A wake already due shows as now: the refresh is about to start, not in the past.
+            nextRefresh: machine.nextWake.map { max($0, now) },
+            lastError: machine.lastError, message: message, unsaved: account.unsaved,
+            gitHosts: configuration.gitHosts, gitUsername: configuration.gitUsername)
     }
 
     /// One line for systemd's STATUS=: "3 accounts: 2 active, 1 needs login; keyring locked".

@@ -55,6 +55,10 @@ public final class Daemon: Service, Sendable {
     let lastStatus = Mutex("")
     let logger: Logger
     let options: DaemonOptions
+    /// False only for a daemon a test runs in its own process: no process-wide hardening.
+    let hardensProcess: Bool
+    /// Told each step of the daemon's life as it happens (tests assert the shutdown order).
+    let lifecycle: @Sendable (LifecycleStep) -> Void
 
     /// Builds every part (Hummingbird's template: main and tests call the same function).
     public static func build(_ options: DaemonOptions, logger: Logger, store: (any SecretStore)? = nil) throws(DaemonError) -> Daemon {
@@ -67,8 +71,13 @@ public final class Daemon: Service, Sendable {
         return Daemon(options: options, socketPath: socketPath, logger: logger, store: store ?? LibsecretStore(timeout: options.keyringTimeout))
     }
 
-    init(options: DaemonOptions, socketPath: String, logger: Logger, store: any SecretStore) {
+    init(
+        options: DaemonOptions, socketPath: String, logger: Logger, store: any SecretStore,
+        hardensProcess: Bool = true, lifecycle: @escaping @Sendable (LifecycleStep) -> Void = { _ in }
+    ) {
         self.options = options
+        self.hardensProcess = hardensProcess
+        self.lifecycle = lifecycle
         self.socketPath = socketPath
         self.configPath = Configuration.defaultPath(explicit: options.configPath, environment: options.environment)
         self.logger = logger
@@ -90,38 +99,55 @@ public final class Daemon: Service, Sendable {
     }
 
 
-    /// Serves until SIGTERM/SIGINT (graceful: stop accepting, close connections, end watches).
+    /// Serves until SIGTERM/SIGINT. The daemon's long-lived pieces run as services of one
+    /// `ServiceGroup`, shut down one after another in reverse order of `services`: the listener
+    /// stops accepting and its connections end; then SIGHUP reloads, the watchdog, the status
+    /// line and the hooks stop; the engine goes last, so a refresh in flight still reaches the
+    /// keyring. Nothing the daemon starts outlives this call.
     public func run() async throws {
+        let prepared: Prepared
         do {
-            try await serve()
+            prepared = try await prepare()
         } catch {
             await finish()
             throw error
         }
-        await finish()
+        logger.info("tokend \(Self.version) listening", metadata: [
+            "socket": "\(socketPath)", "config": "\(configPath)", "accounts": "\(prepared.added.joined(separator: ","))",
+            "activated": "\(prepared.activatedDescriptor != nil)",
+        ])
+        var services: [any Service] = [EngineService(daemon: self), HookService(daemon: self, events: prepared.hookEvents)]
+        services.append(StatusLineService(daemon: self))
+        if let interval = SystemdIntegration.watchdogInterval(environment: options.environment) {
+            services.append(WatchdogService(daemon: self, interval: interval))
+        }
+        services.append(ReloadService(daemon: self, hangups: prepared.hangups))
+        services.append(ListenerService(daemon: self, activatedDescriptor: prepared.activatedDescriptor, restoring: prepared.added))
+        // No signals of its own: the group is shut down by the one that runs the daemon (tokend's
+        // main, on SIGTERM/SIGINT), or cancelled with it.
+        let group = ServiceGroup(configuration: .init(services: services, logger: logger))
+        try await group.run()
     }
 
-    /// The end of every run: running hooks are killed, timers stop, then whatever keyring write is in flight completes
-    /// (the keyring thread runs jobs in order, so one more call returns after all earlier ones,
-    /// or after the keyring timeout), then HTTP shuts down.
-    func finish() async {
-        HookProcess.killRunning()
-        await engine.shutdown()
-        _ = await store.state()
-        await transport.shutdown()  // AsyncHTTPClient traps if its client is dropped unshut
+    /// What `run` sets up before any service starts.
+    struct Prepared: Sendable {
+        var added: [String]
+        var hookEvents: AsyncStream<AccountEvent>
+        var activatedDescriptor: CInt?
+        var hangups: AsyncStream<Void>
     }
 
-    func serve() async throws {
-        hardenProcess()
-        Self.raiseDescriptorLimit()
-        signal(SIGPIPE, SIG_IGN)
-        let environment = options.environment
+    func prepare() async throws -> Prepared {
+        if hardensProcess {
+            hardenProcess()
+            Self.raiseDescriptorLimit()
+            signal(SIGPIPE, SIG_IGN)
+        }
         let added = await loadConfiguration(initial: true)
         // Subscribed before the listener starts: no event of a request can slip past the hooks.
         let hookEvents = hub.subscribe(account: nil)
-        Task { [hooks] in await hooks.run(hookEvents) }
         // With an activated socket, never bind one of our own: two sockets would be two daemons.
-        let activated = try SystemdIntegration.activatedDescriptor(environment: environment)
+        let activated = try SystemdIntegration.activatedDescriptor(environment: options.environment)
         if activated == nil {
             do {
                 try SocketListener.prepare(path: socketPath)
@@ -129,57 +155,62 @@ public final class Daemon: Service, Sendable {
                 throw DaemonError(code: error.code == .alreadyRunning ? .alreadyRunning : .socket, description: error.description)
             }
         }
+        return Prepared(added: added, hookEvents: hookEvents, activatedDescriptor: activated, hangups: Self.hangups())
+    }
+
+    /// SIGHUP, as a stream: the signal's default action (exit) is replaced before the socket
+    /// listens. Hangups that arrive during a reload are coalesced into one more reload.
+    static func hangups() -> AsyncStream<Void> {
         signal(SIGHUP, SIG_IGN)
-        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
-        hangup.setEventHandler { [self] in
-            Task { await self.reload() }
-        }
-        hangup.resume()
-        defer { hangup.cancel() }
-        let statusUpdates = Task { await self.publishStatus() }
-        defer { statusUpdates.cancel() }
-        let watchdog = SystemdIntegration.watchdogInterval(environment: environment).map { interval in
-            Task { await self.feedWatchdog(every: interval) }
-        }
-        defer { watchdog?.cancel() }
-        logger.info("tokend \(Self.version) listening", metadata: [
-            "socket": "\(socketPath)", "config": "\(configPath)", "accounts": "\(added.joined(separator: ","))",
-            "activated": "\(activated != nil)",
-        ])
-        try await withGracefulShutdownHandler {
-            try await listener.run(path: socketPath, activatedDescriptor: activated) { [self] in
-                // Sessions are read only now that clients can connect: a stuck Secret Service
-                // delays the accounts (waiting_for_keyring), never the socket.
-                Task { await self.startRestoring(added) }
-            }
-        } onGracefulShutdown: { [self] in
-            SystemdIntegration.notify("STOPPING=1\nSTATUS=stopping", environment: environment)
-            logger.info("shutting down")
-            listener.stop()
-            Task { await engine.shutdown() }
-        }
-        if activated == nil { unlink(socketPath) }
+        let (hangups, hangup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        // Unchecked: a dispatch source may be cancelled from any thread (libdispatch's contract).
+        nonisolated(unsafe) let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        source.setEventHandler { hangup.yield() }
+        hangup.onTermination = { _ in source.cancel() }
+        source.resume()
+        return hangups
+    }
+
+    /// The end of every run: running hooks are killed, timers stop, then whatever keyring write
+    /// is in flight completes (the keyring thread runs jobs in order, so one more call returns
+    /// after all earlier ones, or after the keyring timeout), then HTTP shuts down.
+    func finish() async {
+        HookProcess.killRunning()
+        await engine.shutdown()
+        _ = await store.state()
+        await transport.shutdown()  // AsyncHTTPClient traps if its client is dropped unshut
+    }
+
+    /// Graceful shutdown's first step: systemd hears STOPPING, no new client is accepted, and
+    /// every open connection is closed.
+    func stopAccepting() {
+        SystemdIntegration.notify("STOPPING=1\nSTATUS=stopping", environment: options.environment)
+        logger.info("shutting down")
+        listener.stop()
+        lifecycle(.stoppedAccepting)
     }
 
     /// READY=1 once the socket listens and the keyring has been tried: every stored session
     /// read, or the keyring's timeout spent on them (a frozen Secret Service must not hold
     /// readiness past systemd's start timeout; the reads go on in the background).
     func startRestoring(_ names: [String]) async {
-        let restored = Task { await engine.restore(names) }
-        let tried = Task {
-            try? await Task.sleep(for: .milliseconds(Int64(options.keyringTimeout * 1000)))
+        let engine = engine
+        let keyringTimeout = options.keyringTimeout
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await engine.restore(names)
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(Int64(keyringTimeout * 1000)))
+                return false
+            }
+            if await group.next() == true { group.cancelAll() }
+            let summary = await engine.statusSummary()
+            SystemdIntegration.notify("READY=1\nSTATUS=\(summary)", environment: options.environment)
+            lastStatus.withLock { $0 = summary }
+            lifecycle(.ready)
         }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await restored.value }
-            group.addTask { await tried.value }
-            await group.next()
-            group.cancelAll()
-            tried.cancel()
-        }
-        let summary = await engine.statusSummary()
-        SystemdIntegration.notify("READY=1\nSTATUS=\(summary)", environment: options.environment)
-        lastStatus.withLock { $0 = summary }
-        await restored.value
         await updateStatus()
     }
 
@@ -205,8 +236,8 @@ public final class Daemon: Service, Sendable {
     /// refreshes). If any one is wedged the ping stops and systemd restarts the daemon.
     func feedWatchdog(every interval: Duration) async {
         let timerQueue = engine.timerQueue
-        while !Task.isCancelled {
-            try? await Task.sleep(for: interval)
+        // Ends when the task is cancelled (graceful shutdown), without one last ping.
+        while (try? await Task.sleep(for: interval)) != nil {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 timerQueue.async { continuation.resume() }
             }
@@ -258,7 +289,7 @@ public final class Daemon: Service, Sendable {
             hooks.apply(configuration)
             if !initial { await engine.restore(added) }
             if !initial { logger.info("configuration reloaded", metadata: ["accounts": "\(configuration.accounts.count)"]) }
-            hub.publish(Event(event: .configReloaded, account: nil, at: Timestamp.format(engine.clock.now())))
+            hub.publish(AccountEvent(.configReloaded, account: nil, at: engine.clock.now()))
             return initial ? added : []
         } catch {
             if initial {

@@ -11,7 +11,7 @@ public final class EventHub: Sendable {
 
     private struct Subscriber {
         var account: String?
-        var deliver: @Sendable (Event) -> Void
+        var deliver: @Sendable (AccountEvent) -> Void
         var finish: @Sendable () -> Void
     }
 
@@ -21,14 +21,14 @@ public final class EventHub: Sendable {
     public init() {}
 
     /// A stream of events for one account, or all when `account` is nil.
-    public func subscribe(account: String?) -> AsyncStream<Event> {
+    public func subscribe(account: String?) -> AsyncStream<AccountEvent> {
         subscribe(account: account, first: nil) { $0 }
     }
 
     /// A stream that starts with `first` and then carries each event as `wrap` makes it: what a
     /// `watch` connection writes. No task in between, so the subscription ends the moment the
     /// stream is dropped.
-    func subscribe<Element: Sendable>(account: String?, first: Element?, _ wrap: @escaping @Sendable (Event) -> Element) -> AsyncStream<Element> {
+    func subscribe<Element: Sendable>(account: String?, first: Element?, _ wrap: @escaping @Sendable (AccountEvent) -> Element) -> AsyncStream<Element> {
         let id = nextID.add(1, ordering: .relaxed).newValue
         let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(Self.bufferLimit))
         if let first { continuation.yield(first) }
@@ -40,7 +40,7 @@ public final class EventHub: Sendable {
         return stream
     }
 
-    public func publish(_ event: Event) {
+    public func publish(_ event: AccountEvent) {
         let targets = subscribers.withLock { subscribers in
             subscribers.values.filter { $0.account == nil || event.account == nil || $0.account == event.account }.map(\.deliver)
         }

@@ -29,8 +29,6 @@ final class HookRunner: Sendable {
     }
 
     private let settings = Mutex(Settings())
-    /// One queue, and one task draining it, per event name: runs of one event never overlap.
-    private let queues = Mutex<[String: AsyncStream<Job>.Continuation]>([:])
     private let environment: [String: String]
     private let notifier: DesktopNotifier
     private let timeout: Double
@@ -52,42 +50,45 @@ final class HookRunner: Sendable {
         }
     }
 
-    /// Runs until `events` ends (the hub finishes every stream at shutdown).
-    func run(_ events: AsyncStream<Event>) async {
-        for await event in events { handle(event) }
-        let continuations = queues.withLock { queues in
-            defer { queues.removeAll() }
-            return Array(queues.values)
+    /// Runs until `events` ends or this task is cancelled (daemon shutdown). Each event name's
+    /// queue is drained by a child task, so no hook run outlives this call.
+    func run(_ events: AsyncStream<AccountEvent>) async {
+        // One queue, and one child draining it, per event name: runs of one event never overlap.
+        var queues: [String: AsyncStream<Job>.Continuation] = [:]
+        await withDiscardingTaskGroup { group in
+            for await event in events {
+                let name = event.kind.rawValue
+                for job in jobs(for: event) {
+                    if queues[name] == nil {
+                        let (stream, continuation) = AsyncStream<Job>.makeStream(bufferingPolicy: .bufferingNewest(Self.queueLimit))
+                        queues[name] = continuation
+                        group.addTask { [self] in
+                            for await job in stream { await execute(job, event: name) }
+                        }
+                    }
+                    queues[name]?.yield(job)
+                }
+            }
+            for continuation in queues.values { continuation.finish() }
         }
-        for continuation in continuations { continuation.finish() }
     }
 
-    func handle(_ event: Event) {
-        let name = event.event.rawValue
+    /// What `event` runs, in order: the notification first, so that a `needs_login` hook that
+    /// has run implies its notification has.
+    func jobs(for event: AccountEvent) -> [Job] {
+        let name = event.kind.rawValue
         let (argv, notify) = settings.withLock { ($0.hooks[name], $0.notify) }
         var jobEnvironment = environment
         jobEnvironment["TOKEND_EVENT"] = name
         jobEnvironment["TOKEND_ACCOUNT"] = event.account ?? ""
-        // The notification first: a `needs_login` hook that has run implies its notification has.
-        if notify, event.event == .needsLogin, let account = event.account, let argv = notifier.notification(for: account) {
-            enqueue(Job(label: "notification", argv: argv, environment: jobEnvironment), event: name)
+        var jobs: [Job] = []
+        if notify, event.kind == .needsLogin, let account = event.account, let argv = notifier.notification(for: account) {
+            jobs.append(Job(label: "notification", argv: argv, environment: jobEnvironment))
         }
         if let argv {
-            enqueue(Job(label: "hook", argv: argv, environment: jobEnvironment), event: name)
+            jobs.append(Job(label: "hook", argv: argv, environment: jobEnvironment))
         }
-    }
-
-    private func enqueue(_ job: Job, event: String) {
-        let continuation = queues.withLock { queues in
-            if let existing = queues[event] { return existing }
-            let (stream, continuation) = AsyncStream<Job>.makeStream(bufferingPolicy: .bufferingNewest(Self.queueLimit))
-            queues[event] = continuation
-            Task { [self] in
-                for await job in stream { await execute(job, event: event) }
-            }
-            return continuation
-        }
-        continuation.yield(job)
+        return jobs
     }
 
     private func execute(_ job: Job, event: String) async {

@@ -121,7 +121,7 @@ import TokendTestSupport
             store.simulatedState = .locked
             _ = try await fixture.engine.refresh(account: "work", timeout: 5).get()
             let status = try #require(try await fixture.engine.statuses(account: "work").get().first)
-            #expect(status.keyring == "locked")
+            #expect(status.keyring == .locked)
             #expect(status.unsaved == true)
             #expect(store.storedTokens(account: "work")?.refreshToken != fixture.fake.newestRefreshToken(uid: session.uid))
             _ = try await fixture.engine.token(account: "work", kind: nil, minValid: 60, timeout: 5).get()

@@ -106,11 +106,11 @@ struct ManualWorld {
     }
 }
 
-extension AsyncStream<Event>.Iterator {
+extension AsyncStream<AccountEvent>.Iterator {
     /// The next event of `kind` (others are skipped).
-    mutating func next(_ kind: Event.Kind) async -> Event? {
+    mutating func next(_ kind: Event.Kind) async -> AccountEvent? {
         while let event = await next() {
-            if event.event == kind { return event }
+            if event.kind == kind { return event }
         }
         return nil
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokendCore
+import TokendKeyring
 import TokendProtocol
 import TokendProviders
 @testable import TokendServer
@@ -107,10 +108,24 @@ import TokendTestSupport
 
     @Test func listAndStatusAnswerTheEnginesAccounts() async {
         var script = StubEngine.Script()
-        script.statuses = .success([AccountStatus(name: "work", provider: "firebase", state: "active", keyring: "available")])
+        let at = Date(timeIntervalSince1970: 1_800_000_000)
+        script.statuses = .success([AccountReport(
+            name: "work", provider: .firebase, state: "retrying", keyring: .locked, at: at, expiresAt: at.addingTimeInterval(59.9),
+            lastRefresh: at.addingTimeInterval(-3000), nextRefresh: at.addingTimeInterval(30), lastError: RefreshFailure(code: "http_503", message: "HTTP 503"),
+            message: "try later", unsaved: true, gitHosts: [], gitUsername: "oauth2")])
         let stub = StubbedHandler(script)
         #expect(await stub.respond(#"{"op":"list"}"#).accounts?.map(\.name) == ["work"])
-        #expect(await stub.respond(#"{"op":"status","account":"work"}"#).accounts?.map(\.state) == ["active"])
+        // The report becomes wire text here: dates as RFC 3339, whole seconds left rounded down, empty lists left out.
+        var expected = AccountStatus(name: "work", provider: "firebase", state: "retrying", keyring: "locked")
+        expected.expiresAt = Timestamp.format(at.addingTimeInterval(59.9))
+        expected.expiresIn = 59
+        expected.lastRefresh = Timestamp.format(at.addingTimeInterval(-3000))
+        expected.nextRefresh = Timestamp.format(at.addingTimeInterval(30))
+        expected.lastError = RefreshFailure(code: "http_503", message: "HTTP 503")
+        expected.message = "try later"
+        expected.unsaved = true
+        expected.gitUsername = "oauth2"
+        #expect(await stub.respond(#"{"op":"status","account":"work"}"#).accounts == [expected])
         #expect(stub.engine.calls == [.statuses(account: nil), .statuses(account: "work")])
     }
 
@@ -126,11 +141,15 @@ import TokendTestSupport
             var lines = stream.makeAsyncIterator()
             guard case .response(let first)? = await lines.next() else { Issue.record("no acknowledgement: \(line)"); continue }
             #expect(first.ok && first.id == .number(1) && first.watching == watching)
-            var event = Event(event: .signedIn, account: "work", at: "2026-11-22T10:00:00Z")
+            var event = AccountEvent(.signedIn, account: "work", at: Date(timeIntervalSince1970: 1_800_000_000))
             event.email = "ada@example.com"
+            event.signInProvider = "password"
             stub.hub.publish(event)
             guard case .event(let received)? = await lines.next() else { Issue.record("no event: \(line)"); continue }
-            #expect(received.event == .signedIn && received.email == email)
+            var expected = Event(event: .signedIn, account: "work", at: Timestamp.format(Date(timeIntervalSince1970: 1_800_000_000)))
+            expected.signInProvider = "password"
+            expected.email = email
+            #expect(received == expected)
         }
         #expect(stub.engine.calls == [.accountNames, .statuses(account: "work")])
         #expect(stub.hub.subscriberCount == 0, "a dropped stream leaves no subscription")

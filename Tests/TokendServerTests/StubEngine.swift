@@ -34,7 +34,7 @@ final class StubEngine: EngineServices {
         var token: Result<TokenGrant, TokendError> = .failure(unscripted)
         var expiry: Result<Date?, TokendError> = .failure(unscripted)
         var logout: Result<RevocationOutcome?, TokendError> = .failure(unscripted)
-        var statuses: Result<[AccountStatus], TokendError> = .failure(unscripted)
+        var statuses: Result<[AccountReport], TokendError> = .failure(unscripted)
         var accountNames: [String] = []
         var loginSteps: [LoginStep] = []
         var signIn: Result<LoginSummary, TokendError> = .failure(unscripted)
@@ -105,7 +105,7 @@ final class StubEngine: EngineServices {
         record(.logout(account: account)) { $0.logout }
     }
 
-    func statuses(account: String?) async -> Result<[AccountStatus], TokendError> {
+    func statuses(account: String?) async -> Result<[AccountReport], TokendError> {
         record(.statuses(account: account)) { $0.statuses }
     }
 

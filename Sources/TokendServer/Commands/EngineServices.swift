@@ -21,7 +21,7 @@ public protocol SessionService: Sendable {
 
 /// `list`, `status`, `watch`: what the accounts are and how they do.
 public protocol StatusService: Sendable {
-    func statuses(account: String?) async -> Result<[AccountStatus], TokendError>
+    func statuses(account: String?) async -> Result<[AccountReport], TokendError>
     var accountNames: [String] { get async }
 }
 

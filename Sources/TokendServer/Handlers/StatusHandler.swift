@@ -7,7 +7,7 @@ struct StatusHandler: Sendable {
 
     func handle(_ args: StatusArgs, id: RequestID?) async throws(TokendError) -> Response {
         var response = Response(id: id)
-        response.accounts = try await status.statuses(account: args.account).get()
+        response.accounts = try await status.statuses(account: args.account).get().map(AccountStatus.init)
         return response
     }
 }

@@ -15,12 +15,7 @@ struct WatchHandler: Sendable {
         } else {
             response.watching = await status.accountNames
         }
-        // Profile fields (email) only for a client that asked for them.
         let profile = args.profile
-        return .stream(hub.subscribe(account: args.account, first: .response(response)) { event in
-            var event = event
-            if !profile { event.email = nil }
-            return .event(event)
-        })
+        return .stream(hub.subscribe(account: args.account, first: .response(response)) { .event(Event($0, profile: profile)) })
     }
 }

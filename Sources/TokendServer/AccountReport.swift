@@ -1,0 +1,25 @@
+import TokendCore
+import TokendKeyring
+
+/// One account as the engine sees it at one instant: what `status` and `list` show, in the
+/// engine's terms (dates, the keyring's mood). The status handler turns it into wire text.
+public struct AccountReport: Sendable, Equatable {
+    public var name: String
+    public var provider: ProviderKind
+    /// The machine's state name (`active`, `retrying`, `needs_login`, …).
+    public var state: String
+    /// The keyring's mood as it touches this account.
+    public var keyring: KeyringState
+    /// The instant the report was taken: `expires_in` counts from it.
+    public var at: Date
+    public var expiresAt: Date?
+    public var lastRefresh: Date?
+    public var nextRefresh: Date?
+    public var lastError: RefreshFailure?
+    /// Why the account is in its state, in words that say what to do.
+    public var message: String?
+    /// The session held in memory has not reached the keyring yet.
+    public var unsaved: Bool
+    public var gitHosts: [String]
+    public var gitUsername: String?
+}

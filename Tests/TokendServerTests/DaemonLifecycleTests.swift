@@ -1,0 +1,64 @@
+import Dispatch
+import Foundation
+import Logging
+import ServiceLifecycle
+import Testing
+import TokendKeyring
+import TokendProtocol
+@testable import TokendServer
+import TokendTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The daemon's pieces as one service group: graceful shutdown stops them one after another,
+/// the socket first and the engine last, and a connection open at the time is closed.
+@Suite struct DaemonLifecycleTests {
+    /// What the test sees, in the order it sees it.
+    enum Seen: Sendable, Equatable {
+        case step(LifecycleStep)
+        case watching, watchEnded
+    }
+
+    @Test func gracefulShutdownStopsThePiecesInOrderAndClosesOpenConnections() async throws {
+        let directory = try TemporaryDirectory(prefix: "tokend-lifecycle")
+        defer { try? directory.remove() }
+        let socket = directory.appending("tokend.sock")
+        let config = directory.appending("config.toml")
+        #expect(FileManager.default.createFile(atPath: config, contents: Data()))
+        let (seen, see) = AsyncStream.makeStream(of: Seen.self)
+        // A watchdog an hour apart: present in the group, never due during the test.
+        let environment = ["WATCHDOG_USEC": "3600000000", "WATCHDOG_PID": "\(getpid())"]
+        let daemon = Daemon(
+            options: DaemonOptions(socketPath: socket, configPath: config, environment: environment, keyringTimeout: 1),
+            socketPath: socket, logger: Logger(label: "tokend-test") { _ in SwiftLogNoOpLogHandler() }, store: InMemorySecretStore(),
+            hardensProcess: false, lifecycle: { _ = see.yield(.step($0)) })
+        let group = ServiceGroup(configuration: .init(services: [daemon], logger: Logger(label: "tokend-test") { _ in SwiftLogNoOpLogHandler() }))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var events = seen.makeAsyncIterator()
+            #expect(await events.next() == .step(.ready))
+            // A client with a `watch` open, on a thread of its own (the client blocks).
+            DispatchQueue.global().async {
+                guard let client = try? BlockingClient(path: socket), (try? client.send(Request(op: "watch"))) != nil,
+                    (try? client.receive(Response.self))?.ok == true
+                else {
+                    see.yield(.watchEnded)
+                    return
+                }
+                see.yield(.watching)
+                while (try? client.receiveLine()) != nil {}
+                see.yield(.watchEnded)
+            }
+            #expect(await events.next() == .watching)
+            await group.triggerGracefulShutdown()
+            var order: [Seen] = []
+            while order.count < 9, let event = await events.next() { order.append(event) }
+            try await tasks.waitForAll()
+            let steps: [LifecycleStep] = order.compactMap { if case .step(let step) = $0 { step } else { nil } }
+            #expect(steps == [.stoppedAccepting, .requestsReleased, .connectionsClosed, .reloadsStopped, .watchdogStopped, .statusLineStopped, .hooksStopped, .engineStopped])
+            #expect(order.contains(.watchEnded), "the open watch was closed by the shutdown")
+            #expect(access(socket, F_OK) != 0, "the socket file is removed")
+        }
+    }
+}
