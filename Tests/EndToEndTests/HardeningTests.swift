@@ -26,6 +26,8 @@ import TokendTestSupport
             }
             try await world.startDaemon()
             for name in names {
+                // Sessions are read in the background after the socket opens: wait for each read.
+                try await poll(timeout: 30, "\(name)'s item was read") { try await world.status(name).state != "waiting_for_keyring" }
                 let status = try await world.status(name)
                 #expect(status.state == "needs_login", "\(name): \(status.state)")
                 #expect(status.message?.contains("tokenctl import \(name)") == true, "\(name): \(status.message ?? "")")

@@ -66,6 +66,9 @@ import TokendTestSupport
             let heldExpiry = try #require(stored.idTokenExpiresAt)
             var served = 0
             var refused = 0
+            // Whether the held token still had life when the clients began: on a loaded machine the
+            // import and the baseline can take most of a 6-second token, and then only refusals are due.
+            let heldTokenHadLife = Date() < heldExpiry.addingTimeInterval(-2)
             while Date() < windowEnd.addingTimeInterval(-0.5) {
                 let asked = Date()
                 let run = try await world.tokenctl(["token", "work", "--min-valid", "1", "--timeout", "1"])
@@ -83,7 +86,7 @@ import TokendTestSupport
                 #expect(refreshedSince || now == stored.refreshToken, "a transient fault touched the refresh token: \(now == nil ? "lookup found nothing" : "changed"); requests: \(world.fake.requests.map { "\($0.at.timeIntervalSince1970) \($0.status.map(String.init) ?? "-") \($0.fault.map { "\($0)" } ?? "")" })")
                 try await Task.sleep(for: .milliseconds(250))  // client pacing
             }
-            #expect(served > 0)
+            #expect(served > 0 || !heldTokenHadLife, "the held token was good when the clients began, yet never served")
             #expect(refused > 0, "the held token died during the fault and was not served")
             // Recovery within the backoff cap, by itself.
             try await poll(timeout: 330, interval: 0.25, "refresh after \(fault)") {
