@@ -10,7 +10,10 @@ import Synchronization
 /// the others took a few seconds. When an operation does time out (a frozen Secret Service), the
 /// operations queued behind it answer `.timedOut` at once instead of one deadline each.
 /// At most one write per account waits in the queue: a newer write replaces a queued older one,
-/// whose caller gets the newer write's answer (only the newest tokens matter).
+/// whose caller gets the newer write's answer (only the newest tokens matter). A write's caller
+/// waits at most one deadline in the queue too: a refresh must not hang on a keyring that is busy
+/// (gnome-keyring rewrites its whole file for every write: with 1,000 items, ~5 writes a
+/// second here); it is answered `.queued`, and the write stays queued and still happens.
 final class KeyringQueue: Sendable {
     /// Per-operation deadline, in seconds, counted from the operation's start on the thread.
     let timeout: Double
@@ -95,8 +98,11 @@ final class KeyringQueue: Sendable {
                 writes[account] = write
                 return write
             }
-            guard let queued else { return }
             let timeout = self.timeout
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+                pending.expireIfWaiting(KeyringError(.queued, "still queued behind other keyring operations after \(timeout) s"))
+            }
+            guard let queued else { return }
             thread.enqueue(
                 KeyringThread.Job(
                     run: { [self] in
@@ -105,11 +111,15 @@ final class KeyringQueue: Sendable {
                         let (payload, callers) = queued.state.withLock { ($0.payload, $0.callers) }
                         waiting.withLock { $0 -= callers.count }
                         let cancellable = CancellableHandle()
+                        // Written even when every caller stopped waiting: these are the newest tokens.
                         let live = callers.filter { $0.begin(cancellable) }
-                        guard !live.isEmpty else { return true }
+                        let deadline = DispatchTime.now() + timeout
                         Self.armDeadline(timeout, for: live)
+                        // The call's own deadline, whether or not anyone still waits for it.
+                        DispatchQueue.global().asyncAfter(deadline: deadline) { cancellable.cancel() }
                         let result = body(payload, cancellable.pointer)
-                        return live.map { $0.finish(result) }.contains(true)
+                        for caller in live { caller.finish(result) }
+                        return DispatchTime.now() < deadline
                     },
                     abandon: { [self] in
                         replaceableWrites.withLock { if $0[account] === queued { $0[account] = nil } }

@@ -48,6 +48,14 @@ final class PendingOperation<Success: Sendable>: Sendable {
         return continuation != nil
     }
 
+    /// Answers the caller with `error` if the operation has not started (nor been answered).
+    func expireIfWaiting(_ error: KeyringError) {
+        let continuation = state.withLock { state in
+            state.cancellable == nil ? state.continuation.take() : nil
+        }
+        continuation?.resume(returning: .failure(error))
+    }
+
     /// Answers the caller with `error` if nothing has yet, and cancels the call in flight.
     func expire(_ error: KeyringError) {
         let (continuation, cancellable) = state.withLock { state in

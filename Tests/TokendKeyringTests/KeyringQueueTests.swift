@@ -103,6 +103,46 @@ struct KeyringQueueTests {
         #expect(calls.withLock { $0 } == ["work=3", "home=1", "read work", "work=5"])
     }
 
+    /// A write that waits its whole deadline behind operations the keyring is still answering
+    /// (a busy keyring, not a frozen one) is answered `.queued`, and still happens afterwards.
+    @Test func aWriteQueuedPastItsDeadlineIsAnsweredQueuedAndStillWritten() async {
+        // Margins of a second either side of each deadline, for a loaded machine.
+        let queue = KeyringQueue(name: "test-keyring", timeout: 3)
+        defer { queue.stop() }
+        let started = Mutex(false)
+        let writeAnswered = DispatchSemaphore(value: 0)
+        let written = DispatchSemaphore(value: 0)
+        // The first operation ends a second after the other two are queued, within its own
+        // deadline; the second holds the thread until the write has been answered (two seconds
+        // into its own deadline).
+        let first = Task {
+            await queue.perform(account: nil, isolation: nil) { _ -> Result<Void, KeyringError> in
+                started.withLock { $0 = true }
+                let limit = DispatchTime.now() + 1
+                while queue.waitingCallers < 2, DispatchTime.now() < limit { usleep(2_000) }
+                usleep(1_000_000)  // a keyring that takes a second to answer
+                return .success(())
+            }
+        }
+        await waitUntil { started.withLock { $0 } }
+        let second = Task {
+            await queue.perform(account: nil, isolation: nil) { _ -> Result<Void, KeyringError> in
+                _ = writeAnswered.wait(timeout: .now() + 10)
+                return .success(())
+            }
+        }
+        await waitUntil { queue.waitingCallers == 1 }
+        let write = await queue.write(account: "work", payload: "newest", isolation: nil) { payload, _ in
+            written.signal()
+            return .success(())
+        }
+        writeAnswered.signal()
+        #expect(write.error?.code == .queued)
+        #expect(written.wait(timeout: .now() + 10) == .success, "the write happens after its caller was answered")
+        #expect((try? (await first.value).get()) != nil)
+        #expect((try? (await second.value).get()) != nil)
+    }
+
     private func waitUntil(_ condition: () -> Bool) async {
         let limit = DispatchTime.now() + 10
         while !condition(), DispatchTime.now() < limit { try? await Task.sleep(for: .milliseconds(5)) }
