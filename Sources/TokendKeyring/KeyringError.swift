@@ -12,8 +12,9 @@ public struct KeyringError: Error, Sendable, Equatable, CustomStringConvertible 
         case failed
         /// The item exists but its secret is not a token set tokend can read; it is left alone.
         case corrupt
-        /// A write waited its whole deadline behind other keyring operations and has not started;
-        /// it stays queued and still happens. Says nothing against the keyring: it is busy.
+        /// The operation waited its whole deadline behind other keyring operations and has not
+        /// started: a write stays queued and still happens, anything else is dropped. Says
+        /// nothing against the keyring: it is busy.
         case queued
     }
 

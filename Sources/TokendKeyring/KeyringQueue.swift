@@ -7,7 +7,8 @@ import Synchronization
 ///
 /// The deadline starts when the operation starts on the thread, not when it is queued: a restore
 /// of a thousand stored sessions queues a thousand reads, and the last must not time out because
-/// the others took a few seconds. When an operation does time out (a frozen Secret Service), the
+/// the others took a few seconds. Other callers wait at most one deadline in the queue too, and
+/// are then answered `.queued` (a busy keyring, not a down one). When an operation does time out (a frozen Secret Service), the
 /// operations queued behind it answer `.timedOut` at once instead of one deadline each.
 /// At most one write per account waits in the queue: a newer write replaces a queued older one,
 /// whose caller gets the newer write's answer (only the newest tokens matter). A write's caller
@@ -49,13 +50,19 @@ final class KeyringQueue: Sendable {
     /// Queues `body` before the first suspension (so the order of calls from one actor is kept)
     /// and waits for its result or its deadline. `account` names the item it touches, if one: a
     /// queued write for that account then stays where it is, ahead of this operation.
+    /// With `waitsOutTheQueue` false, a caller still queued after one deadline is answered
+    /// `.queued` and the operation is dropped: only the reads of stored sessions wait for the
+    /// whole queue (a start-up restore must not fail for waiting); a shutdown's last call, a
+    /// probe or a delete must not hang behind a busy keyring.
     func perform<Success: Sendable>(
         account: String?,
+        waitsOutTheQueue: Bool = false,
         isolation: isolated (any Actor)?,
         _ body: @escaping @Sendable (UnsafeMutablePointer<GCancellable>) -> Result<Success, KeyringError>
     ) async -> Result<Success, KeyringError> {
         await withCheckedContinuation(isolation: isolation) { continuation in
             let pending = PendingOperation(continuation)
+            if !waitsOutTheQueue { Self.armQueueDeadline(timeout, for: pending, "the operation is dropped") }
             if let account { replaceableWrites.withLock { _ = $0.removeValue(forKey: account) } }
             let timeout = self.timeout
             waiting.withLock { $0 += 1 }
@@ -99,9 +106,7 @@ final class KeyringQueue: Sendable {
                 return write
             }
             let timeout = self.timeout
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
-                pending.expireIfWaiting(KeyringError(.queued, "still queued behind other keyring operations after \(timeout) s"))
-            }
+            Self.armQueueDeadline(timeout, for: pending, "the write stays queued and will still happen")
             guard let queued else { return }
             thread.enqueue(
                 KeyringThread.Job(
@@ -127,6 +132,12 @@ final class KeyringQueue: Sendable {
                         waiting.withLock { $0 -= callers.count }
                         for caller in callers { caller.expire(Self.queuedBehindTimeout(timeout)) }
                     }))
+        }
+    }
+
+    private static func armQueueDeadline<Success>(_ timeout: Double, for caller: PendingOperation<Success>, _ outcome: String) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+            caller.expireIfWaiting(KeyringError(.queued, "still queued behind other keyring operations after \(timeout) s; \(outcome)"))
         }
     }
 

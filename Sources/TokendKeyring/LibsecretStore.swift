@@ -28,7 +28,7 @@ public final class LibsecretStore: SecretStore {
     deinit { queue.stop() }
 
     public func load(account: String, isolation: isolated (any Actor)? = #isolation) async -> Result<TokenSet?, KeyringError> {
-        await perform(account: account, isolation: isolation) { client, cancellable in
+        await perform(account: account, waitsOutTheQueue: true, isolation: isolation) { client, cancellable in
             client.load(account: account, cancellable: cancellable)
         }
     }
@@ -64,6 +64,8 @@ public final class LibsecretStore: SecretStore {
         }
         switch result {
         case .success(let state): return state
+        // Still queued behind others: the keyring answers them, it is busy, not down.
+        case .failure(let error) where error.code == .queued: return .available
         case .failure(let error): return error.code == .locked ? .locked : .unavailable
         }
     }
@@ -71,10 +73,13 @@ public final class LibsecretStore: SecretStore {
     /// `body` with the store's client, through the queue; `account` is the item it touches, if one.
     private func perform<Success: Sendable>(
         account: String?,
+        waitsOutTheQueue: Bool = false,
         isolation: isolated (any Actor)?,
         _ body: @escaping @Sendable (LibsecretClient, UnsafeMutablePointer<GCancellable>) -> Result<Success, KeyringError>
     ) async -> Result<Success, KeyringError> {
         let client = self.client
-        return await queue.perform(account: account, isolation: isolation) { cancellable in body(client, cancellable) }
+        return await queue.perform(account: account, waitsOutTheQueue: waitsOutTheQueue, isolation: isolation) { cancellable in
+            body(client, cancellable)
+        }
     }
 }

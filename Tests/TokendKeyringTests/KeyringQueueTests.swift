@@ -18,7 +18,7 @@ struct KeyringQueueTests {
         let results = await withTaskGroup(of: Result<String, KeyringError>.self) { group in
             for index in 0..<50 {
                 group.addTask {
-                    await queue.perform(account: "account\(index)", isolation: nil) { _ in
+                    await queue.perform(account: "account\(index)", waitsOutTheQueue: true, isolation: nil) { _ in
                         usleep(60_000)
                         return .success("account\(index)")
                     }
@@ -52,7 +52,7 @@ struct KeyringQueueTests {
         var queued: [Task<Result<Void, KeyringError>, Never>] = []
         for index in 0..<10 {
             queued.append(Task { @Sendable in
-                await queue.perform(account: "account\(index)", isolation: nil) { _ -> Result<Void, KeyringError> in
+                await queue.perform(account: "account\(index)", waitsOutTheQueue: true, isolation: nil) { _ -> Result<Void, KeyringError> in
                     ran.withLock { $0 += 1 }
                     return .success(())
                 }
@@ -104,7 +104,8 @@ struct KeyringQueueTests {
     }
 
     /// A write that waits its whole deadline behind operations the keyring is still answering
-    /// (a busy keyring, not a frozen one) is answered `.queued`, and still happens afterwards.
+    /// (a busy keyring, not a frozen one) is answered `.queued`, and still happens afterwards;
+    /// any other operation but a read (here a probe) is answered `.queued` and dropped.
     @Test func aWriteQueuedPastItsDeadlineIsAnsweredQueuedAndStillWritten() async {
         // Margins of a second either side of each deadline, for a loaded machine.
         let queue = KeyringQueue(name: "test-keyring", timeout: 3)
@@ -112,14 +113,14 @@ struct KeyringQueueTests {
         let started = Mutex(false)
         let writeAnswered = DispatchSemaphore(value: 0)
         let written = DispatchSemaphore(value: 0)
-        // The first operation ends a second after the other two are queued, within its own
+        // The first operation ends a second after the other three are queued, within its own
         // deadline; the second holds the thread until the write has been answered (two seconds
         // into its own deadline).
         let first = Task {
             await queue.perform(account: nil, isolation: nil) { _ -> Result<Void, KeyringError> in
                 started.withLock { $0 = true }
                 let limit = DispatchTime.now() + 1
-                while queue.waitingCallers < 2, DispatchTime.now() < limit { usleep(2_000) }
+                while queue.waitingCallers < 3, DispatchTime.now() < limit { usleep(2_000) }
                 usleep(1_000_000)  // a keyring that takes a second to answer
                 return .success(())
             }
@@ -132,6 +133,14 @@ struct KeyringQueueTests {
             }
         }
         await waitUntil { queue.waitingCallers == 1 }
+        let probeRan = Mutex(false)
+        let probe = Task {
+            await queue.perform(account: nil, isolation: nil) { _ -> Result<Void, KeyringError> in
+                probeRan.withLock { $0 = true }
+                return .success(())
+            }
+        }
+        await waitUntil { queue.waitingCallers == 2 }
         let write = await queue.write(account: "work", payload: "newest", isolation: nil) { payload, _ in
             written.signal()
             return .success(())
@@ -139,6 +148,8 @@ struct KeyringQueueTests {
         writeAnswered.signal()
         #expect(write.error?.code == .queued)
         #expect(written.wait(timeout: .now() + 10) == .success, "the write happens after its caller was answered")
+        #expect((await probe.value).error?.code == .queued)
+        #expect(probeRan.withLock { $0 } == false)
         #expect((try? (await first.value).get()) != nil)
         #expect((try? (await second.value).get()) != nil)
     }
