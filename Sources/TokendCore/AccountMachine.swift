@@ -323,15 +323,21 @@ public struct AccountMachine: Sendable {
 extension AccountMachine {
     /// The state name shown by `status` and `list` (docs/protocol.md).
     public func stateName(at now: Date) -> String {
+        let names = stateNames
+        return names.changesAt.map { $0 > now } == true ? names.live : names.expired
+    }
+
+    /// The state name without the clock: `live` while the tokens last (until `changesAt`, their
+    /// expiry, for the states where it matters), `expired` from then on or when there is no
+    /// expiry. Lets a count of states be kept as machines change instead of recomputed.
+    public var stateNames: (live: String, expired: String, changesAt: Date?) {
         switch phase {
-        case .idle:
-            return tokens?.expiresAt.map { $0 > now } == true ? "active" : "stale"
-        case .refreshing: return "refreshing"
-        case .backingOff:
-            return tokens?.expiresAt.map { $0 > now } == true ? "retrying" : "unavailable"
-        case .needsLogin: return "needs_login"
-        case .misconfigured: return "config_error"
-        case .awaitingKeyring: return "waiting_for_keyring"
+        case .idle: ("active", "stale", tokens?.expiresAt)
+        case .refreshing: ("refreshing", "refreshing", nil)
+        case .backingOff: ("retrying", "unavailable", tokens?.expiresAt)
+        case .needsLogin: ("needs_login", "needs_login", nil)
+        case .misconfigured: ("config_error", "config_error", nil)
+        case .awaitingKeyring: ("waiting_for_keyring", "waiting_for_keyring", nil)
         }
     }
 }

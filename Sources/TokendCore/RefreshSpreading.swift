@@ -15,19 +15,28 @@ public enum RefreshSpreading {
     /// offset in the latest earlier second with room, not before `earliest`. If every second in
     /// the range is full, the least crowded one.
     public static func slot(desired: Date, earliest: Date, taken: [Date], perSecond: Int = perSecond) -> Date {
-        let desiredSecond = desired.timeIntervalSince1970.rounded(.down)
-        let offset = desired.timeIntervalSince1970 - desiredSecond
         var counts: [Double: Int] = [:]
-        for instant in taken { counts[instant.timeIntervalSince1970.rounded(.down), default: 0] += 1 }
+        for instant in taken { counts[second(of: instant), default: 0] += 1 }
+        return slot(desired: desired, earliest: earliest, takenCount: taken.count, perSecond: perSecond) { counts[$0, default: 0] }
+    }
+
+    /// The same choice from a table of refreshes per second (`takenIn(second(of: instant))`),
+    /// `takenCount` of them in all: what a scheduler keeps up to date as it arms and disarms, so
+    /// that placing one refresh does not look at every other account's.
+    public static func slot(
+        desired: Date, earliest: Date, takenCount: Int, perSecond: Int = perSecond, takenIn: (Double) -> Int
+    ) -> Date {
+        let desiredSecond = second(of: desired)
+        let offset = desired.timeIntervalSince1970 - desiredSecond
         var best = desired
         var bestCount = Int.max
         var second = desiredSecond
-        // At most `taken.count / perSecond` seconds can be full, so one more step finds room:
+        // At most `takenCount / perSecond` seconds can be full, so one more step finds room:
         // the bound keeps an absurd instant (where `second - 1 == second`) from looping forever.
-        for _ in 0...(taken.count / max(perSecond, 1)) {
+        for _ in 0...(takenCount / max(perSecond, 1)) {
             let candidate = Date(timeIntervalSince1970: second + offset)
             guard candidate >= earliest || second == desiredSecond else { break }
-            let count = counts[second, default: 0]
+            let count = takenIn(second)
             if count < perSecond { return candidate }
             if count < bestCount {
                 best = candidate
@@ -36,5 +45,10 @@ public enum RefreshSpreading {
             second -= 1
         }
         return best
+    }
+
+    /// The whole second an instant falls in, the key of the per-second table.
+    public static func second(of instant: Date) -> Double {
+        instant.timeIntervalSince1970.rounded(.down)
     }
 }

@@ -27,6 +27,11 @@ extension TokendError {
             self.init(
                 .keyringUnavailable,
                 "the Secret Service refused the operation on \(item): \(keyring.message)")
+        case .queued:
+            self.init(
+                .keyringUnavailable,
+                "the keyring is busy (the operation on \(item) waited behind others): tokend keeps the tokens it "
+                    + "holds in memory; try again in a few seconds (\(keyring.message))")
         case .corrupt:
             // The item is kept (it might be something the user wants back); only a new sign-in or
             // import replaces it, which is what needs_login tells the caller to do.

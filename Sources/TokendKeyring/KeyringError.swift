@@ -12,6 +12,10 @@ public struct KeyringError: Error, Sendable, Equatable, CustomStringConvertible 
         case failed
         /// The item exists but its secret is not a token set tokend can read; it is left alone.
         case corrupt
+        /// The operation waited its whole deadline behind other keyring operations and has not
+        /// started: a write stays queued and still happens, anything else is dropped. Says
+        /// nothing against the keyring: it is busy.
+        case queued
     }
 
     public var code: Code

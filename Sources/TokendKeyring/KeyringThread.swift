@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 
 /// The one thread that makes every libsecret and GLib call of a `LibsecretStore`.
@@ -8,12 +7,17 @@ import Glibc
 /// thread also keeps jobs in the order they were enqueued. A plain pthread with a mutex and a
 /// condition variable: the daemon side stays off full Foundation.
 final class KeyringThread: @unchecked Sendable {  // all mutable state is touched only with `mutex` held
-    /// One queued operation. `run` is called on the keyring thread if the job starts before its
-    /// deadline, `expire` (on the keyring thread too) if it does not.
+    /// One queued operation. A job waits in the queue as long as the jobs before it take: its
+    /// deadline counts from when it starts, so a long queue behind a healthy keyring expires
+    /// nothing.
     struct Job: Sendable {
-        let deadline: DispatchTime
-        let run: @Sendable () -> Void
-        let expire: @Sendable () -> Void
+        /// Runs the operation on the keyring thread; false if the Secret Service did not answer
+        /// it by its deadline.
+        let run: @Sendable () -> Bool
+        /// Answers the caller without running the operation: it was queued behind one the Secret
+        /// Service did not answer, and waiting one deadline more for each would keep every
+        /// caller behind a frozen keyring waiting for all the others' deadlines.
+        let abandon: @Sendable () -> Void
     }
 
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
@@ -82,12 +86,20 @@ final class KeyringThread: @unchecked Sendable {  // all mutable state is touche
 
     private func runJobs() {
         while let job = nextJob() {
-            if DispatchTime.now() >= job.deadline {
-                job.expire()
-            } else {
-                job.run()
+            if !job.run() {
+                for queued in takeQueuedJobs() { queued.abandon() }
             }
         }
+    }
+
+    /// Empties the queue; the jobs are answered outside the mutex.
+    private func takeQueuedJobs() -> ArraySlice<Job> {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        let queued = jobs[headIndex...]
+        jobs.removeAll(keepingCapacity: true)
+        headIndex = 0
+        return queued
     }
 
     /// Blocks until a job is queued; nil once stopped and drained.

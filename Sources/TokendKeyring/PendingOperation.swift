@@ -37,12 +37,23 @@ final class PendingOperation<Success: Sendable>: Sendable {
         }
     }
 
-    func finish(_ result: Result<Success, KeyringError>) {
+    /// Answers the caller with `result`; false if the deadline already had.
+    @discardableResult
+    func finish(_ result: Result<Success, KeyringError>) -> Bool {
         let continuation = state.withLock { state in
             state.cancellable = nil
             return state.continuation.take()
         }
         continuation?.resume(returning: result)
+        return continuation != nil
+    }
+
+    /// Answers the caller with `error` if the operation has not started (nor been answered).
+    func expireIfWaiting(_ error: KeyringError) {
+        let continuation = state.withLock { state in
+            state.cancellable == nil ? state.continuation.take() : nil
+        }
+        continuation?.resume(returning: .failure(error))
     }
 
     /// Answers the caller with `error` if nothing has yet, and cancels the call in flight.

@@ -132,13 +132,14 @@ extension AccountEngine {
 
 extension KeyringState {
     /// The keyring's mood after an operation answered `result`: any success means usable; a
-    /// locked answer, locked; a failure of one item (`failed`, `corrupt`) says nothing about the
-    /// keyring; anything else (no Secret Service, a timeout) means unavailable.
+    /// locked answer, locked; a failure of one item (`failed`, `corrupt`) or a write still queued
+    /// behind others (`queued`: busy, not down) says nothing about the keyring; anything else (no
+    /// Secret Service, a timeout) means unavailable.
     func after(_ result: Result<Void, KeyringError>) -> KeyringState {
         switch result {
         case .success: .available
         case .failure(let error) where error.code == .locked: .locked
-        case .failure(let error) where error.code == .failed || error.code == .corrupt: self
+        case .failure(let error) where [.failed, .corrupt, .queued].contains(error.code): self
         case .failure: .unavailable
         }
     }

@@ -36,9 +36,7 @@ extension AccountEngine {
 
     /// One line for systemd's STATUS=: "3 accounts: 2 active, 1 needs login; keyring locked".
     public func statusSummary() -> String {
-        let now = clock.now()
-        var counts: [String: Int] = [:]
-        for account in accounts.values { counts[account.machine.stateName(at: now), default: 0] += 1 }
+        let counts = accounts.census.counts(at: clock.now())
         let states = counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }
             .map { "\($0.value) \($0.key.split(separator: "_").joined(separator: " "))" }
         var summary = "\(accounts.count) account\(accounts.count == 1 ? "" : "s")"

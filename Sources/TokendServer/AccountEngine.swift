@@ -45,7 +45,7 @@ public actor AccountEngine {
     /// Upper bound on a request's `timeout`: nothing should hold a connection for longer.
     public static let maximumTimeout: Double = 300
 
-    var accounts: [String: Account] = [:]
+    var accounts = AccountTable()
     let store: any SecretStore
     public nonisolated let clock: any WallClock
     let hub: EventHub

@@ -22,6 +22,11 @@ struct RefreshScheduler {
 
     let timers: any TimerSource
     private(set) var wakes: [String: Wake] = [:]
+    /// The armed proactive refreshes per second (`RefreshSpreading.second(of:)`), kept as wakes
+    /// are armed and disarmed: placing one refresh then costs a few look-ups, not a pass over
+    /// every account's wake (which dominated the daemon's CPU at 10,000 accounts).
+    private var proactivePerSecond: [Double: Int] = [:]
+    private var proactiveCount = 0
     private var recheck: TimerHandle?
 
     init(timers: any TimerSource) {
@@ -33,8 +38,14 @@ struct RefreshScheduler {
     func nextWake(_ name: String, machine: AccountMachine, now: Date) -> (deadline: Date, proactive: Bool)? {
         guard let wake = machine.nextWake else { return nil }
         guard wake > now, let window = machine.proactiveWindow else { return (wake, false) }
-        let taken = wakes.compactMap { $0.key != name && $0.value.proactive ? $0.value.deadline : nil }
-        return (RefreshSpreading.slot(desired: wake, earliest: max(now, window.earliest), taken: taken), true)
+        // `name`'s own armed refresh does not count against it.
+        let own = wakes[name].flatMap { $0.proactive ? RefreshSpreading.second(of: $0.deadline) : nil }
+        let slot = RefreshSpreading.slot(
+            desired: wake, earliest: max(now, window.earliest), takenCount: proactiveCount - (own == nil ? 0 : 1)
+        ) { second in
+            proactivePerSecond[second, default: 0] - (second == own ? 1 : 0)
+        }
+        return (slot, true)
     }
 
     /// Arms `name`'s timer for its next wake-up (replacing any armed one); `fire` runs then.
@@ -44,12 +55,22 @@ struct RefreshScheduler {
         disarm(name)
         guard let (deadline, proactive) = nextWake(name, machine: machine, now: now) else { return nil }
         wakes[name] = Wake(deadline: deadline, proactive: proactive, timer: timers.schedule(at: deadline, fire))
+        if proactive {
+            proactivePerSecond[RefreshSpreading.second(of: deadline), default: 0] += 1
+            proactiveCount += 1
+        }
         return deadline
     }
 
     /// No timer for `name`, and its claimed refresh second is free for others.
     mutating func disarm(_ name: String) {
-        wakes.removeValue(forKey: name)?.timer.cancel()
+        guard let wake = wakes.removeValue(forKey: name) else { return }
+        wake.timer.cancel()
+        guard wake.proactive else { return }
+        let second = RefreshSpreading.second(of: wake.deadline)
+        proactivePerSecond[second, default: 0] -= 1
+        if proactivePerSecond[second] == 0 { proactivePerSecond[second] = nil }
+        proactiveCount -= 1
     }
 
     /// Whether a timer that fired at `now` should start `name`'s refresh: the machine's own

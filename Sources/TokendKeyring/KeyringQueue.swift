@@ -1,0 +1,154 @@
+import CLibsecret
+import Dispatch
+import Synchronization
+
+/// The keyring operations of one store, on their own thread, in the order they were asked for,
+/// each with a deadline on the Secret Service's own answer.
+///
+/// The deadline starts when the operation starts on the thread, not when it is queued: a restore
+/// of a thousand stored sessions queues a thousand reads, and the last must not time out because
+/// the others took a few seconds. Other callers wait at most one deadline in the queue too, and
+/// are then answered `.queued` (a busy keyring, not a down one). When an operation does time out (a frozen Secret Service), the
+/// operations queued behind it answer `.timedOut` at once instead of one deadline each.
+/// At most one write per account waits in the queue: a newer write replaces a queued older one,
+/// whose caller gets the newer write's answer (only the newest tokens matter). A write's caller
+/// waits at most one deadline in the queue too: a refresh must not hang on a keyring that is busy
+/// (gnome-keyring rewrites its whole file for every write: with 1,000 items, ~5 writes a
+/// second here); it is answered `.queued`, and the write stays queued and still happens.
+final class KeyringQueue: Sendable {
+    /// Per-operation deadline, in seconds, counted from the operation's start on the thread.
+    let timeout: Double
+    private let thread: KeyringThread
+
+    /// A write waiting in the queue that a newer write for its account may still replace: none
+    /// other operation for that account was queued after it, and it has not started.
+    private final class QueuedWrite: Sendable {
+        struct State {
+            var payload: String
+            var callers: [PendingOperation<Void>]
+        }
+        let state: Mutex<State>
+        init(payload: String, caller: PendingOperation<Void>) {
+            state = Mutex(State(payload: payload, callers: [caller]))
+        }
+    }
+
+    private let replaceableWrites = Mutex<[String: QueuedWrite]>([:])
+    private let waiting = Mutex(0)
+
+    /// How many callers wait for an operation that has not started yet (tests wait on it).
+    var waitingCallers: Int { waiting.withLock { $0 } }
+
+    init(name: String, timeout: Double, tearDown: @escaping @Sendable () -> Void = {}) {
+        self.timeout = timeout
+        thread = KeyringThread(name: name, tearDown: tearDown)
+    }
+
+    /// Lets the thread finish what is queued, then end.
+    func stop() { thread.stop() }
+
+    /// Queues `body` before the first suspension (so the order of calls from one actor is kept)
+    /// and waits for its result or its deadline. `account` names the item it touches, if one: a
+    /// queued write for that account then stays where it is, ahead of this operation.
+    /// With `waitsOutTheQueue` false, a caller still queued after one deadline is answered
+    /// `.queued` and the operation is dropped: only the reads of stored sessions wait for the
+    /// whole queue (a start-up restore must not fail for waiting); a shutdown's last call, a
+    /// probe or a delete must not hang behind a busy keyring.
+    func perform<Success: Sendable>(
+        account: String?,
+        waitsOutTheQueue: Bool = false,
+        isolation: isolated (any Actor)?,
+        _ body: @escaping @Sendable (UnsafeMutablePointer<GCancellable>) -> Result<Success, KeyringError>
+    ) async -> Result<Success, KeyringError> {
+        await withCheckedContinuation(isolation: isolation) { continuation in
+            let pending = PendingOperation(continuation)
+            if !waitsOutTheQueue { Self.armQueueDeadline(timeout, for: pending, "the operation is dropped") }
+            if let account { replaceableWrites.withLock { _ = $0.removeValue(forKey: account) } }
+            let timeout = self.timeout
+            waiting.withLock { $0 += 1 }
+            thread.enqueue(
+                KeyringThread.Job(
+                    run: { [self] in
+                        waiting.withLock { $0 -= 1 }
+                        let cancellable = CancellableHandle()
+                        guard pending.begin(cancellable) else { return true }
+                        Self.armDeadline(timeout, for: [pending])
+                        return pending.finish(body(cancellable.pointer))
+                    },
+                    abandon: { [self] in
+                        waiting.withLock { $0 -= 1 }
+                        pending.expire(Self.queuedBehindTimeout(timeout))
+                    }))
+        }
+    }
+
+    /// Queues a write of `payload` to `account`'s item, or hands `payload` to the write for that
+    /// account already waiting in the queue; answers with that write's result.
+    func write(
+        account: String,
+        payload: String,
+        isolation: isolated (any Actor)?,
+        _ body: @escaping @Sendable (String, UnsafeMutablePointer<GCancellable>) -> Result<Void, KeyringError>
+    ) async -> Result<Void, KeyringError> {
+        await withCheckedContinuation(isolation: isolation) { continuation in
+            let pending = PendingOperation(continuation)
+            waiting.withLock { $0 += 1 }
+            let queued: QueuedWrite? = replaceableWrites.withLock { writes in
+                if let waiting = writes[account] {
+                    waiting.state.withLock {
+                        $0.payload = payload
+                        $0.callers.append(pending)
+                    }
+                    return nil
+                }
+                let write = QueuedWrite(payload: payload, caller: pending)
+                writes[account] = write
+                return write
+            }
+            let timeout = self.timeout
+            Self.armQueueDeadline(timeout, for: pending, "the write stays queued and will still happen")
+            guard let queued else { return }
+            thread.enqueue(
+                KeyringThread.Job(
+                    run: { [self] in
+                        // Started: from now on a newer write queues behind this one.
+                        replaceableWrites.withLock { if $0[account] === queued { $0[account] = nil } }
+                        let (payload, callers) = queued.state.withLock { ($0.payload, $0.callers) }
+                        waiting.withLock { $0 -= callers.count }
+                        let cancellable = CancellableHandle()
+                        // Written even when every caller stopped waiting: these are the newest tokens.
+                        let live = callers.filter { $0.begin(cancellable) }
+                        let deadline = DispatchTime.now() + timeout
+                        Self.armDeadline(timeout, for: live)
+                        // The call's own deadline, whether or not anyone still waits for it.
+                        DispatchQueue.global().asyncAfter(deadline: deadline) { cancellable.cancel() }
+                        let result = body(payload, cancellable.pointer)
+                        for caller in live { caller.finish(result) }
+                        return DispatchTime.now() < deadline
+                    },
+                    abandon: { [self] in
+                        replaceableWrites.withLock { if $0[account] === queued { $0[account] = nil } }
+                        let callers = queued.state.withLock { $0.callers }
+                        waiting.withLock { $0 -= callers.count }
+                        for caller in callers { caller.expire(Self.queuedBehindTimeout(timeout)) }
+                    }))
+        }
+    }
+
+    private static func armQueueDeadline<Success>(_ timeout: Double, for caller: PendingOperation<Success>, _ outcome: String) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+            caller.expireIfWaiting(KeyringError(.queued, "still queued behind other keyring operations after \(timeout) s; \(outcome)"))
+        }
+    }
+
+    private static func armDeadline<Success>(_ timeout: Double, for callers: [PendingOperation<Success>]) {
+        let timedOut = KeyringError(.timedOut, "the Secret Service did not answer within \(timeout) s")
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+            for caller in callers { caller.expire(timedOut) }
+        }
+    }
+
+    private static func queuedBehindTimeout(_ timeout: Double) -> KeyringError {
+        KeyringError(.timedOut, "queued behind a keyring call the Secret Service did not answer within \(timeout) s")
+    }
+}

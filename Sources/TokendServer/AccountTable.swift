@@ -1,0 +1,34 @@
+/// The engine's accounts by name: a dictionary that keeps `census` in step with every change,
+/// so the state counts never need a pass over all accounts.
+struct AccountTable: Sequence {
+    private var storage: [String: AccountEngine.Account] = [:]
+    private(set) var census = AccountCensus()
+
+    subscript(name: String) -> AccountEngine.Account? {
+        get { storage[name] }
+        set {
+            if let old = storage[name] { census.remove(old.machine) }
+            if let newValue { census.add(newValue.machine) }
+            storage[name] = newValue
+        }
+        // In place, as a dictionary's own subscript: `accounts[name]?.machine.x = y` must not copy.
+        _modify {
+            if let old = storage[name] { census.remove(old.machine) }
+            defer { if let new = storage[name] { census.add(new.machine) } }
+            yield &storage[name]
+        }
+    }
+
+    @discardableResult
+    mutating func removeValue(forKey name: String) -> AccountEngine.Account? {
+        let old = storage[name]
+        self[name] = nil
+        return old
+    }
+
+    var count: Int { storage.count }
+    var keys: Dictionary<String, AccountEngine.Account>.Keys { storage.keys }
+    var values: Dictionary<String, AccountEngine.Account>.Values { storage.values }
+
+    func makeIterator() -> Dictionary<String, AccountEngine.Account>.Iterator { storage.makeIterator() }
+}

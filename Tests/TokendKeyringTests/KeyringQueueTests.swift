@@ -1,0 +1,167 @@
+import CLibsecret
+import Dispatch
+import Glibc
+import Synchronization
+import Testing
+@testable import TokendKeyring
+
+/// The keyring queue's deadlines and write merging, with operations that stand in for a slow, a
+/// frozen and a healthy Secret Service (the queue never looks inside them).
+@Suite
+struct KeyringQueueTests {
+    /// A restore queues one read per stored account. Behind a keyring that answers each in 60 ms,
+    /// 50 reads take 3 s in all, longer than the 2-second deadline: each read's deadline counts
+    /// from its own start, so every one answers, and none is reported timed out.
+    @Test func readsQueuedBehindASlowKeyringAllAnswer() async {
+        let queue = KeyringQueue(name: "test-keyring", timeout: 2)
+        defer { queue.stop() }
+        let results = await withTaskGroup(of: Result<String, KeyringError>.self) { group in
+            for index in 0..<50 {
+                group.addTask {
+                    await queue.perform(account: "account\(index)", waitsOutTheQueue: true, isolation: nil) { _ in
+                        usleep(60_000)
+                        return .success("account\(index)")
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == 50)
+        #expect(results.filter { (try? $0.get()) == nil }.isEmpty, "\(results.filter { (try? $0.get()) == nil })")
+    }
+
+    /// A Secret Service that never answers: the call in flight times out and is cancelled, the
+    /// operations queued behind it answer `.timedOut` at once without running, and the next
+    /// operation runs again.
+    @Test func operationsQueuedBehindAnUnansweredCallTimeOutTogether() async {
+        // Long enough for the ten to be queued while the first call hangs, on a loaded machine.
+        let queue = KeyringQueue(name: "test-keyring", timeout: 3)
+        defer { queue.stop() }
+        let ran = Mutex(0)
+        let started = Mutex(false)
+        let frozen = Task {
+            await queue.perform(account: "frozen", isolation: nil) { cancellable -> Result<Void, KeyringError> in
+                started.withLock { $0 = true }
+                // Blocks like a libsecret call does until its GCancellable is cancelled.
+                let limit = DispatchTime.now() + 30
+                while g_cancellable_is_cancelled(cancellable) == 0, DispatchTime.now() < limit { usleep(5_000) }
+                return .failure(KeyringError(.failed, "cancelled"))
+            }
+        }
+        await waitUntil { started.withLock { $0 } }
+        var queued: [Task<Result<Void, KeyringError>, Never>] = []
+        for index in 0..<10 {
+            queued.append(Task { @Sendable in
+                await queue.perform(account: "account\(index)", waitsOutTheQueue: true, isolation: nil) { _ -> Result<Void, KeyringError> in
+                    ran.withLock { $0 += 1 }
+                    return .success(())
+                }
+            })
+        }
+        #expect((await frozen.value).error?.code == .timedOut)
+        for task in queued { #expect((await task.value).error?.code == .timedOut) }
+        #expect(ran.withLock { $0 } == 0)
+        let after = await queue.perform(account: "after", isolation: nil) { _ in .success(true) }
+        #expect((try? after.get()) == true)
+    }
+
+    /// Writes for one account waiting in the queue become one write of the newest payload, and
+    /// every caller gets its answer; a write queued after another operation on the same account
+    /// stays behind it (a save, a read, a save: the read sees the first).
+    @Test func queuedWritesOfOneAccountMergeIntoTheNewest() async {
+        let queue = KeyringQueue(name: "test-keyring", timeout: 10)
+        defer { queue.stop() }
+        let gate = DispatchSemaphore(value: 0)
+        let calls = Mutex<[String]>([])
+        let started = Mutex(false)
+        let blocker = Task {
+            await queue.perform(account: nil, isolation: nil) { _ in
+                started.withLock { $0 = true }
+                gate.wait()
+                return .success(())
+            }
+        }
+        await waitUntil { started.withLock { $0 } }
+        var tasks: [Task<Result<Void, KeyringError>, Never>] = []
+        func enqueue(_ index: Int, _ operation: @escaping @Sendable () async -> Result<Void, KeyringError>) async {
+            tasks.append(Task(operation: operation))
+            await waitUntil { queue.waitingCallers == index }
+        }
+        func write(_ account: String, _ payload: String) -> @Sendable () async -> Result<Void, KeyringError> {
+            { await queue.write(account: account, payload: payload, isolation: nil) { payload, _ in calls.withLock { $0.append("\(account)=\(payload)") }; return .success(()) } }
+        }
+        await enqueue(1, write("work", "1"))
+        await enqueue(2, write("work", "2"))
+        await enqueue(3, write("home", "1"))
+        await enqueue(4, write("work", "3"))
+        await enqueue(5, { await queue.perform(account: "work", isolation: nil) { _ in calls.withLock { $0.append("read work") }; return .success(()) } })
+        await enqueue(6, write("work", "4"))
+        await enqueue(7, write("work", "5"))
+        gate.signal()
+        _ = await blocker.value
+        for task in tasks { #expect((try? (await task.value).get()) != nil) }
+        #expect(calls.withLock { $0 } == ["work=3", "home=1", "read work", "work=5"])
+    }
+
+    /// A write that waits its whole deadline behind operations the keyring is still answering
+    /// (a busy keyring, not a frozen one) is answered `.queued`, and still happens afterwards;
+    /// any other operation but a read (here a probe) is answered `.queued` and dropped.
+    @Test func aWriteQueuedPastItsDeadlineIsAnsweredQueuedAndStillWritten() async {
+        // Margins of a second either side of each deadline, for a loaded machine.
+        let queue = KeyringQueue(name: "test-keyring", timeout: 3)
+        defer { queue.stop() }
+        let started = Mutex(false)
+        let writeAnswered = DispatchSemaphore(value: 0)
+        let written = DispatchSemaphore(value: 0)
+        // The first operation ends a second after the other three are queued, within its own
+        // deadline; the second holds the thread until the write has been answered (two seconds
+        // into its own deadline).
+        let first = Task {
+            await queue.perform(account: nil, isolation: nil) { _ -> Result<Void, KeyringError> in
+                started.withLock { $0 = true }
+                let limit = DispatchTime.now() + 1
+                while queue.waitingCallers < 3, DispatchTime.now() < limit { usleep(2_000) }
+                usleep(1_000_000)  // a keyring that takes a second to answer
+                return .success(())
+            }
+        }
+        await waitUntil { started.withLock { $0 } }
+        let second = Task {
+            await queue.perform(account: nil, isolation: nil) { _ -> Result<Void, KeyringError> in
+                _ = writeAnswered.wait(timeout: .now() + 10)
+                return .success(())
+            }
+        }
+        await waitUntil { queue.waitingCallers == 1 }
+        let probeRan = Mutex(false)
+        let probe = Task {
+            await queue.perform(account: nil, isolation: nil) { _ -> Result<Void, KeyringError> in
+                probeRan.withLock { $0 = true }
+                return .success(())
+            }
+        }
+        await waitUntil { queue.waitingCallers == 2 }
+        let write = await queue.write(account: "work", payload: "newest", isolation: nil) { payload, _ in
+            written.signal()
+            return .success(())
+        }
+        writeAnswered.signal()
+        #expect(write.error?.code == .queued)
+        #expect(written.wait(timeout: .now() + 10) == .success, "the write happens after its caller was answered")
+        #expect((await probe.value).error?.code == .queued)
+        #expect(probeRan.withLock { $0 } == false)
+        #expect((try? (await first.value).get()) != nil)
+        #expect((try? (await second.value).get()) != nil)
+    }
+
+    private func waitUntil(_ condition: () -> Bool) async {
+        let limit = DispatchTime.now() + 10
+        while !condition(), DispatchTime.now() < limit { try? await Task.sleep(for: .milliseconds(5)) }
+    }
+}
+
+extension Result {
+    fileprivate var error: Failure? {
+        if case .failure(let error) = self { error } else { nil }
+    }
+}
