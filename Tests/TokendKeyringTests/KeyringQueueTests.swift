@@ -112,7 +112,7 @@ struct KeyringQueueTests {
         defer { queue.stop() }
         let started = Mutex(false)
         let writeAnswered = DispatchSemaphore(value: 0)
-        let written = DispatchSemaphore(value: 0)
+        let written = Mutex(false)
         // The first operation ends a second after the other three are queued, within its own
         // deadline; the second holds the thread until the write has been answered (two seconds
         // into its own deadline).
@@ -142,12 +142,14 @@ struct KeyringQueueTests {
         }
         await waitUntil { queue.waitingCallers == 2 }
         let write = await queue.write(account: "work", payload: "newest", isolation: nil) { payload, _ in
-            written.signal()
+            written.withLock { $0 = true }
             return .success(())
         }
         writeAnswered.signal()
         #expect(write.error?.code == .queued)
-        #expect(written.wait(timeout: .now() + 10) == .success, "the write happens after its caller was answered")
+        // Awaited, not a semaphore wait: blocking a cooperative thread here could starve the queue.
+        await waitUntil { written.withLock { $0 } }
+        #expect(written.withLock { $0 }, "the write happens after its caller was answered")
         #expect((await probe.value).error?.code == .queued)
         #expect(probeRan.withLock { $0 } == false)
         #expect((try? (await first.value).get()) != nil)
