@@ -1,11 +1,12 @@
 import Dispatch
 import TokendCore
 
-/// The daemon's timer source: one-shot Dispatch timers on a wall-clock deadline.
+/// The daemon's timer source: one-shot Dispatch timers on a monotonic deadline.
 ///
-/// The delay is taken from the injected clock when the timer is armed, and the timer counts
-/// wall time (`wallDeadline`), so a suspend does not make it late; whoever it wakes asks the
-/// clock again, and sleeps on if it woke early.
+/// The delay is taken from the injected clock when the timer is armed and then counted on the
+/// monotonic clock: a wall clock set back must not hold every timer (keyring poll, recheck
+/// included) back by as much. A suspend can make a long timer late; the 10 s recheck, armed the
+/// same way, catches that up. Whoever a timer wakes asks the clock again and sleeps on if early.
 public struct DispatchTimerSource: TimerSource {
     /// Timers may fire this late: refreshes are scheduled seconds early, so batching wakeups is free.
     static let leeway = DispatchTimeInterval.milliseconds(100)
@@ -21,7 +22,7 @@ public struct DispatchTimerSource: TimerSource {
 
     public func schedule(at deadline: Date, _ fire: @escaping @Sendable () -> Void) -> TimerHandle {
         let timer = ArmedTimer(DispatchSource.makeTimerSource(queue: queue))
-        timer.source.schedule(wallDeadline: .now() + max(0, deadline.timeIntervalSince(clock.now())), leeway: Self.leeway)
+        timer.source.schedule(deadline: .now() + max(0, deadline.timeIntervalSince(clock.now())), leeway: Self.leeway)
         timer.source.setEventHandler {
             fire()
             timer.source.cancel()  // one-shot: drops the handler (and what it captured) at once
