@@ -1,12 +1,15 @@
 import Dispatch
+import Synchronization
 import TokendCore
 
-/// The daemon's timer source: one-shot Dispatch timers on a monotonic deadline.
+
+/// The daemon's timer source: one-shot Dispatch timers armed twice, on a wall-clock and on a
+/// monotonic deadline, firing once at whichever comes first.
 ///
-/// The delay is taken from the injected clock when the timer is armed and then counted on the
-/// monotonic clock: a wall clock set back must not hold every timer (keyring poll, recheck
-/// included) back by as much. A suspend can make a long timer late; the 10 s recheck, armed the
-/// same way, catches that up. Whoever a timer wakes asks the clock again and sleeps on if early.
+/// The delay is taken from the injected clock when the timer is armed. The wall deadline makes a
+/// suspend (or a wall clock set forward) fire it at once; the monotonic one keeps a wall clock set
+/// back from holding every timer back by the step (the chaos run found the keyring poll two hours
+/// late). Whoever a timer wakes asks the clock again, and sleeps on if it woke early.
 public struct DispatchTimerSource: TimerSource {
     /// Timers may fire this late: refreshes are scheduled seconds early, so batching wakeups is free.
     static let leeway = DispatchTimeInterval.milliseconds(100)
@@ -21,20 +24,38 @@ public struct DispatchTimerSource: TimerSource {
     }
 
     public func schedule(at deadline: Date, _ fire: @escaping @Sendable () -> Void) -> TimerHandle {
-        let timer = ArmedTimer(DispatchSource.makeTimerSource(queue: queue))
-        timer.source.schedule(deadline: .now() + max(0, deadline.timeIntervalSince(clock.now())), leeway: Self.leeway)
-        timer.source.setEventHandler {
-            fire()
-            timer.source.cancel()  // one-shot: drops the handler (and what it captured) at once
+        let delay = max(0, deadline.timeIntervalSince(clock.now()))
+        let timer = ArmedTimer(DispatchSource.makeTimerSource(queue: queue), DispatchSource.makeTimerSource(queue: queue))
+        timer.onWall.schedule(wallDeadline: .now() + delay, leeway: Self.leeway)
+        timer.onMonotonic.schedule(deadline: .now() + delay, leeway: Self.leeway)
+        for source in [timer.onWall, timer.onMonotonic] {
+            source.setEventHandler {
+                if timer.claim() { fire() }
+                timer.cancel()  // one-shot: drops the handlers (and what they captured) at once
+            }
+            source.resume()
         }
-        timer.source.resume()
-        return TimerHandle { timer.source.cancel() }
+        return TimerHandle { timer.cancel() }
     }
 }
 
-/// `@unchecked Sendable`: a Dispatch source is thread-safe (its `cancel` may be called from any
-/// thread, any number of times), and the reference is never reassigned.
+/// `@unchecked Sendable`: Dispatch sources are thread-safe (`cancel` may be called from any
+/// thread, any number of times), the references are never reassigned, and `fired` is atomic.
 private final class ArmedTimer: @unchecked Sendable {
-    let source: any DispatchSourceTimer
-    init(_ source: any DispatchSourceTimer) { self.source = source }
+    let onWall: any DispatchSourceTimer
+    let onMonotonic: any DispatchSourceTimer
+    private let fired = Atomic<Bool>(false)
+
+    init(_ onWall: any DispatchSourceTimer, _ onMonotonic: any DispatchSourceTimer) {
+        self.onWall = onWall
+        self.onMonotonic = onMonotonic
+    }
+
+    /// True for the first of the two deadlines only.
+    func claim() -> Bool { !fired.exchange(true, ordering: .acquiringAndReleasing) }
+
+    func cancel() {
+        onWall.cancel()
+        onMonotonic.cancel()
+    }
 }
