@@ -48,8 +48,8 @@ public final class PrivateKeyring: Sendable {
     }
 
     /// How long to wait for a daemon to come up or a command to finish. Generous: the CI
-    /// machine has two shared cores and everything else builds at the same time.
-    static let readyTimeout: Double = 20
+    /// machine has two shared cores, and a keyring restarted mid-suite took over 20 s there.
+    static let readyTimeout: Double = 45
     /// Between two readiness probes: each runs `gdbus`, a few milliseconds.
     static let pollInterval: Double = 0.02
     static let secretsName = "org.freedesktop.secrets"
