@@ -13,6 +13,8 @@ let package = Package(
         // For Fuzz/, a separate package (libFuzzer needs its own build flags): packages can only
         // depend on products.
         .library(name: "TokendFuzzing", targets: ["TokendFuzzing"]),
+        // Loaded beside libfaketime by the clock tests and scripts/chaos (tests only; never shipped).
+        .library(name: "TokendFaketimeFix", type: .dynamic, targets: ["CTokendFaketimeFix"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -35,6 +37,7 @@ let package = Package(
             name: "CLibsecret", pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]),
         .target(name: "CTokendShims", cSettings: [.define("_GNU_SOURCE")]),
+        .target(name: "CTokendFaketimeFix"),
         .target(
             name: "TokendKeyring",
             dependencies: ["TokendCore", "CLibsecret"]),

@@ -14,7 +14,12 @@ extension AccountEngine {
     /// daemon does that after it listens, so a stuck Secret Service can never keep the socket closed.
     public func adopt(_ configuration: Configuration) -> [String] {
         for name in accounts.keys where configuration.accounts[name] == nil {
-            accounts.removeValue(forKey: name)
+            // A session the keyring has not taken yet (it was locked) is still written: with a
+            // provider that rotates, the stored refresh token may be dead already.
+            if let removed = accounts.removeValue(forKey: name), removed.unsaved, let held = removed.machine.tokens {
+                setAsideWrites[name] = held
+                startKeyringPoll()
+            }
             scopedTokens[name] = nil
             scheduler.disarm(name)
             wake(name)

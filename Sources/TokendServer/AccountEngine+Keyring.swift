@@ -17,8 +17,11 @@ extension AccountEngine {
     /// import, or a reload that removed and re-added it while the keyring answered would
     /// otherwise be undone by what the read found.
     func restore(_ name: String) async {
-        if let setAside = setAsideWrites.removeValue(forKey: name) {
-            _ = noteKeyring(await store.save(setAside, account: name).map { _ in () }, account: name)
+        if let setAside = setAsideWrites[name] {
+            // Kept until written: a keyring that refuses it now gets it at the next read.
+            if noteKeyring(await store.save(setAside, account: name), account: name), setAsideWrites[name] == setAside {
+                setAsideWrites[name] = nil
+            }
         }
         guard let before = accounts[name] else { return }
         let loaded = await store.load(account: name)
@@ -78,11 +81,12 @@ extension AccountEngine {
     }
 
     var hasKeyringWork: Bool {
-        accounts.values.contains { account in
-            if account.unsaved { return true }
-            if case .awaitingKeyring = account.machine.phase { return true }
-            return false
-        }
+        setAsideWrites.keys.contains { accounts[$0] == nil }
+            || accounts.values.contains { account in
+                if account.unsaved { return true }
+                if case .awaitingKeyring = account.machine.phase { return true }
+                return false
+            }
     }
 
     /// How often a locked or missing keyring is probed while something waits to be written or read.
@@ -126,6 +130,13 @@ extension AccountEngine {
             } else if account.unsaved {
                 accounts[name]?.unsaved = false
             }
+        }
+        // Sessions of removed accounts; a re-added one's is written by its `restore` instead.
+        for (name, tokens) in setAsideWrites.sorted(by: { $0.key < $1.key }) where accounts[name] == nil {
+            let saved = await store.save(tokens, account: name)
+            guard noteKeyring(saved, account: name), accounts[name] == nil, setAsideWrites[name] == tokens else { continue }
+            setAsideWrites[name] = nil
+            logger.info("the session of a removed account was written back to the keyring", metadata: ["account": "\(name)"])
         }
     }
 }

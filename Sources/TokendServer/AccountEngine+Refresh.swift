@@ -75,12 +75,22 @@ extension AccountEngine {
     }
 
     /// Writes a rotated session whose account is gone, if the keyring still holds the refresh
-    /// token it replaces (a read then a write, both queued in order from this actor).
+    /// token it replaces (a read then a write, both queued in order from this actor). A keyring
+    /// that cannot take it now gets it from the keyring poll.
     func saveOrphanedRotation(_ tokens: TokenSet, account name: String, replacing old: String) async {
-        guard case .success(let stored?) = await store.load(account: name), stored.refreshToken == old else { return }
-        let saved = await store.save(tokens, account: name)
-        if noteKeyring(saved, account: name) {
-            logger.info("a refresh that finished after its account was removed had its rotated token saved", metadata: ["account": "\(name)"])
+        switch await store.load(account: name) {
+        case .success(let stored?) where stored.refreshToken == old:
+            let saved = await store.save(tokens, account: name)
+            if noteKeyring(saved, account: name) {
+                logger.info("a refresh that finished after its account was removed had its rotated token saved", metadata: ["account": "\(name)"])
+            } else if accounts[name] == nil {
+                setAsideWrites[name] = tokens
+            }
+        case .success:
+            return  // the keyring holds another session (or none): this one is not the newest
+        case .failure(let error):
+            _ = noteKeyring(.failure(error), account: name)
+            if accounts[name] == nil { setAsideWrites[name] = tokens }
         }
     }
 

@@ -65,8 +65,9 @@ public actor AccountEngine {
     /// Accounts whose stored session is being read for the first time: a `token` request waits
     /// for that read (within its timeout) instead of being told the keyring is unreadable.
     var restoring: Set<String> = []
-    /// Sessions set aside by an endpoint change before they reached the keyring: `restore`
-    /// writes each before it reads the account again.
+    /// Sessions that must still reach the keyring but that no configured account holds: set
+    /// aside by an endpoint change, or held unsaved by an account a reload removed. `restore`
+    /// writes one before it reads its account again; the keyring poll writes the removed ones.
     var setAsideWrites: [String: TokenSet] = [:]
     /// Each account's down-scoped access tokens (AccountEngine+ScopedTokens.swift).
     var scopedTokens: [String: ScopedTokenCache] = [:]

@@ -9,11 +9,14 @@ import TokendTestSupport
 /// at run time through FAKETIME_TIMESTAMP_FILE while the provider and the test keep real time.
 @Suite struct ClockTests {
     static let library = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+    /// Loaded first, so monotonic timers stay where a real wall-clock step leaves them
+    /// (libfaketime shifts them by its offset: Sources/CTokendFaketimeFix).
+    static let fix = DaemonHarness.binDirectory + "/libTokendFaketimeFix.so"
 
     func fakedEnvironment(offsetFile: String, monotonicToo: Bool, offset: String = "+0") throws -> [String: String] {
         try offset.write(toFile: offsetFile, atomically: true, encoding: .utf8)
         var environment = [
-            "LD_PRELOAD": Self.library,
+            "LD_PRELOAD": monotonicToo ? Self.library : Self.fix + " " + Self.library,
             "FAKETIME_TIMESTAMP_FILE": offsetFile,
             // Re-read the file on every call, so the test can move the clock while tokend runs.
             "FAKETIME_NO_CACHE": "1",
@@ -123,6 +126,26 @@ import TokendTestSupport
             #expect(!resurrected, "served the stored token, dead for \(asked.timeIntervalSince(storedExpiry)) s")
             let expiry = try #require(JWTClaims(token: served)?.expiresAt)
             #expect(expiry > asked, "served a token dead for \(asked.timeIntervalSince(expiry)) s")
+        }
+    }
+
+    /// Found by scripts/chaos: a request waits for a refresh that hangs, and the wall clock is set
+    /// back two hours meanwhile. Its timeout must still end the wait on time, with an answer: a
+    /// timer armed on the wall clock alone would hold the reply back by the two hours.
+    @Test func aWallClockSetBackWhileARequestWaitsStillEndsItOnTime() async throws {
+        try await withWorld(startDaemon: false) { world in
+            let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
+            try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false))
+            try await world.importNewUser()
+            world.fake.inject(.hang, count: 1)
+            async let forced = world.tokenctl(["refresh", "work", "--timeout", "3"])
+            // Once the account shows `refreshing`, the request's own timer is armed: the engine
+            // arms it in the same step that starts the refresh.
+            try await poll(timeout: 20, "the forced refresh under way") { try await world.status().state == "refreshing" }
+            try "-2h".write(toFile: offsetFile, atomically: true, encoding: .utf8)
+            let run = try await forced
+            #expect(run.status == 75, "exit \(run.status): \(run.stderr)")
+            #expect(run.stderr.contains("still running"), "\(run.stderr)")
         }
     }
 }

@@ -68,6 +68,29 @@ import TokendTestSupport
         }
     }
 
+    /// The same, but a reload removes the account while its rotated token waits for the keyring:
+    /// the provider revoked the stored token, so the one in memory is the only live one, and it
+    /// is still written back on unlock.
+    @Test func anAccountRemovedWhileItsRotatedTokenWaitsIsStillWrittenBack() async throws {
+        var options = FakeFirebase.Options()
+        options.rotate = true
+        options.revokePrevious = true
+        try await withWorld(options: options) { world in
+            let session = try await world.importNewUser()
+            try world.keyring.lock()
+            #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
+            #expect(try await world.status().unsaved == true)
+            try world.writeConfig("")
+            world.signalDaemon(SIGHUP)
+            try await poll(timeout: 20, "the account removed") { world.daemonLog.contains("account removed from the configuration") }
+            try world.keyring.unlock()
+            let newest = try #require(world.fake.newestRefreshToken(uid: session.uid))
+            try await poll(timeout: 20, "the rotated token written back though its account is gone") {
+                try await world.storedSession()?.refreshToken == newest
+            }
+        }
+    }
+
     /// gnome-keyring restarts mid-run: the daemon reconnects and keeps writing.
     @Test func keyringRestartMidRunReconnects() async throws {
         var options = FakeFirebase.Options()

@@ -38,6 +38,9 @@ import urllib.request
 BIN = os.environ.get("TOKEND_BIN_DIR", ".build/debug")
 ROOT = os.environ.get("CHAOS_ROOT") or sys.exit("chaos.py: run me through scripts/chaos")
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+# Loaded before libfaketime: it keeps monotonic timers where a real wall-clock step leaves them
+# (libfaketime shifts them by its offset; Sources/CTokendFaketimeFix says how it was measured).
+FAKETIME_FIX = os.path.abspath(os.path.join(BIN, "libTokendFaketimeFix.so"))
 # The private keyring's password: it protects only this throw-away keyring.
 KEYRING_PASSWORD = b"chaos-keyring-password"
 ACCOUNTS = ["a0", "a1", "a2", "a3", "a4"]
@@ -124,6 +127,8 @@ class World:
         self.user = {}
         self.users = collections.defaultdict(set)
         self.revoked = set()
+        # Each user's first refresh token, from its creation: issued, though no refresh issued it.
+        self.created_with = {}
         self.revocations = collections.Counter()
         self.last_kill = 0.0  # real time of the last kill -9, for the lost-response window
 
@@ -142,7 +147,7 @@ class World:
         env["TOKEND_SOCKET"] = self.socket_path
         if faked:
             env.update({
-                "LD_PRELOAD": FAKETIME, "FAKETIME_TIMESTAMP_FILE": self.offset_file,
+                "LD_PRELOAD": FAKETIME_FIX + " " + FAKETIME, "FAKETIME_TIMESTAMP_FILE": self.offset_file,
                 # Re-read on every call, so steps apply at once; boot time stays real.
                 "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
             })
@@ -176,6 +181,9 @@ class World:
     def issued_refresh_tokens(self, uid):
         issued = {r["issued_refresh_token"] for r in self.control("GET", "requests") if r.get("uid") == uid and r.get("issued_refresh_token")}
         issued.add(self.newest_refresh_token(uid))
+        with self.lock:
+            if uid in self.created_with:
+                issued.add(self.created_with[uid])
         return issued
 
     # -- the keyring --------------------------------------------------------------------------
@@ -346,6 +354,7 @@ class World:
         with self.lock:
             # Before the import: clients may be served the new user's tokens before it returns.
             self.users[account].add(session["uid"])
+            self.created_with[session["uid"]] = session["refresh_token"]
         result = self.tokenctl(["import", account], stdin=session["refresh_token"] + "\n")
         # An import during a provider backoff exits 75 but stores the session: what counts is
         # whether the item now holds the new user's session.
@@ -703,6 +712,8 @@ def main():
     args = parser.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 2**31)
+    if not os.path.exists(FAKETIME_FIX):
+        sys.exit("chaos.py: %s is missing; build it: swift build --product TokendFaketimeFix" % FAKETIME_FIX)
     sys.exit(World(args).main())
 
 
