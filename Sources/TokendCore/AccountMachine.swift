@@ -129,9 +129,7 @@ public struct AccountMachine: Sendable {
         case .needsLogin, .awaitingKeyring: return .refuse(phaseError!)
         default: break
         }
-        if let (token, expiresAt) = tokens?.token(kind), expiresAt.timeIntervalSince(now) >= minValid,
-            expiresAt > now
-        {
+        if let (token, expiresAt) = servableTokens?.token(kind, validFor: minValid, at: now) {
             return .token(token, expiresAt: expiresAt)
         }
         switch phase {
@@ -143,6 +141,15 @@ public struct AccountMachine: Sendable {
         case .refreshing: return .wait
         case .backingOff(let until, _): return .retryAt(until)
         case .misconfigured, .needsLogin, .awaitingKeyring: return .refuse(phaseError!)
+        }
+    }
+
+    /// The tokens a request may be handed when they are valid long enough: none while the account
+    /// needs a login or waits for its keyring. `serve` and the daemon's held-token table use it.
+    public var servableTokens: TokenSet? {
+        switch phase {
+        case .needsLogin, .awaitingKeyring: nil
+        default: tokens
         }
     }
 

@@ -47,6 +47,13 @@ public struct TokenSet: Codable, Sendable, Equatable {
         }
     }
 
+    /// The token of a kind if it is still valid for at least `minValid` seconds at `now` (and
+    /// alive at all, whatever `minValid` says): the one rule for handing a held token out.
+    public func token(_ kind: TokenKind, validFor minValid: Double, at now: Date) -> (value: String, expiresAt: Date)? {
+        guard let held = token(kind), held.expiresAt.timeIntervalSince(now) >= minValid, held.expiresAt > now else { return nil }
+        return held
+    }
+
     /// The expiry that drives proactive refresh: the soonest of the held tokens'.
     public var expiresAt: Date? {
         [idTokenExpiresAt, accessTokenExpiresAt].compactMap { $0 }.min()

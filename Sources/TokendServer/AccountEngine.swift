@@ -45,7 +45,9 @@ public actor AccountEngine {
     /// Upper bound on a request's `timeout`: nothing should hold a connection for longer.
     public static let maximumTimeout: Double = 300
 
-    var accounts = AccountTable()
+    var accounts: AccountTable
+    /// What `accounts` would serve now, for the event loop's fast path (`HeldTokenHandler`).
+    public nonisolated let heldTokens: HeldTokens
     let store: any SecretStore
     public nonisolated let clock: any WallClock
     let hub: EventHub
@@ -82,6 +84,9 @@ public actor AccountEngine {
         makeProvider: @escaping @Sendable (AccountConfiguration) -> any TokenProvider
     ) {
         let timerQueue = DispatchQueue(label: "tokend.timers")
+        let held = HeldTokens()
+        self.heldTokens = held
+        self.accounts = AccountTable(held: held)
         self.store = store
         self.clock = clock
         self.timerQueue = timerQueue

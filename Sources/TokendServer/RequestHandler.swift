@@ -28,6 +28,15 @@ public struct RequestHandler: Sendable {
         }
     }
 
+    /// What the event loop may do with a line before any task or engine sees it
+    /// (`HeldTokenHandler`).
+    public enum Immediate: Sendable, Equatable {
+        /// The complete reply, from a token already held.
+        case answer(Response)
+        /// The line goes to `handle(line:)`; `startsStream` if its reply may be a stream.
+        case forward(startsStream: Bool)
+    }
+
     let services: any EngineServices
     let hub: EventHub
     let version: String
@@ -50,6 +59,23 @@ public struct RequestHandler: Sendable {
             return .response(.failure(TokendError(.badRequest, failure.message), id: failure.id))
         case .success(let request):
             return await handle(request)
+        }
+    }
+
+    /// Answers a plain `token` request whose account holds a token meeting its `min_valid`, at
+    /// once and without suspending; everything else (errors included) is forwarded.
+    public func answerAtOnce(line: [UInt8]) -> Immediate {
+        guard case .success(let request) = WireCoding.decodeRequest(line), let command = try? Command(request) else {
+            return .forward(startsStream: false)
+        }
+        switch command {
+        case .token(let args):
+            guard let response = TokenHandler.answerAtOnce(args, id: request.id, session: services) else { return .forward(startsStream: false) }
+            return .answer(response)
+        case .watch, .login, .account:
+            return .forward(startsStream: true)  // `account upgrade` with Google streams its steps
+        case .hello, .list, .status, .refresh, .import, .logout:
+            return .forward(startsStream: false)
         }
     }
 

@@ -97,7 +97,7 @@ public final class SocketListener: Sendable {
                 let open = self.acceptedConnections.add(1, ordering: .relaxed).newValue
                 channel.closeFuture.whenComplete { _ in self.acceptedConnections.subtract(1, ordering: .relaxed) }
                 if open <= Self.maximumConnections {
-                    try channel.pipeline.syncOperations.addHandler(LineFrameHandler(limits: lineTimeLimits))
+                    try channel.pipeline.syncOperations.addHandlers(LineFrameHandler(limits: lineTimeLimits), HeldTokenHandler(self.handler))
                 } else {
                     logger.warning("too many connections; refusing a new one", metadata: ["open": "\(open - 1)"])
                     // Not a failed initializer: NIO would close the channel before it is active,

@@ -32,6 +32,8 @@ final class StubEngine: EngineServices {
     struct Script: Sendable {
         static let unscripted = TokendError(.internal, "the test did not script this call")
         var token: Result<TokenGrant, TokendError> = .failure(unscripted)
+        /// What the event loop's fast path finds held (nil: it asks `token`).
+        var held: TokenGrant?
         var expiry: Result<Date?, TokendError> = .failure(unscripted)
         var logout: Result<RevocationOutcome?, TokendError> = .failure(unscripted)
         var statuses: Result<[AccountReport], TokendError> = .failure(unscripted)
@@ -91,6 +93,11 @@ final class StubEngine: EngineServices {
 
     func token(account: String, kind: TokenKind?, minValid: Double, timeout: Double, scope: TokenScope?) async -> Result<TokenGrant, TokendError> {
         record(.token(account: account, kind: kind, minValid: minValid, timeout: timeout, scope: scope)) { $0.token }
+    }
+
+    /// Not a recorded call: the fast path is a read, and `calls` lists what reached the engine.
+    func heldToken(account: String, kind: TokenKind?, minValid: Double) -> TokenGrant? {
+        state.withLock { $0.script.held }
     }
 
     func refresh(account: String, timeout: Double) async -> Result<Date?, TokendError> {

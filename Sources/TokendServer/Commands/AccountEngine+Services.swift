@@ -10,6 +10,10 @@ extension AccountEngine: SessionService, StatusService, SignInService, AccountMa
         return await token(account: account, kind: kind, scope: scope, minValid: minValid, timeout: timeout)
     }
 
+    public nonisolated func heldToken(account: String, kind: TokenKind?, minValid: Double) -> TokenGrant? {
+        heldTokens.grant(account: account, kind: kind, minValid: minValid, at: clock.now())
+    }
+
     public func login(
         account: String, request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void
     ) async -> Result<LoginSummary, TokendError> {

@@ -12,11 +12,19 @@ public protocol SessionService: Sendable {
     var clock: any WallClock { get }
     /// `scope` nil: the account's own token; else one narrowed to it.
     func token(account: String, kind: TokenKind?, minValid: Double, timeout: Double, scope: TokenScope?) async -> Result<TokenGrant, TokendError>
+    /// The account's own token if one is held that meets `minValid` now, without waiting on
+    /// anything: the event loop's fast path. Nil: ask `token`, which decides the rest.
+    func heldToken(account: String, kind: TokenKind?, minValid: Double) -> TokenGrant?
     /// The new token's expiry, if the provider said.
     func refresh(account: String, timeout: Double) async -> Result<Date?, TokendError>
     func install(account: String, tokens: TokenSet, timeout: Double) async -> Result<Date?, TokendError>
     /// Nil when there was no session to revoke.
     func logout(account: String) async -> Result<RevocationOutcome?, TokendError>
+}
+
+extension SessionService {
+    /// A service with no fast path sends every request the slow way.
+    public func heldToken(account: String, kind: TokenKind?, minValid: Double) -> TokenGrant? { nil }
 }
 
 /// `list`, `status`, `watch`: what the accounts are and how they do.
