@@ -29,6 +29,15 @@ import TokendTestSupport
         return provider
     }
 
+    /// A fake Firebase and a transport for the body, both shut down before it returns.
+    func withGoogleWorld(_ options: FakeFirebase.Options, _ body: (FakeFirebase, HTTPTransport) async throws -> Void) async throws {
+        let fake = try await FakeFirebase.start(options: options)
+        try await withTearDown((fake, HTTPTransport(environment: [:])), tearDown: { fake, transport in
+            await transport.shutdown()
+            try? await fake.shutdown()
+        }) { fake, transport in try await body(fake, transport) }
+    }
+
     func run(_ provider: FirebaseProvider, _ request: LoginRequest) async -> (steps: [LoginStep], failure: LoginFailure?) {
         var steps: [LoginStep] = []
         do {
@@ -42,48 +51,46 @@ import TokendTestSupport
     @Test func googleIDTokenSignsInCreatesAndLinksKeepingTheUid() async throws {
         var options = FakeFirebase.Options()
         options.googleClientIDs = ["test-client.apps.googleusercontent.com"]
-        let fake = try await FakeFirebase.start(options: options)
-        let transport = HTTPTransport(environment: [:])
-        defer { Task { await transport.shutdown(); try? await fake.shutdown() } }
-        let google = FakeFirebase.googleIDToken(subject: "g-1", email: "lin@example.com", audience: "test-client.apps.googleusercontent.com")
+        try await withGoogleWorld(options) { fake, transport in
+            let google = FakeFirebase.googleIDToken(subject: "g-1", email: "lin@example.com", audience: "test-client.apps.googleusercontent.com")
 
-        let (steps, failure) = await run(provider(fake, transport: transport, idToken: google), LoginRequest(method: .google))
-        #expect(failure == nil)
-        #expect(steps.first == .openURL("https://accounts.google.com/o/oauth2/v2/auth?client_id=test"))
-        guard case .done(let signedIn)? = steps.last else { Issue.record("no session: \(steps)"); return }
-        #expect(signedIn.signInProvider == "google.com")
-        let idToken = try #require(signedIn.tokens.idToken)
-        let claims = try #require(FirebaseClaims(token: idToken))
-        #expect(fake.user(try #require(claims.uid))?.providers == ["google.com"])
-        #expect(fake.requests.last?.path.hasSuffix("accounts:signInWithIdp") == true)
+            let (steps, failure) = await run(provider(fake, transport: transport, idToken: google), LoginRequest(method: .google))
+            #expect(failure == nil)
+            #expect(steps.first == .openURL("https://accounts.google.com/o/oauth2/v2/auth?client_id=test"))
+            guard case .done(let signedIn)? = steps.last else { Issue.record("no session: \(steps)"); return }
+            #expect(signedIn.signInProvider == "google.com")
+            let idToken = try #require(signedIn.tokens.idToken)
+            let claims = try #require(FirebaseClaims(token: idToken))
+            #expect(fake.user(try #require(claims.uid))?.providers == ["google.com"])
+            #expect(fake.requests.last?.path.hasSuffix("accounts:signInWithIdp") == true)
 
-        // An anonymous user links another Google identity and keeps its uid.
-        let anonymous = fake.createUser()
-        var link = LoginRequest(method: .google)
-        link.linkingIDToken = anonymous.idToken
-        let other = FakeFirebase.googleIDToken(subject: "g-2", email: "mo@example.com", audience: "test-client.apps.googleusercontent.com")
-        let (linked, linkFailure) = await run(provider(fake, transport: transport, idToken: other), link)
-        #expect(linkFailure == nil)
-        guard case .done(let upgraded)? = linked.last else { Issue.record("no session: \(linked)"); return }
-        #expect(FirebaseClaims(token: upgraded.tokens.idToken ?? "")?.uid == anonymous.uid)
+            // An anonymous user links another Google identity and keeps its uid.
+            let anonymous = fake.createUser()
+            var link = LoginRequest(method: .google)
+            link.linkingIDToken = anonymous.idToken
+            let other = FakeFirebase.googleIDToken(subject: "g-2", email: "mo@example.com", audience: "test-client.apps.googleusercontent.com")
+            let (linked, linkFailure) = await run(provider(fake, transport: transport, idToken: other), link)
+            #expect(linkFailure == nil)
+            guard case .done(let upgraded)? = linked.last else { Issue.record("no session: \(linked)"); return }
+            #expect(FirebaseClaims(token: upgraded.tokens.idToken ?? "")?.uid == anonymous.uid)
 
-        // g-1 already belongs to the first user: linking it to the anonymous one is refused.
-        let (_, taken) = await run(provider(fake, transport: transport, idToken: google), link)
-        #expect(taken?.code == "FEDERATED_USER_ID_ALREADY_LINKED")
-        #expect(taken?.kind == .denied)
+            // g-1 already belongs to the first user: linking it to the anonymous one is refused.
+            let (_, taken) = await run(provider(fake, transport: transport, idToken: google), link)
+            #expect(taken?.code == "FEDERATED_USER_ID_ALREADY_LINKED")
+            #expect(taken?.kind == .denied)
+        }
     }
 
     @Test func anIDTokenFirebaseRejectsIsAnErrorMessageIn200() async throws {
         var options = FakeFirebase.Options()
         options.googleClientIDs = ["test-client.apps.googleusercontent.com"]
-        let fake = try await FakeFirebase.start(options: options)
-        let transport = HTTPTransport(environment: [:])
-        defer { Task { await transport.shutdown(); try? await fake.shutdown() } }
-        let wrongAudience = FakeFirebase.googleIDToken(subject: "g-3", email: nil, audience: "someone-else")
-        let (_, failure) = await run(provider(fake, transport: transport, idToken: wrongAudience), LoginRequest(method: .google))
-        #expect(failure?.code == "INVALID_IDP_RESPONSE")
-        #expect(failure?.kind == .denied)
-        #expect(fake.requests.last?.status == 200, "production answers such a token with 200 and errorMessage")
-        #expect(failure.map { !$0.message.contains(wrongAudience) } == true)
+        try await withGoogleWorld(options) { fake, transport in
+            let wrongAudience = FakeFirebase.googleIDToken(subject: "g-3", email: nil, audience: "someone-else")
+            let (_, failure) = await run(provider(fake, transport: transport, idToken: wrongAudience), LoginRequest(method: .google))
+            #expect(failure?.code == "INVALID_IDP_RESPONSE")
+            #expect(failure?.kind == .denied)
+            #expect(fake.requests.last?.status == 200, "production answers such a token with 200 and errorMessage")
+            #expect(failure.map { !$0.message.contains(wrongAudience) } == true)
+        }
     }
 }
