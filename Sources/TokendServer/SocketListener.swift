@@ -133,10 +133,20 @@ public final class SocketListener: Sendable {
         }
     }
 
-    /// Stops accepting and closes every connection (graceful shutdown).
+    /// How long a connection may take to answer its request in flight once the daemon stops:
+    /// the engine releases every waiting request at once ("tokend is shutting down"), so this
+    /// only bounds a connection that is stuck, or a stream that does not end by itself.
+    static let closingGrace: TimeAmount = .seconds(2)
+
+    /// Stops accepting and lets each connection finish (graceful shutdown): its input is closed,
+    /// so no new request is read, and the request in flight still gets its answer before the
+    /// connection closes. Whatever is still open after `closingGrace` is closed.
     public func stop() {
         server.withLock { $0 }?.close(promise: nil)
-        for channel in openConnections.withLock({ Array($0.values) }) { channel.close(promise: nil) }
+        for channel in openConnections.withLock({ Array($0.values) }) { channel.close(mode: .input, promise: nil) }
+        MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: Self.closingGrace) { [self] in
+            for channel in openConnections.withLock({ Array($0.values) }) { channel.close(promise: nil) }
+        }
     }
 
     static func credentials(of channel: any Channel) -> EventLoopFuture<tokend_peer_credentials> {

@@ -227,4 +227,19 @@ import TokendTestSupport
             try await poll(timeout: 20, "the account is back") { try await world.tokenctl(["token", "work", "--min-valid", "1"]).status == 0 }
         }
     }
+
+    /// A request waiting on a refresh when the daemon is stopped gets an answer (tokend is
+    /// stopping: try again, exit 75), not a connection closed under it (exit 69).
+    @Test func aRequestInFlightAtShutdownIsToldTokendIsStopping() async throws {
+        try await withWorld { world in
+            try await world.importNewUser()
+            world.fake.inject(.hang, count: 1)
+            async let forced = world.tokenctl(["refresh", "work", "--timeout", "20"])
+            try await poll(timeout: 20, "the forced refresh under way") { try await world.status().state == "refreshing" }
+            _ = try await offPool { world.stopDaemon() }
+            let run = try await forced
+            #expect(run.status == 75, "exit \(run.status): \(run.stderr)")
+            #expect(run.stderr.contains("shutting down"), "\(run.stderr)")
+        }
+    }
 }
