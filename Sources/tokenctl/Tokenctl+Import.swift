@@ -16,12 +16,10 @@ extension Tokenctl {
                 for the token without echoing it.
                 """)
 
-        @Argument(help: "The account, as named in config.toml.")
-        var account: String
-
+        @OptionGroup var target: AccountArgument
         @OptionGroup var connection: ConnectionOptions
 
-        func validate() throws { try validateAccount(account) }
+        var account: String { target.account }
 
         func execute(_ context: CommandContext) throws(TokenctlError) {
             _ = tokend_set_not_dumpable()

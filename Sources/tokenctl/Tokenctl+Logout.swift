@@ -8,12 +8,10 @@ extension Tokenctl {
         static let configuration = CommandConfiguration(
             abstract: "Forget an account's tokens, keyring item included, revoking them at the provider where it can.")
 
-        @Argument(help: "The account, as named in config.toml.")
-        var account: String
-
+        @OptionGroup var target: AccountArgument
         @OptionGroup var connection: ConnectionOptions
 
-        func validate() throws { try validateAccount(account) }
+        var account: String { target.account }
 
         func execute(_ context: CommandContext) throws(TokenctlError) {
             let daemon = try DaemonConnection(options: connection, context: context)

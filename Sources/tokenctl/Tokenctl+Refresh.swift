@@ -7,12 +7,10 @@ extension Tokenctl {
     struct Refresh: TokenctlCommand {
         static let configuration = CommandConfiguration(abstract: "Refresh an account's tokens now.")
 
-        @Argument(help: "The account, as named in config.toml.")
-        var account: String
-
+        @OptionGroup var target: AccountArgument
         @OptionGroup var connection: ConnectionOptions
 
-        func validate() throws { try validateAccount(account) }
+        var account: String { target.account }
 
         func execute(_ context: CommandContext) throws(TokenctlError) {
             let daemon = try DaemonConnection(options: connection, context: context)

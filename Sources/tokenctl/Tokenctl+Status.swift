@@ -12,17 +12,12 @@ extension Tokenctl {
                 included), pretty-printed with sorted keys; `jq -c` makes it one line.
                 """)
 
-        @Argument(help: "Only this account.")
-        var account: String?
-
+        @OptionGroup var filter: AccountFilter
         @Flag(help: "Print the accounts as JSON instead of a table.")
         var json = false
-
         @OptionGroup var connection: ConnectionOptions
 
-        func validate() throws {
-            if let account { try validateAccount(account) }
-        }
+        var account: String? { filter.account }
 
         func execute(_ context: CommandContext) throws(TokenctlError) {
             let daemon = try DaemonConnection(options: connection, context: context)

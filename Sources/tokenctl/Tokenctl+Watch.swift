@@ -18,17 +18,12 @@ extension Tokenctl {
                 be hours apart.
                 """)
 
-        @Argument(help: "Only this account's events.", completion: .custom(AccountCompletion.names))
-        var account: String?
-
+        @OptionGroup var filter: AccountFilter
         @Flag(help: "JSON lines even on a terminal.")
         var json = false
-
         @OptionGroup var connection: ConnectionOptions
 
-        func validate() throws {
-            if let account { try validateAccount(account) }
-        }
+        var account: String? { filter.account }
 
         func execute(_ context: CommandContext) throws(TokenctlError) {
             let daemon = try DaemonConnection(options: connection, context: context)

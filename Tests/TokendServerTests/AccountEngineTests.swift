@@ -57,7 +57,11 @@ import TokendTestSupport
         }
     }
 
-    @Test func logoutDuringARefreshWins() async throws {
+    /// Runs `during` while a refresh of an imported session is at a rotating provider that holds
+    /// its answer back, lets the refresh finish, then runs `check` with what `during` returned.
+    func whileARefreshIsInFlight<Value>(
+        _ during: (EngineFixture) async throws -> Value, then check: (EngineFixture, Value) async throws -> Void
+    ) async throws {
         var options = FakeFirebase.Options()
         options.latency = 0.5
         options.rotate = true
@@ -68,8 +72,16 @@ import TokendTestSupport
             async let refreshing = fixture.engine.refresh(account: "work", timeout: 5)
             // In flight: the fake has taken the request and holds its answer back (latency).
             #expect(await fixture.fake.waitForRequests(count: logged + 1, timeout: 30), "the refresh never reached the fake")
-            _ = try await fixture.engine.logout(account: "work").get()
+            let value = try await during(fixture)
             _ = await refreshing
+            try await check(fixture, value)
+        }
+    }
+
+    @Test func logoutDuringARefreshWins() async throws {
+        try await whileARefreshIsInFlight { fixture in
+            _ = try await fixture.engine.logout(account: "work").get()
+        } then: { fixture, _ in
             #expect(fixture.store.storedTokens(account: "work") == nil, "a slow refresh never resurrects a logged-out session")
             let state = try await fixture.engine.statuses(account: "work").get().first?.state
             #expect(state == "needs_login")
@@ -77,21 +89,13 @@ import TokendTestSupport
     }
 
     @Test func importDuringARefreshWins() async throws {
-        var options = FakeFirebase.Options()
-        options.latency = 0.5
-        options.rotate = true
-        let fixture = try await EngineFixture.make(options: options)
-        try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
-            _ = try await fixture.importSession()
-            let logged = fixture.fake.requests.count
-            async let refreshing = fixture.engine.refresh(account: "work", timeout: 5)
-            // In flight: the fake has taken the request and holds its answer back (latency).
-            #expect(await fixture.fake.waitForRequests(count: logged + 1, timeout: 30), "the refresh never reached the fake")
+        try await whileARefreshIsInFlight { fixture in
             let newer = fixture.fake.createUser()
             _ = await fixture.engine.install(account: "work", tokens: TokenSet(refreshToken: newer.refreshToken), timeout: 5)
-            _ = await refreshing
+            return newer.uid
+        } then: { fixture, uid in
             let stored = try #require(fixture.store.storedTokens(account: "work"))
-            #expect(stored.refreshToken == fixture.fake.newestRefreshToken(uid: newer.uid))
+            #expect(stored.refreshToken == fixture.fake.newestRefreshToken(uid: uid))
         }
     }
 
