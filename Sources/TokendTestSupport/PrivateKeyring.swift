@@ -264,7 +264,33 @@ public final class PrivateKeyring: Sendable {
         }
     }
 
+    /// Hand-overs a bus-activated keyring may win before the test gives up (see `startKeyring`).
+    static let handOverAttempts = 3
+
+    /// Starts gnome-keyring with the password. While a replaced one hands over the Secret Service
+    /// name, a client's call (tokend polls a locked keyring) can have the bus activate another,
+    /// locked keyring that takes the name; ours then never serves. That interloper is stopped
+    /// and the hand-over tried again, as a user would by unlocking again.
     private func startKeyring(_ state: inout State, replace: Bool) throws {
+        let previous = state.keyring?.pid
+        for attempt in 1...Self.handOverAttempts {
+            guard let interloper = try startKeyringOnce(&state, replace: replace, previous: previous) else { return }
+            guard attempt < Self.handOverAttempts else {
+                throw PrivateKeyringError(.timedOut, "a bus-activated gnome-keyring (pid \(interloper)) kept the Secret Service name \(attempt) times (logs in \(root.path))")
+            }
+            kill(interloper, SIGTERM)
+            if var ours = state.keyring {
+                ours.kill(SIGTERM)
+                if !ours.waitForExit(timeout: Self.readyTimeout) { ours.kill(SIGKILL) }
+            }
+            state.keyring = nil
+            try waitUntil("the Secret Service name free again") { try secretsOwnerPID() == nil }
+        }
+    }
+
+    /// One start; the pid of a keyring that is neither ours nor the one replaced if it took the
+    /// name instead, nil once ours serves an unlocked login collection.
+    private func startKeyringOnce(_ state: inout State, replace: Bool, previous previousPID: pid_t?) throws -> pid_t? {
         var previous = state.keyring
         let input = try Self.pipe()
         let keyring: Daemon
@@ -285,17 +311,24 @@ public final class PrivateKeyring: Sendable {
             throw PrivateKeyringError(.commandFailed, "could not hand gnome-keyring its password: errno \(errno)")
         }
         state.keyring = keyring
+        var interloper: pid_t?
         try waitUntil("gnome-keyring (pid \(keyring.pid)) serving an unlocked login collection") {
             if state.keyring?.hasExited() == true {
                 throw PrivateKeyringError(.commandFailed, "gnome-keyring-daemon exited; see \(root.path)/keyring.log")
             }
-            return try secretsOwnerPID() == keyring.pid && loginLocked() == false
+            let owner = try secretsOwnerPID()
+            if let owner, owner != keyring.pid, owner != previousPID {
+                interloper = owner
+                return true
+            }
+            return try owner == keyring.pid && loginLocked() == false
         }
         // The replaced daemon exits by itself; reap it (or make sure of it).
         if previous != nil, previous?.waitForExit(timeout: Self.readyTimeout) == false {
             previous?.kill(SIGKILL)
             _ = previous?.waitForExit(timeout: Self.readyTimeout)
         }
+        return interloper
     }
 
     private func stopKeyring(_ state: inout State) throws {
