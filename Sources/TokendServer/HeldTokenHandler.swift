@@ -7,9 +7,9 @@ import TokendProtocol
 ///
 /// Replies stay in request order: a line is answered here only while no forwarded line is still
 /// owed its reply (each non-stream request gets exactly one line back, and this handler sees it
-/// go out). Once that cannot be tracked — a stream began, or lines arrived while one was owed —
-/// the connection forwards everything for the rest of its life. A client whose replies pile up
-/// unread (the channel not writable) is forwarded too, where the task's writes wait for it.
+/// go out). Once that cannot be tracked — a stream began, or lines arrived while one was owed, or
+/// while the client's replies piled up unread (the channel not writable, where the task's writes
+/// wait for it) — the connection forwards everything for the rest of its life.
 final class HeldTokenHandler: ChannelDuplexHandler {
     typealias InboundIn = LineFrame
     typealias InboundOut = LineFrame
@@ -35,7 +35,8 @@ final class HeldTokenHandler: ChannelDuplexHandler {
                 forwardsEverything = startsStream
             }
         } else {
-            forwardsEverything = forwardsEverything || repliesOwed > 0
+            // Forwarded unread (one was owed, or the client is not reading): it may start a stream.
+            forwardsEverything = true
         }
         repliesOwed += 1
         context.fireChannelRead(data)

@@ -106,6 +106,20 @@ import TokendTestSupport
         #expect(try forwarded(channel) == [token], "lost count once two were owed: forwards for good")
     }
 
+    /// A client that does not read its replies is left to the task, whose writes wait for it;
+    /// and since that line was not read here (it may be a `watch`), so is everything after it.
+    @Test func aClientNotReadingItsRepliesIsForwardedForGood() throws {
+        let (channel, _) = try channel()
+        let token = #"{"op":"token","id":1,"account":"work"}"#
+        channel.isWritable = false
+        try send(token, to: channel)
+        #expect(try forwarded(channel) == [token])
+        channel.isWritable = true
+        try taskReplies(channel, id: 1)
+        try send(token, to: channel)
+        #expect(try forwarded(channel) == [token])
+    }
+
     /// After `watch` (or `login`, or `account`) the task owns the connection: a token line sent
     /// then must not put a reply between the stream's events.
     @Test(arguments: [#"{"op":"watch","id":1}"#, #"{"op":"login","id":1,"account":"work","method":"device"}"#, #"{"op":"account","id":1,"account":"work","action":"show"}"#])
