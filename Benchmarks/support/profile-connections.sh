@@ -23,9 +23,11 @@ printf '%s' "$rt" | "$bin/tokenctl" import bench >/dev/null
 perf record -F 1999 -g -p "$tokend" -o "$work/perf.data" -- sleep 6 2>/dev/null &
 perfpid=$!
 sleep 0.5
-"$bin/loadgen" --socket "$TOKEND_SOCKET" --protocol tokend --mode "$1" --clients "$2" --seconds 5 --account bench
+t0=$(awk "{print \$14+\$15}" /proc/$tokend/stat)
+/usr/bin/time -f "loadgen CPU: user %U s, system %S s, wall %e s" "$bin/loadgen" --socket "$TOKEND_SOCKET" --protocol tokend --mode "$1" --clients "$2" --seconds 5 --account bench
 wait $perfpid || true
-perf report -i "$work/perf.data" --stdio --no-children --sort dso,symbol 2>/dev/null | grep -v "^$" | head -${3:-60}
+echo "tokend CPU during the run: $(( $(awk "{print \$14+\$15}" /proc/$tokend/stat) - t0 )) ticks (100 a second)"
+perf report -i "$work/perf.data" --stdio --no-children -g none --sort dso,symbol 2>/dev/null | grep -v "^$" | head -${3:-60}
 echo "=== by dso"
-perf report -i "$work/perf.data" --stdio --no-children --sort dso 2>/dev/null | grep -v "^#" | grep -v "^$" | head -15
+perf report -i "$work/perf.data" --stdio --no-children -g none --sort dso 2>/dev/null | grep -v "^#" | grep -v "^$" | head -15
 kill $tokend $fakepid
