@@ -17,12 +17,7 @@ extension AccountEngine {
     /// import, or a reload that removed and re-added it while the keyring answered would
     /// otherwise be undone by what the read found.
     func restore(_ name: String) async {
-        if let setAside = setAsideWrites[name] {
-            // Kept until written: a keyring that refuses it now gets it at the next read.
-            if noteKeyring(await store.save(setAside, account: name), account: name), setAsideWrites[name] == setAside {
-                setAsideWrites[name] = nil
-            }
-        }
+        await writeSetAside(name)
         guard let before = accounts[name] else { return }
         let loaded = await store.load(account: name)
         // Only this incarnation's read ends its wait: a re-added account has a read of its own.
@@ -132,12 +127,22 @@ extension AccountEngine {
             }
         }
         // Sessions of removed accounts; a re-added one's is written by its `restore` instead.
-        for (name, tokens) in setAsideWrites.sorted(by: { $0.key < $1.key }) where accounts[name] == nil {
-            let saved = await store.save(tokens, account: name)
-            guard noteKeyring(saved, account: name), accounts[name] == nil, setAsideWrites[name] == tokens else { continue }
-            setAsideWrites[name] = nil
-            logger.info("the session of a removed account was written back to the keyring", metadata: ["account": "\(name)"])
+        for name in setAsideWrites.keys.sorted() where accounts[name] == nil {
+            if await writeSetAside(name) {
+                logger.info("the session of a removed account was written back to the keyring", metadata: ["account": "\(name)"])
+            }
         }
+    }
+
+    /// Writes the session set aside for `name`, if any, and forgets it once the keyring has it
+    /// (unless a newer one was set aside meanwhile). False: the keyring refused it, and it stays
+    /// set aside for the next read or poll.
+    @discardableResult
+    func writeSetAside(_ name: String) async -> Bool {
+        guard let tokens = setAsideWrites[name] else { return false }
+        guard noteKeyring(await store.save(tokens, account: name), account: name) else { return false }
+        if setAsideWrites[name] == tokens { setAsideWrites[name] = nil }
+        return true
     }
 }
 
