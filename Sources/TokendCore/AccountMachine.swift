@@ -367,6 +367,6 @@ extension AccountMachine {
             return TokendError(.badRequest, "the provider issued no \(kind.rawValue) token on refresh; ask for the other kind")
         }
         let left = Int(saturating: expiresAt.timeIntervalSince(now))
-        return TokendError(.badRequest, "min_valid \(Int(minValid)) s is longer than a fresh \(kind.rawValue) token lives (\(left) s); ask for less")
+        return TokendError(.badRequest, "min_valid \(Int(saturating: minValid)) s is longer than a fresh \(kind.rawValue) token lives (\(left) s); ask for less")
     }
 }

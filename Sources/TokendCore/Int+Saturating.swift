@@ -1,17 +1,26 @@
-extension Int {
-    /// `value` rounded toward zero, clamped to Int's range (NaN is 0). `Int(_:)` traps on a
+extension FixedWidthInteger {
+    /// `value` rounded toward zero, clamped to the type's range (NaN is 0). `Int(_:)` traps on a
     /// Double it cannot hold, and durations here can come from stored or received data: a
     /// keyring item or a provider that says 1e300 must not crash the daemon or tokenctl.
+    /// scripts/check-conversions keeps every other Double-to-integer conversion out of Sources.
     public init(saturating value: Double) {
         if value.isNaN {
             self = 0
-        } else if value >= Double(Int.max) {
+        } else if value >= Double(Self.max) {
             self = .max
-        } else if value <= Double(Int.min) {
+        } else if value <= Double(Self.min) {
             self = .min
         } else {
-            self = Int(value)
+            self = Self(value)  // conversion: NaN and both ends of the range are handled above
         }
+    }
+}
+
+extension Duration {
+    /// `seconds` as a Duration, clamped to 0 … `limit` (NaN is 0): `Duration.seconds(Double)`
+    /// traps on NaN or infinity, and a wait may be computed from a provider's or a user's number.
+    public static func bounded(seconds: Double, limit: Double = 86_400) -> Duration {
+        .milliseconds(Int64(saturating: min(max(seconds.isNaN ? 0 : seconds, 0), limit) * 1000))
     }
 }
 

@@ -343,7 +343,7 @@ extension FakeFirebase {
             var iat: Int
             var exp: Int
         }
-        let iat = Int(now.timeIntervalSince1970)
+        let iat = Int(saturating: now.timeIntervalSince1970)
         let claims = Claims(aud: audience, sub: subject, email: email, email_verified: email.map { _ in true }, iat: iat, exp: iat + lifetime)
         let header = JWTClaims.base64URLEncode(Data(#"{"alg":"none","typ":"JWT"}"#.utf8))
         return header + "." + JWTClaims.base64URLEncode(FakeJSON.encode(claims)) + "."

@@ -91,7 +91,7 @@ extension FakeFirebase {
                     let id = locked.nextWaiterID
                     locked.nextWaiterID += 1
                     let timer = Task { [self] in
-                        guard (try? await Task.sleep(for: .seconds(max(timeout, 0)))) != nil else { return }
+                        guard (try? await Task.sleep(for: .bounded(seconds: max(timeout, 0)))) != nil else { return }
                         let expired = state.withLock { $0.waiters.removeValue(forKey: id) }
                         expired?.continuation.resume(returning: false)
                     }

@@ -69,7 +69,7 @@ extension FakeFirebase.Backend {
         }
         return ControlWire.Session(
             uid: minted.uid, refresh_token: minted.refreshToken, id_token: minted.idToken, expires_in: minted.lifetime,
-            expires_at: Int(minted.expiresAt.timeIntervalSince1970))
+            expires_at: Int(saturating: minted.expiresAt.timeIntervalSince1970))
     }
 
     private func act(_ action: String, on uid: String) throws(ControlPlaneError) {

@@ -56,7 +56,7 @@ extension FakeFirebase.Fault {
     /// but recorded nowhere, and the refresh token is the one presented: no state changes.
     private static func wouldBeAnswer(presented: String?, uid: String?, options: FakeFirebase.Options, now: Date) -> Reply {
         let subject = IDTokenMinter.Subject(
-            uid: uid ?? "unknown", email: nil, provider: "anonymous", authTime: Int(now.timeIntervalSince1970))
+            uid: uid ?? "unknown", email: nil, provider: "anonymous", authTime: Int(saturating: now.timeIntervalSince1970))
         let (idToken, _) = IDTokenMinter.mint(for: subject, issuedAt: now, lifetime: options.lifetime, projectID: options.projectID)
         return .json(200, SecureTokenResponse(
             access_token: idToken, expires_in: String(options.lifetime), id_token: idToken,

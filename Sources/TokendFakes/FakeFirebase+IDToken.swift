@@ -45,7 +45,7 @@ enum IDTokenMinter {
     /// The token and its expiry. `iat` is whole seconds (JWT NumericDate), so `exp - iat` is
     /// exactly `lifetime`.
     static func mint(for subject: Subject, issuedAt now: Date, lifetime: Int, projectID: String) -> (token: String, expiresAt: Date) {
-        let iat = Int(now.timeIntervalSince1970.rounded(.down))
+        let iat = Int(saturating: now.timeIntervalSince1970.rounded(.down))
         let exp = iat + lifetime
         var identities = subject.identities
         if let email = subject.email, identities["email"] == nil { identities["email"] = [email] }

@@ -92,7 +92,7 @@ extension FakeFirebase.Backend {
             reply: .json(200, response), uid: response.localId,
             minted: Ledger.Minted(
                 uid: response.localId, email: response.email, refreshToken: response.refreshToken, idToken: response.idToken,
-                expiresAt: Date(), lifetime: Int(response.expiresIn) ?? 0))
+                expiresAt: Date(), lifetime: Int(response.expiresIn) ?? 0))  // conversion: a failable parse of a String
     }
 
     /// No email and no password: an anonymous user. Both: a password user.

@@ -69,7 +69,7 @@ struct Ledger: Sendable {
     /// Adds a user; the caller has checked that the email is free.
     mutating func addUser(email: String?, password: String?, uid: String = FakeIdentifiers.uid(), now: Date = Date()) -> User {
         var user = User(uid: uid, email: email, password: password)
-        user.createdAt = Int64(now.timeIntervalSince1970 * 1000)
+        user.createdAt = Int64(saturating: now.timeIntervalSince1970 * 1000)
         users[uid] = user
         return user
     }
@@ -78,12 +78,12 @@ struct Ledger: Sendable {
     mutating func signIn(uid: String, provider: String, now: Date, options: FakeFirebase.Options) -> Minted {
         var subject = IDTokenMinter.Subject(
             uid: uid, email: users[uid]?.email, provider: provider,
-            authTime: Int(now.timeIntervalSince1970.rounded(.down)))
+            authTime: Int(saturating: now.timeIntervalSince1970.rounded(.down)))
         if let user = users[uid] {
             subject.emailVerified = user.emailVerified
             if let google = user.googleSubject { subject.identities["google.com"] = [google] }
         }
-        users[uid]?.lastLoginAt = Int64(now.timeIntervalSince1970 * 1000)
+        users[uid]?.lastLoginAt = Int64(saturating: now.timeIntervalSince1970 * 1000)
         return issue(for: subject, now: now, options: options)
     }
 

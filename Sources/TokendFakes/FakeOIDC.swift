@@ -19,10 +19,13 @@ public final class FakeOIDC: Sendable {
     public struct Answer: Sendable {
         public var status: Int
         public var body: String
+        /// Extra response headers (`Retry-After`, `Date`), beside Content-Type and Content-Length.
+        public var headers: [String: String]
 
-        public init(status: Int = 200, body: String) {
+        public init(status: Int = 200, body: String, headers: [String: String] = [:]) {
             self.status = status
             self.body = body
+            self.headers = headers
         }
 
         public static func json(_ status: Int = 200, _ object: [String: any Sendable]) -> Answer {
@@ -64,6 +67,12 @@ public final class FakeOIDC: Sendable {
         var retired: Set<String> = []
         /// Answers for the token endpoint, used in order; when empty a fresh token is issued.
         var tokenAnswers: [Answer] = []
+        /// Answers for any path, used in order before its usual answer: a provider that answers
+        /// nonsense (hostile-answer tests script the device endpoint, discovery, JWKS).
+        var pathAnswers: [String: [Answer]] = [:]
+        /// Answers every request it returns an answer for, before anything else: a hostile
+        /// provider for the property tests (any path, Firebase's included, with `base` its URL).
+        var responder: (@Sendable (Request, String) -> Answer?)?
         var issuerOverride: String?
         var counter = 0
     }
@@ -103,6 +112,10 @@ public final class FakeOIDC: Sendable {
 
     public var requests: [Request] { state.withLockedValue { $0.requests } }
     public func script(_ answers: [Answer]) { state.withLockedValue { $0.tokenAnswers += answers } }
+    public func respond(with responder: @escaping @Sendable (Request, _ base: String) -> Answer?) {
+        state.withLockedValue { $0.responder = responder }
+    }
+    public func script(_ answers: [Answer], for path: String) { state.withLockedValue { $0.pathAnswers[path, default: []] += answers } }
     public func claimIssuer(_ issuer: String) { state.withLockedValue { $0.issuerOverride = issuer } }
 
     /// Registers `refreshToken` as a session granted `scopes`: refresh grants presenting it are
@@ -153,6 +166,7 @@ private final class FakeOIDCHandler: ChannelInboundHandler {
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "application/json")
             headers.add(name: "Content-Length", value: String(answer.body.utf8.count))
+            for (name, value) in answer.headers { headers.add(name: name, value: value) }
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .init(statusCode: answer.status), headers: headers))), promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: answer.body)))), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
@@ -163,6 +177,11 @@ private final class FakeOIDCHandler: ChannelInboundHandler {
         let base = "http://127.0.0.1:\(port.withLockedValue { $0 })"
         return state.withLockedValue { state in
             state.requests.append(request)
+            if let answer = state.responder?(request, base) { return answer }
+            if let scripted = state.pathAnswers[request.path], let first = scripted.first {
+                state.pathAnswers[request.path] = Array(scripted.dropFirst())
+                return first
+            }
             switch request.path {
             case "/.well-known/openid-configuration":
                 return .json(200, [

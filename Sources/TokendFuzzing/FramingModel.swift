@@ -61,7 +61,7 @@ struct SplitMix64 {
     /// The seed for an input: FNV-1a over its bytes.
     init(hashing bytes: UnsafeRawBufferPointer) {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }  // conversion: widening UInt8 to UInt64
         state = hash
     }
 
@@ -73,7 +73,7 @@ struct SplitMix64 {
         return z ^ (z >> 31)
     }
 
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }  // conversion: a remainder below an Int bound fits in Int
 }
 
 extension FramingModel {

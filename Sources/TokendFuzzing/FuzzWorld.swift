@@ -82,7 +82,7 @@ final class FuzzWorld: Sendable {
     /// False if one is still running after `limit` seconds: a refresh that never ends is a bug
     /// (every request waiting on it would wait out its timeout forever after).
     func settle(limit: Double) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(limit)
+        let deadline = ContinuousClock.now + .bounded(seconds: limit)
         while ContinuousClock.now < deadline {
             let statuses = (try? await engine.statuses(account: nil).get()) ?? []
             if !statuses.contains(where: { $0.state == "refreshing" }) { return true }

@@ -97,7 +97,7 @@ public enum RequestFuzzer {
         // two, and each account at most one a second besides (a proactive one or a retry).
         let elapsed = started.duration(to: .now) / .seconds(1)
         let perSecond = 2 * Double(world.configuration.accounts.count)
-        let allowed = 4 + 2 * framed.lines.count + Int((elapsed * perSecond).rounded(.up))
+        let allowed = 4 + 2 * framed.lines.count + Int(saturating: (elapsed * perSecond).rounded(.up))
         invariant(world.ledger.refreshCount <= allowed, "\(world.ledger.refreshCount) refreshes in \(elapsed) s for \(framed.lines.count) lines")
         invariant(settled, "a refresh still in flight \(settleLimit) s after the input ended")
         // A client that went away leaves no subscription behind.

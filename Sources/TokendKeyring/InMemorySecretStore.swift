@@ -112,7 +112,7 @@ public final class InMemorySecretStore: SecretStore {
         }
         if let outcome { return outcome }
         // A cancelled wait ends early; the answer is the same, the operation did not happen.
-        try? await Task.sleep(for: .seconds(timeout))
+        try? await Task.sleep(for: .bounded(seconds: timeout))
         return .failure(KeyringError(.timedOut, "the Secret Service did not answer within \(timeout) s (simulated)"))
     }
 

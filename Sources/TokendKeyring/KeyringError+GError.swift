@@ -9,8 +9,8 @@ extension KeyringError {
         let code: Code
         switch domainQuark {
         case secret_error_get_quark():
-            code = gerrorCode == Int32(SECRET_ERROR_IS_LOCKED.rawValue) ? .locked : .failed
-        case g_io_error_quark() where gerrorCode == Int32(G_IO_ERROR_CANCELLED.rawValue):
+            code = gerrorCode == Int32(SECRET_ERROR_IS_LOCKED.rawValue) ? .locked : .failed  // conversion: a C enum constant
+        case g_io_error_quark() where gerrorCode == Int32(G_IO_ERROR_CANCELLED.rawValue):  // conversion: a C enum constant
             // Only our deadline cancels an operation.
             code = .timedOut
         case g_dbus_error_quark(), g_io_error_quark():
@@ -36,9 +36,9 @@ extension KeyringError {
         case Self.ioDomain:
             // CLOSED: the bus connection dropped. DBUS_ERROR: a remote error GIO has no mapping for,
             // e.g. org.freedesktop.Secret.Error.NoSession ("the session … does not exist").
-            return gerrorCode == Int32(G_IO_ERROR_CLOSED.rawValue) || gerrorCode == Int32(G_IO_ERROR_DBUS_ERROR.rawValue)
+            return gerrorCode == Int32(G_IO_ERROR_CLOSED.rawValue) || gerrorCode == Int32(G_IO_ERROR_DBUS_ERROR.rawValue)  // conversion: C enum constants
         case Self.secretDomain:
-            return gerrorCode == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue)
+            return gerrorCode == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue)  // conversion: a C enum constant
         default:
             return false
         }
@@ -52,5 +52,5 @@ extension KeyringError {
     private static let staleDBusErrors: Set<Int32> = [
         G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER, G_DBUS_ERROR_DISCONNECTED,
         G_DBUS_ERROR_UNKNOWN_OBJECT, G_DBUS_ERROR_UNKNOWN_INTERFACE, G_DBUS_ERROR_UNKNOWN_METHOD,
-    ].reduce(into: []) { $0.insert(Int32($1.rawValue)) }
+    ].reduce(into: []) { $0.insert(Int32($1.rawValue)) }  // conversion: C enum constants
 }

@@ -206,7 +206,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         defer { g_hash_table_unref(types) }
         for name in [Self.applicationAttribute, Self.accountAttribute] {
             // SECRET_SCHEMA_ATTRIBUTE_STRING is 0, which GINT_TO_POINTER makes a null value.
-            g_hash_table_insert(types, g_strdup(name), UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)))
+            g_hash_table_insert(types, g_strdup(name), UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)))  // conversion: a C enum constant
         }
         guard let made = secret_schema_newv(Self.schemaName, SECRET_SCHEMA_DONT_MATCH_NAME, types) else {
             throw KeyringError(.failed, "libsecret refused the item schema")

@@ -32,7 +32,7 @@ public final class BlockingClient {
     /// socket is served by another user's process (nothing is sent to it, secrets least of all).
     public init(path: String, connectTimeout: Double = BlockingClient.defaultConnectTimeout) throws(Failure) {
         self.path = path
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)  // conversion: C constants
         guard fd >= 0 else { throw Failure(code: .notReachable, description: "cannot create a socket: \(Self.errnoText())") }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -75,7 +75,7 @@ public final class BlockingClient {
 
     private static func setTimeout(_ fd: Int32, _ option: Int32, seconds: Double) {
         let seconds = max(0, min(seconds, 86_400))
-        var value = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1_000_000))
+        var value = timeval(tv_sec: Int(saturating: seconds), tv_usec: Int(saturating: (seconds - seconds.rounded(.down)) * 1_000_000))
         setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 

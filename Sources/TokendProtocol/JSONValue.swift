@@ -23,7 +23,7 @@ public enum RequestID: Codable, Sendable, Equatable {
         case .string(let value): try container.encode(value)
         case .number(let value):
             // Whole numbers go back as integers: a client that sent 7 must not get 7.0.
-            if value.rounded() == value, abs(value) < 9e15 { try container.encode(Int64(value)) } else { try container.encode(value) }
+            if value.rounded() == value, abs(value) < 9e15 { try container.encode(Int64(value)) } else { try container.encode(value) }  // conversion: whole and below 2^53, checked on this line
         case .bool(let value): try container.encode(value)
         }
     }

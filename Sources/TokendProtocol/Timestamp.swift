@@ -29,7 +29,7 @@ public enum Timestamp {
             var value: Int32 = 0
             for byte in bytes[range] {
                 guard byte >= 48, byte <= 57 else { return nil }
-                value = value * 10 + Int32(byte - 48)
+                value = value * 10 + Int32(byte - 48)  // conversion: a checked ASCII digit, at most four of them
             }
             return value
         }
@@ -57,7 +57,7 @@ public enum Timestamp {
             guard index + 6 == bytes.count, let hours = number(index + 1..<index + 3), bytes[index + 3] == 58,
                 let minutes = number(index + 4..<index + 6)
             else { return nil }
-            offset = (bytes[index] == 43 ? 1 : -1) * Int(hours * 3600 + minutes * 60)
+            offset = (bytes[index] == 43 ? 1 : -1) * Int(hours * 3600 + minutes * 60)  // conversion: two-digit hours and minutes
         default:
             return nil
         }

@@ -109,8 +109,8 @@ public enum TokenExchangeCoding {
             case 0..<0x20:
                 let hex = Array("0123456789abcdef".utf8)
                 line.append(contentsOf: #"\u00"#.utf8)
-                line.append(hex[Int(byte >> 4)])
-                line.append(hex[Int(byte & 0xF)])
+                line.append(hex[Int(byte >> 4)])  // conversion: a nibble
+                line.append(hex[Int(byte & 0xF)])  // conversion: a nibble
             default:
                 line.append(byte)
             }
@@ -128,7 +128,7 @@ public enum TokenExchangeCoding {
     /// 9e15: below 2^53, where every whole Double is exact as an Int64.
     private static func wholeNumber(_ value: Double) -> String? {
         guard value.rounded() == value, abs(value) < 9e15 else { return nil }
-        return String(Int64(value))
+        return String(Int64(value))  // conversion: whole and below 2^53, checked above
     }
 }
 
@@ -188,7 +188,7 @@ private struct FlatObjectScanner {
         var value = 0
         var digits = 0
         while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
-            value = value * 10 + Int(bytes[index] - UInt8(ascii: "0"))
+            value = value * 10 + Int(bytes[index] - UInt8(ascii: "0"))  // conversion: a checked ASCII digit
             digits += 1
             index += 1
         }

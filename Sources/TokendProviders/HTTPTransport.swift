@@ -90,7 +90,7 @@ public final class HTTPTransport: Sendable {
         self.deadline = deadline
         func client(proxy: HTTPClient.Configuration.Proxy?) -> HTTPClient {
             var configuration = HTTPClient.Configuration()
-            configuration.timeout = .init(connect: .seconds(5), read: .milliseconds(Int64(deadline * 1000)))
+            configuration.timeout = .init(connect: .seconds(5), read: .milliseconds(Int64(saturating: deadline * 1000)))
             // A redirect would re-send a refresh token, client secret or API key to wherever the
             // Location points (https → http included): token endpoints never need one.
             configuration.redirectConfiguration = .disallow
@@ -123,7 +123,7 @@ public final class HTTPTransport: Sendable {
         if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
         let parts = rest.split(separator: ":")
         guard let host = parts.first else { return nil }
-        let port = parts.count > 1 ? Int(parts[1]) ?? 3128 : 3128
+        let port = parts.count > 1 ? Int(parts[1]) ?? 3128 : 3128  // conversion: a failable parse of a String
         return .server(host: String(host), port: port)
     }
 
@@ -136,20 +136,20 @@ public final class HTTPTransport: Sendable {
         let prepared = outgoing
         let client = client(for: request.url)
         let seconds = deadline
-        let timedOut = TransportFailure(kind: .timeout, message: "the provider did not answer within \(Int(seconds)) s")
+        let timedOut = TransportFailure(kind: .timeout, message: "the provider did not answer within \(Int(saturating: seconds)) s")
         do {
             // The exchange races a timer; whichever ends first cancels the other, and cancelling
             // the exchange closes its connection, so a trickled body cannot outlive the deadline.
             return try await withThrowingTaskGroup(of: HTTPAnswer?.self) { group in
                 group.addTask {
-                    let response = try await client.execute(prepared, deadline: .now() + .milliseconds(Int64(seconds * 1000)))
+                    let response = try await client.execute(prepared, deadline: .now() + .milliseconds(Int64(saturating: seconds * 1000)))
                     let bytes = try await response.body.collect(upTo: Self.maximumBodySize)
                     var headers: [String: String] = [:]
                     for (name, value) in response.headers { headers[name.lowercased()] = value }
-                    return HTTPAnswer(status: Int(response.status.code), headers: headers, body: Array(buffer: bytes))
+                    return HTTPAnswer(status: Int(response.status.code), headers: headers, body: Array(buffer: bytes))  // conversion: widening UInt to Int (status codes are < 1000)
                 }
                 group.addTask {
-                    try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+                    try await Task.sleep(for: .bounded(seconds: seconds))
                     return nil
                 }
                 defer { group.cancelAll() }
@@ -212,8 +212,8 @@ public enum FormEncoding {
                 out.append(UInt8(ascii: "+"))
             default:
                 out.append(UInt8(ascii: "%"))
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0x0F)])
+                out.append(hex[Int(byte >> 4)])  // conversion: a nibble
+                out.append(hex[Int(byte & 0x0F)])  // conversion: a nibble
             }
         }
     }

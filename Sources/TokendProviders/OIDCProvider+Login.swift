@@ -67,7 +67,8 @@ extension OIDCProvider {
     }
 
     /// The device authorization grant (RFC 8628), with Google's variants: `verification_url`,
-    /// HTTP 428 for "pending" and 403 for "slow down".
+    /// HTTP 428 for "pending", and 403 with `slow_down` or `access_denied` in its body. A bare 403
+    /// (a proxy, a firewall) ends the login: polling on would never succeed.
     func deviceLogin(_ request: LoginRequest, progress: (LoginStep) -> Void) async throws -> SignedIn {
         guard let deviceEndpoint = try await requiredEndpoint({ $0.deviceAuthorization }, "device_authorization_endpoint") else {
             throw LoginFailure(
@@ -88,22 +89,24 @@ extension OIDCProvider {
                 RefreshClassifier.isTransientStatus(answer.status) ? .transient : .misconfigured, code: code,
                 message: "the device authorization endpoint refused the request (\(code))")
         }
+        // Numbers from the provider are bounded before anything converts them (docs/security.md).
+        let codeLife = try DeviceGrant.bounded(grant.expires_in, "expires_in", plausible: DeviceGrant.plausibleCodeLife, to: 1...DeviceGrant.longestCodeLife)
+        var interval = try DeviceGrant.bounded(grant.interval, "interval", plausible: DeviceGrant.plausibleInterval, to: DeviceGrant.pollIntervals) ?? 5
         progress(.userCode(
             verificationURI: verificationURI, verificationURIComplete: grant.verification_uri_complete, userCode: grant.user_code,
-            expiresIn: grant.expires_in?.seconds))
+            expiresIn: codeLife))
         progress(.waiting("waiting for the code to be entered at \(verificationURI)"))
         // RFC 8628 §3.5: poll at `interval` (default 5 s); each slow_down adds 5 s for good.
-        var interval = max(1, grant.interval?.seconds ?? 5)
-        let lifetime = min(request.timeout, grant.expires_in?.seconds ?? request.timeout)
-        let deadline = ContinuousClock.now + .milliseconds(Int64(lifetime * 1000))
+        let lifetime = min(request.timeout, codeLife ?? request.timeout)
+        let deadline = ContinuousClock.now + .bounded(seconds: lifetime)
         guard let tokenEndpoint = try await requiredEndpoint({ $0.token }, "token_endpoint") else {
             throw LoginFailure(.misconfigured, code: "no_token_endpoint", message: "the provider names no token_endpoint; set one in the account")
         }
         let fields = [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", grant.device_code)]
         while true {
-            try await Task.sleep(for: .milliseconds(Int64(interval * 1000)))
+            try await Task.sleep(for: .bounded(seconds: interval))
             guard ContinuousClock.now < deadline else {
-                throw LoginFailure(.timedOut, code: "timeout", message: "the code was not entered within \(Int(lifetime)) s; run tokenctl login --device again")
+                throw LoginFailure(.timedOut, code: "timeout", message: "the code was not entered within \(Int(saturating: lifetime)) s; run tokenctl login --device again")
             }
             let poll: HTTPAnswer
             switch await transport.send(authenticated(tokenEndpoint, fields)) {
@@ -114,7 +117,7 @@ extension OIDCProvider {
             let code = (try? JSONDecoder().decode(OAuthErrorBody.self, from: Data(poll.body)))?.error
             switch (poll.status, code) {
             case (_, "authorization_pending"), (428, nil): continue
-            case (_, "slow_down"), (403, nil): interval += 5
+            case (_, "slow_down"): interval = min(interval + 5, DeviceGrant.pollIntervals.upperBound)
             case (_, "access_denied"):
                 throw LoginFailure(.denied, code: "access_denied", message: "the sign-in was declined at the provider")
             case (_, "expired_token"):
@@ -209,13 +212,13 @@ extension OIDCProvider {
                 return nil
             }
             group.addTask {
-                try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+                try await Task.sleep(for: .bounded(seconds: seconds))
                 return nil
             }
             defer { group.cancelAll() }
             guard let first = try await group.next(), let element = first else {
                 try Task.checkCancellation()
-                throw LoginFailure(.timedOut, code: "timeout", message: "the sign-in was not finished within \(Int(seconds)) s; run tokenctl login again")
+                throw LoginFailure(.timedOut, code: "timeout", message: "the sign-in was not finished within \(Int(saturating: seconds)) s; run tokenctl login again")
             }
             return element
         }
@@ -223,7 +226,7 @@ extension OIDCProvider {
 }
 
 /// RFC 8628 §3.2, with Google's `verification_url`; numbers may come as strings.
-private struct DeviceGrant: Decodable {
+struct DeviceGrant: Decodable {
     var device_code: String
     var user_code: String
     var verification_uri: String?
@@ -231,6 +234,30 @@ private struct DeviceGrant: Decodable {
     var verification_uri_complete: String?
     var expires_in: FlexibleNumber?
     var interval: FlexibleNumber?
+
+    /// Device codes live 5–30 minutes at the providers people use (Google 30, Microsoft 15, Okta
+    /// 10); a longer promise only means tokend stops polling earlier.
+    static let longestCodeLife: Double = 1800
+    /// RFC 8628 §3.5 defaults to 5 s; more than a minute between polls makes a login feel dead,
+    /// less than a second hammers the provider.
+    static let pollIntervals: ClosedRange<Double> = 1...60
+    /// Beyond these a number is not a provider's choice but nonsense (a day; an hour).
+    static let plausibleCodeLife: ClosedRange<Double> = 0...86_400
+    static let plausibleInterval: ClosedRange<Double> = 0...3600
+
+    /// A plausible `number` clamped into `bounds`, nil when absent; NaN, infinity, a negative or
+    /// an absurd value is a failure of the login (exit 75), never a trap.
+    static func bounded(
+        _ number: FlexibleNumber?, _ field: String, plausible: ClosedRange<Double>, to bounds: ClosedRange<Double>
+    ) throws(LoginFailure) -> Double? {
+        guard let number else { return nil }
+        guard let value = number.seconds, value.isFinite, plausible.contains(value) else {
+            throw LoginFailure(
+                .transient, code: "invalid_device_grant",
+                message: "the device authorization endpoint answered an unusable \(field); try again later, or sign in with the browser")
+        }
+        return min(max(value, bounds.lowerBound), bounds.upperBound)
+    }
 }
 
 private struct OAuthErrorBody: Decodable {

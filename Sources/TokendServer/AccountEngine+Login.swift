@@ -131,9 +131,9 @@ extension AccountEngine {
                 }
             }
             group.addTask {
-                try? await Task.sleep(for: .seconds(request.timeout + loginGrace))
+                try? await Task.sleep(for: .bounded(seconds: request.timeout + loginGrace))
                 return Task.isCancelled ? nil : .failure(LoginFailure(
-                    .timedOut, code: "timeout", message: "the sign-in did not finish within \(Int(request.timeout)) s; run the login again"))
+                    .timedOut, code: "timeout", message: "the sign-in did not finish within \(Int(saturating: request.timeout)) s; run the login again"))
             }
             var outcome: Result<SignedIn, LoginFailure> = .failure(LoginFailure(.timedOut, code: "cancelled", message: "the login was cancelled"))
             if let first = await group.next(), let first { outcome = first }

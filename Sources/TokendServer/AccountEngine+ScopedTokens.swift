@@ -60,7 +60,7 @@ extension AccountEngine {
                 break  // the account's single flight: this key's grant starts once it is free
             }
             if now >= deadline {
-                return .failure(TokendError(.unavailable, "no token for \(scope) within \(Int(timeout)) s: a refresh is still running; try again"))
+                return .failure(TokendError(.unavailable, "no token for \(scope) within \(Int(saturating: timeout)) s: a refresh is still running; try again"))
             }
             await waitForChange(name, until: deadline)
         }

@@ -25,7 +25,7 @@ enum Advice {
     }
 
     static func noFreshToken(within timeout: Double) -> TokendError {
-        TokendError(.unavailable, "no fresh token within \(Int(timeout)) s: the refresh is still running; try again")
+        TokendError(.unavailable, "no fresh token within \(Int(saturating: timeout)) s: the refresh is still running; try again")
     }
 
     /// A request still waiting when the daemon stops (systemd restarts it, or the user will).

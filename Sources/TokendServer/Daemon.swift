@@ -202,7 +202,7 @@ public final class Daemon: Service, Sendable {
                 return true
             }
             group.addTask {
-                try? await Task.sleep(for: .milliseconds(Int64(keyringTimeout * 1000)))
+                try? await Task.sleep(for: .bounded(seconds: keyringTimeout))
                 return false
             }
             if await group.next() == true { group.cancelAll() }

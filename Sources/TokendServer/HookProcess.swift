@@ -109,10 +109,10 @@ enum HookProcess {
             if remaining <= 0 { return (output, true) }
             // 100 ms at most between looks at the process: how late an exit is noticed when a
             // background child keeps the pipe open.
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let waitMilliseconds = Int32(min(remaining, 0.1) * 1000) + 1
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)  // conversion: a C constant
+            let waitMilliseconds = Int32(min(remaining, 0.1) * 1000) + 1  // conversion: remaining is in (0, 0.1] here
             guard open else {
-                usleep(UInt32(waitMilliseconds) * 1000)
+                usleep(UInt32(waitMilliseconds) * 1000)  // conversion: waitMilliseconds is in 1 … 101
                 continue
             }
             guard poll(&descriptor, 1, waitMilliseconds) > 0 else { continue }

@@ -107,7 +107,7 @@ final class HookRunner: Sendable {
         case .signalled(let signal):
             logger.warning("\(job.label) was killed by signal \(signal)", metadata: metadata)
         case .timedOut:
-            logger.warning("\(job.label) took longer than \(Int(timeout)) s and was killed", metadata: metadata)
+            logger.warning("\(job.label) took longer than \(Int(saturating: timeout)) s and was killed", metadata: metadata)
         case .notStarted(let error):
             logger.error("\(job.label) could not be started: \(String(cString: strerror(error)))", metadata: metadata)
         }

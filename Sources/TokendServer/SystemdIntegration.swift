@@ -17,7 +17,7 @@ public enum SystemdIntegration {
     /// Sends `state` (e.g. "READY=1") to `$NOTIFY_SOCKET` if systemd set one; silent otherwise.
     public static func notify(_ state: String, environment: [String: String]) {
         guard var path = environment["NOTIFY_SOCKET"], !path.isEmpty else { return }
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)  // conversion: C constants
         guard fd >= 0 else { return }
         defer { close(fd) }
         let abstract = path.hasPrefix("@")
@@ -49,14 +49,14 @@ public enum SystemdIntegration {
     public static func reloadingMessage() -> String {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
-        return "RELOADING=1\nMONOTONIC_USEC=\(UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000)"
+        return "RELOADING=1\nMONOTONIC_USEC=\(UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000)"  // conversion: CLOCK_MONOTONIC is never negative
     }
 
     /// How often to send `WATCHDOG=1`: half of `WATCHDOG_USEC` (sd_watchdog_enabled(3)'s advice),
     /// or nil when systemd runs no watchdog for this very process.
     public static func watchdogInterval(environment: [String: String]) -> Duration? {
-        guard let usec = environment["WATCHDOG_USEC"].flatMap({ UInt64($0) }), usec > 0 else { return nil }
-        if let pid = environment["WATCHDOG_PID"].flatMap({ Int32($0) }), pid != getpid() { return nil }
+        guard let usec = environment["WATCHDOG_USEC"].flatMap({ UInt64($0) }), usec > 0 else { return nil }  // conversion: a failable parse of a String
+        if let pid = environment["WATCHDOG_PID"].flatMap({ Int32($0) }), pid != getpid() { return nil }  // conversion: a failable parse of a String
         return .microseconds(Int64(clamping: usec / 2))
     }
 
@@ -71,8 +71,8 @@ public enum SystemdIntegration {
             unsetenv("LISTEN_FDS")
             unsetenv("LISTEN_FDNAMES")
         }
-        guard let pid = environment["LISTEN_PID"].flatMap({ Int32($0) }), pid == getpid(),
-            let count = environment["LISTEN_FDS"].flatMap({ Int($0) }), count >= 1
+        guard let pid = environment["LISTEN_PID"].flatMap({ Int32($0) }), pid == getpid(),  // conversion: a failable parse of a String
+            let count = environment["LISTEN_FDS"].flatMap({ Int($0) }), count >= 1  // conversion: a failable parse of a String
         else { return nil }
         let descriptor: CInt
         if let names = environment["LISTEN_FDNAMES"]?.split(separator: ":", omittingEmptySubsequences: false).map(String.init),
@@ -125,7 +125,7 @@ public enum SystemdIntegration {
         }
         guard named == 0, address.sun_family == sa_family_t(AF_UNIX) else { return nil }
         let path = withUnsafeBytes(of: address.sun_path) { raw in
-            String(decoding: raw.prefix(max(0, Int(length) - MemoryLayout<sa_family_t>.size)).prefix { $0 != 0 }, as: UTF8.self)
+            String(decoding: raw.prefix(max(0, Int(length) - MemoryLayout<sa_family_t>.size)).prefix { $0 != 0 }, as: UTF8.self)  // conversion: widening socklen_t
         }
         return path.isEmpty ? nil : path
     }

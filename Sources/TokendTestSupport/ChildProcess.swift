@@ -143,7 +143,7 @@ public enum ChildProcess {
 
     private static func openDescriptors() -> [Int32] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return names.compactMap { Int32($0) }
+        return names.compactMap { Int32($0) }  // conversion: a failable parse of a String
     }
 
     /// The child's exit status (128 + signal when killed), SIGKILLing it past the timeout.

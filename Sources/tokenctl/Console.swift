@@ -38,8 +38,8 @@ final class SystemConsole: Console {
     var outputColumns: Int? {
         guard outputIsTerminal else { return nil }
         var size = winsize()
-        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
-        return Int(size.ws_col)
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }  // conversion: a C constant
+        return Int(size.ws_col)  // conversion: widening UInt16
     }
 
     func readInput(limit: Int) throws(TokenctlError) -> [UInt8] {

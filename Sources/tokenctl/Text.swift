@@ -47,7 +47,7 @@ enum Text {
 
     /// A --timeout value as a user typed it: "30s", "2.5s".
     static func seconds(_ value: Double) -> String {
-        value.rounded() == value && abs(value) < 1e15 ? "\(Int64(value))s" : "\(value)s"
+        value.rounded() == value && abs(value) < 1e15 ? "\(Int64(value))s" : "\(value)s"  // conversion: whole and below 1e15, checked on this line
     }
 
     /// Without leading and trailing white space (FoundationEssentials has no `trimmingCharacters`).

@@ -46,7 +46,7 @@ extension Tokenctl {
             var answer = "username=\(Self.value(username))\npassword=\(grant.token)\n"
             if let expiry = grant.expiresAt.flatMap(Timestamp.parse) {
                 // git 2.41+ drops the password once this passes instead of retrying a dead one.
-                answer += "password_expiry_utc=\(Int(expiry.timeIntervalSince1970))\n"
+                answer += "password_expiry_utc=\(Int(saturating: expiry.timeIntervalSince1970))\n"
             }
             try context.console.write(answer)
         }

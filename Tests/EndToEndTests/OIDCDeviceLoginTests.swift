@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokendCore
+import TokendFakes
 import TokendProtocol
 import TokendTestSupport
 
@@ -63,6 +64,62 @@ import TokendTestSupport
             #expect(login.status == 77, "\(login.status) \(login.stderr)")
             #expect(login.stderr.contains("access_denied"), "\(login.stderr)")
             #expect(try await world.storedSession("corp") == nil)
+        }
+    }
+}
+
+/// A device authorization answer's numbers come from the provider: NaN, 1e19 or a negative
+/// number is a clear login failure (exit 75), and the daemon keeps serving. Before they were
+/// bounded, `expires_in: 1e19` trapped on a Double-to-Int conversion and killed tokend.
+@Suite(.serialized) struct OIDCDeviceGrantNumberTests {
+    static let absurd: [(field: String, value: any Sendable)] = [
+        ("expires_in", 1e19), ("expires_in", "nan"), ("expires_in", "inf"), ("expires_in", -5),
+        ("interval", 1e17), ("interval", "nan"), ("interval", -1),
+    ]
+
+    @Test(arguments: 0..<absurd.count)
+    func anAbsurdDeviceGrantNumberIsAClearFailure(_ index: Int) async throws {
+        let (field, value) = Self.absurd[index]
+        try await withFakeOIDCAccount { world, fake in
+            var grant: [String: any Sendable] = [
+                "device_code": "device-code-1", "user_code": "WDJB-MJHT", "verification_uri": fake.issuer + "/activate",
+                "expires_in": 600, "interval": 1,
+            ]
+            grant[field] = value
+            fake.script([.json(200, grant)], for: "/device")
+            let login = try await world.tokenctl(["login", "corp", "--device", "--timeout", "30"])
+            #expect(login.status == 75, "\(field)=\(value): exit \(login.status), \(login.stderr)")
+            #expect(login.stderr.contains("unusable \(field)"), "\(login.stderr)")
+            #expect(login.stderr.split(separator: "\n").count <= 2, "one line and what to do next: \(login.stderr)")
+            let status = try await world.tokenctl(["status", "corp"])
+            #expect(status.status == 0, "the daemon still answers: \(status.status) \(status.stderr)")
+            #expect(!world.daemonLog.contains("Fatal error"), "\(world.daemonLog)")
+        }
+    }
+
+    /// A plausible but out-of-range answer is clamped, not refused: an hour-long code and a
+    /// zero interval still sign in.
+    @Test func aLongCodeLifeAndAZeroIntervalAreClampedAndSignIn() async throws {
+        try await withFakeOIDCAccount { world, fake in
+            fake.script([.json(200, [
+                "device_code": "device-code-1", "user_code": "WDJB-MJHT", "verification_uri": fake.issuer + "/activate",
+                "expires_in": 3600, "interval": 0,
+            ])], for: "/device")
+            fake.script([.json(200, ["access_token": "clamped-access", "refresh_token": "clamped-refresh", "expires_in": 600])])
+            let login = try await world.tokenctl(["login", "corp", "--device", "--timeout", "30"])
+            #expect(login.status == 0, "\(login.stderr)")
+        }
+    }
+
+    /// A bare 403 while polling (a proxy or firewall, not Google's `slow_down` body) ends the
+    /// login with the status, instead of polling slower and slower until the timeout.
+    @Test func aBare403WhilePollingEndsTheLogin() async throws {
+        try await withFakeOIDCAccount { world, fake in
+            fake.script([FakeOIDC.Answer(status: 403, body: "")])
+            let login = try await world.tokenctl(["login", "corp", "--device", "--timeout", "30"])
+            #expect(login.status == 78, "\(login.status) \(login.stderr)")
+            #expect(login.stderr.contains("HTTP 403"), "\(login.stderr)")
+            #expect(fake.requests.filter { $0.path == "/token" }.count == 1)
         }
     }
 }

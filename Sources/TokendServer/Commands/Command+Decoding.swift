@@ -72,7 +72,7 @@ private struct FieldReader {
     func seconds(_ value: Double?, _ field: String, default fallback: Double, in range: ClosedRange<Double>) throws(TokendError) -> Double {
         guard let value else { return fallback }
         guard value.isFinite, range.contains(value) else {
-            throw failure(field, "must be a number of seconds from \(Int(range.lowerBound)) to \(Int(range.upperBound))")
+            throw failure(field, "must be a number of seconds from \(Int(saturating: range.lowerBound)) to \(Int(saturating: range.upperBound))")
         }
         return value
     }

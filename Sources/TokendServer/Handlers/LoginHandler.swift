@@ -62,7 +62,7 @@ enum SignInStream {
             line.verificationURI = uri
             line.verificationURIComplete = complete
             line.userCode = code
-            line.expiresIn = expiresIn.map { Int($0) }
+            line.expiresIn = expiresIn.map { Int(saturating: $0) }
             return line
         case .waiting(let message):
             var line = LoginProgress(id: id, progress: .waiting, account: account)
