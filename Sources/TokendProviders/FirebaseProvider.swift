@@ -51,9 +51,16 @@ public struct FirebaseProvider: TokenProvider {
             let apiKey = try reader.string("api_key", required: true) ?? ""
             let configured = try reader.string("emulator")
             let emulator = configured ?? environment[emulatorVariable].flatMap { $0.isEmpty ? nil : $0 }
+            let source = configured == nil ? "\(emulatorVariable) (\(emulator ?? "")) in tokend's environment" : "an emulator on \(emulator ?? "")"
+            // Exactly host[:port]: anything else could put the refresh token elsewhere than the
+            // host checked below (`127.1:1/@127.0.0.1:9099`).
+            if let emulator, PlainHTTP.hostAndPort(emulator) == nil {
+                throw ProviderConfigError(
+                    key: configured == nil ? nil : "emulator",
+                    "\(configured == nil ? emulatorVariable + " in tokend's environment" : "emulator") must be exactly HOST or HOST:PORT (such as 127.0.0.1:9099), not \"\(emulator)\"")
+            }
             // The emulator is spoken to over plain HTTP: refresh tokens must not leave the machine.
-            if let emulator, !reader.allowsPlainHTTP, !PlainHTTP.isLoopback(PlainHTTP.host(ofAuthority: Substring(emulator))) {
-                let source = configured == nil ? "\(emulatorVariable) (\(emulator)) in tokend's environment" : "an emulator on \(emulator)"
+            if let emulator, !reader.allowsPlainHTTP, let parsed = PlainHTTP.hostAndPort(emulator), !PlainHTTP.isLoopback(parsed.host) {
                 throw ProviderConfigError(
                     key: nil, "\(source) would get refresh tokens over plain HTTP off this machine; use a loopback emulator, or set \(PlainHTTP.optInKey) = true")
             }
@@ -100,7 +107,10 @@ public struct FirebaseProvider: TokenProvider {
         FormEncoding.escape(apiKey, into: &key)
         let query = path + "?key=" + String(decoding: key, as: UTF8.self)
         if let emulatorHost {
-            let authority = emulatorHost.contains(":") ? emulatorHost : emulatorHost + ":9099"
+            // Settings were checked when read; one built otherwise never falls back to production.
+            guard let parsed = PlainHTTP.hostAndPort(emulatorHost) else { return "http://emulator-host-is-invalid.invalid/" }
+            // The Firebase CLI's default port when the setting names none.
+            let authority = (emulatorHost.hasPrefix("[") ? "[\(parsed.host)]" : String(parsed.host)) + ":\(parsed.port ?? 9099)"
             return "http://\(authority)/\(host)\(query)"
         }
         return "https://\(host)\(query)"

@@ -5,6 +5,9 @@ import TokendProtocol
 extension AccountEngine {
     /// `status` / `list`: every account, or one. Never a secret.
     public func statuses(account name: String?) -> Result<[AccountReport], TokendError> {
+        // A configuration refused at start serves no account: saying "no accounts" would read
+        // as an empty file, so every listing answers what is wrong with it instead.
+        if let configurationProblem { return .failure(TokendError(.configError, configurationProblem.description)) }
         if let name, accounts[name] == nil { return .failure(missingAccount(name)) }
         let now = clock.now()
         let names = name.map { [$0] } ?? accounts.keys.sorted()

@@ -23,15 +23,25 @@ extension Configuration {
 
     /// Reads and checks the file. A missing file is an empty configuration (the daemon can run
     /// before any account is set up); everything else that is wrong is an error.
+    /// A file that others could have written is refused (ConfigurationFile).
     public static func load(path: String, environment: [String: String]) throws(ConfigurationError) -> Configuration {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            if !FileManager.default.fileExists(atPath: path) { return Configuration(path: path) }
-            throw ConfigurationError(path: path, line: nil, key: nil, message: "cannot be read: \(error.localizedDescription)")
+        guard let contents = try ConfigurationFile.read(path) else { return Configuration(path: path) }
+        var configuration = try parse(contents.text, path: path, environment: environment)
+        if contents.othersCanRead, let line = secretLine(in: contents.text) {
+            // A client secret identifies the program, not the user, but it is still not for
+            // every account on the machine to read.
+            configuration.warnings.append("\(path):\(line): client_secret is in a file other users can read; run: chmod go-r \(path)")
         }
-        return try parse(text, path: path, environment: environment)
+        return configuration
+    }
+
+    /// The first line that sets a client secret (`client_secret`, `google_client_secret`).
+    static func secretLine(in text: String) -> Int? {
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let key = line.drop { $0 == " " || $0 == "\t" }.prefix { $0 != "=" && $0 != " " && $0 != "\t" }
+            if key.hasSuffix("client_secret") { return index + 1 }
+        }
+        return nil
     }
 
     public static func parse(

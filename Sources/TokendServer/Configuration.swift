@@ -11,6 +11,8 @@ public struct Configuration: Sendable, Equatable {
     public var hooks: [String: [String]] = [:]
     /// Top-level `notify`: the desktop notification on `needs_login` (on unless `false`).
     public var notify = true
+    /// Things worth a line in the log that do not stop the configuration from loading.
+    public var warnings: [String] = []
 
     public init(accounts: [String: AccountConfiguration] = [:], path: String = "") {
         self.accounts = accounts

@@ -285,11 +285,14 @@ public final class Daemon: Service, Sendable {
         do {
             let configuration = try Configuration.load(path: configPath, environment: options.environment)
             await engine.setConfigurationProblem(nil)
+            for warning in configuration.warnings { logger.warning("\(warning)") }
             let added = await engine.adopt(configuration)
             hooks.apply(configuration)
             if !initial { await engine.restore(added) }
             if !initial { logger.info("configuration reloaded", metadata: ["accounts": "\(configuration.accounts.count)"]) }
-            hub.publish(AccountEvent(.configReloaded, account: nil, at: engine.clock.now()))
+            // Only a reload is an event: the first load is the daemon starting, which no watcher
+            // or hook can see yet (docs/protocol.md, `config_reloaded`).
+            if !initial { hub.publish(AccountEvent(.configReloaded, account: nil, at: engine.clock.now())) }
             return initial ? added : []
         } catch {
             if initial {

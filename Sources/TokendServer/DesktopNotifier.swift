@@ -34,7 +34,8 @@ final class DesktopNotifier: Sendable {
         }
         guard due else { return nil }
         return [
-            program, "--app-name=tokend", "--urgency=normal",
+            // `--` ends the options: an account may be named `-x`, which is not an option.
+            program, "--app-name=tokend", "--urgency=normal", "--",
             "\(account) needs you to sign in again", "\(account) needs you to sign in again: tokenctl login \(account)",
         ]
     }

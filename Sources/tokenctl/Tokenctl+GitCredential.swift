@@ -33,11 +33,12 @@ extension Tokenctl {
             guard operation == .get else { return }  // tokend's session is not git's to store or erase
             _ = tokend_set_not_dumpable()
             let request = Self.parse(input)
-            guard ["https", "http"].contains(request["protocol"] ?? ""), let host = request["host"], !host.isEmpty else { return }
+            // https, or http where a claim says so for a loopback host (GitHostClaim).
+            guard let scheme = request["protocol"], ["https", "http"].contains(scheme), let host = request["host"], !host.isEmpty else { return }
             let daemon = try DaemonConnection(options: connection, context: context)
             let (listing, _) = try daemon.call(Request(op: Op.list.rawValue))
             let claims = (listing.accounts ?? []).map { (account: $0.name, hosts: $0.gitHosts ?? []) }
-            guard let account = GitHostClaim.bestAccount(host: host, path: request["path"], claims: claims),
+            guard let account = GitHostClaim.bestAccount(protocol: scheme, host: host, path: request["path"], claims: claims),
                 let status = listing.accounts?.first(where: { $0.name == account })
             else { return }
             let tokenConnection = try DaemonConnection(options: connection, context: context)

@@ -25,7 +25,7 @@ import TokendTestSupport
             let server = try await BearerServer(expectedToken: "not-yet")
             defer { server.stop() }
             let host = "127.0.0.1:\(server.port)"
-            try world.writeConfig(world.firebaseAccount("work") + "\ngit_hosts = [\"\(host)/team\"]\n" + world.firebaseAccount("other")
+            try world.writeConfig(world.firebaseAccount("work") + "\ngit_hosts = [\"http://\(host)/team\"]\n" + world.firebaseAccount("other")
                 + "\ngit_hosts = [\"git.example.com\"]\n")
             try await world.startDaemon()
             try await world.importNewUser()
@@ -79,8 +79,10 @@ import TokendTestSupport
             let org = try await world.tokenctl(["git-credential", "get"], stdin: "protocol=https\nhost=GIT.example.com\npath=My-Org/app.git\n")
             #expect(org.stdout.hasPrefix("username=oauth2\npassword="), "\(org.stdout)")
             #expect(org.stdout != work.stdout)
-            // Nobody claims it: nothing at all, so git asks its next helper.
-            for request in ["protocol=https\nhost=elsewhere.example.com\n", "protocol=ssh\nhost=git.example.com\n", ""] {
+            // Nobody claims it: nothing at all, so git asks its next helper. Plain http is not
+            // answered for a claim that does not say http:// (a loopback host) itself.
+            for request in ["protocol=https\nhost=elsewhere.example.com\n", "protocol=ssh\nhost=git.example.com\n", "",
+                            "protocol=http\nhost=git.example.com\npath=someone/else.git\n"] {
                 let none = try await world.tokenctl(["git-credential", "get"], stdin: request)
                 #expect(none.status == 0 && none.stdout.isEmpty && none.stderr.isEmpty, "\(request): \(none)")
             }

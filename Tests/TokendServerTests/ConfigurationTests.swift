@@ -71,6 +71,37 @@ import TokendProviders
         #expect(try parse(text + "emulator = \"127.0.0.1:1\"\n", environment: ["FIREBASE_AUTH_EMULATOR_HOST": "x:1"]).accounts["w"]?.provider == .firebase(apiKey: "k", emulatorHost: "127.0.0.1:1"))
     }
 
+    /// `emulator` is exactly host[:port]: before, `127.1:1/@127.0.0.1:9099` passed the loopback
+    /// check (it read the part after the last `@`) while the raw value went into the URL.
+    @Test(arguments: ["127.1:1/@127.0.0.1:9099", "127.0.0.1:9099/x", "user@127.0.0.1:9099", "http://127.0.0.1:9099", "127.0.0.1:0",
+                      "127.0.0.1:65536", "127.0.0.1:", "127.0.0.1 :9099", "evil.example#@127.0.0.1", "[::1"])
+    func anEmulatorThatIsNotExactlyHostAndPortIsRefused(_ value: String) {
+        let text = "[account.w]\nprovider = \"firebase\"\napi_key = \"k\"\nemulator = \"\(value)\"\n"
+        #expect {
+            try parse(text)
+        } throws: { error in
+            let error = error as? ConfigurationError
+            return error?.key == "account.w.emulator" && error?.description.contains("HOST:PORT") == true
+        }
+        #expect(throws: ConfigurationError.self, "from the environment too") {
+            try parse("[account.w]\nprovider = \"firebase\"\napi_key = \"k\"\n", environment: ["FIREBASE_AUTH_EMULATOR_HOST": value])
+        }
+    }
+
+    @Test(arguments: ["127.0.0.1", "127.0.0.1:9099", "localhost:1", "[::1]:9099"])
+    func aLoopbackEmulatorIsAccepted(_ value: String) throws {
+        let text = "[account.w]\nprovider = \"firebase\"\napi_key = \"k\"\nemulator = \"\(value)\"\n"
+        #expect(try parse(text).accounts["w"]?.provider == .firebase(apiKey: "k", emulatorHost: value))
+    }
+
+    /// An http:// issuer is checked on the host the HTTP client connects to, which URL parsing
+    /// decides: user info before the host does not make it loopback.
+    @Test func aPlainHTTPIssuerIsCheckedOnTheHostConnectedTo() {
+        #expect(throws: ConfigurationError.self) {
+            try parse("[account.x]\nprovider=\"oidc\"\nissuer=\"http://127.0.0.1:1@evil.example/\"\nclient_id=\"c\"\n")
+        }
+    }
+
     @Test func errorsNameFileLineAndKey() {
         #expect {
             try parse("[account.work]\nprovider = \"firebase\"\n\napi_key = 42\n")

@@ -55,6 +55,20 @@ import TokendTestSupport
         #expect(throws: ConfigurationError.self) { try parse(account + line + "\n") }
     }
 
+    /// Account names may begin with `-`: notify-send must read it as text, not as an option.
+    @Test func anAccountNamedLikeAnOptionIsNotOneToNotifySend() throws {
+        let directory = try TemporaryDirectory()
+        defer { try? directory.remove() }
+        let stub = directory.appending("notify-send")
+        try "#!/bin/sh\n".write(toFile: stub, atomically: true, encoding: .utf8)
+        chmod(stub, 0o755)
+        let notifier = DesktopNotifier(environment: ["DISPLAY": ":0", "PATH": directory.path], clock: ManualClock(), interval: 3600)
+        let command = try #require(notifier.notification(for: "-x"))
+        let end = try #require(command.firstIndex(of: "--"), "no end of options in \(command)")
+        #expect(command[..<end].allSatisfy { !$0.contains("-x") }, "\(command)")
+        #expect(command[end...].contains { $0.hasPrefix("-x needs") })
+    }
+
     @Test func aNotificationAtMostOncePerIntervalPerAccount() throws {
         let directory = try TemporaryDirectory()
         defer { try? directory.remove() }

@@ -13,6 +13,8 @@ struct WatchHandler: Sendable {
             _ = try await status.statuses(account: name).get()
             response.watching = [name]
         } else {
+            // A refused configuration is refused here too (it has no accounts to watch).
+            _ = try await status.statuses(account: nil).get()
             response.watching = await status.accountNames
         }
         let profile = args.profile
