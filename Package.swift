@@ -111,7 +111,7 @@ let package = Package(
         .testTarget(name: "TokendFakesTests", dependencies: ["TokendFakes", "TokendTestSupport"]),
         .testTarget(
             name: "TokendProvidersTests",
-            dependencies: ["TokendProviders", "TokendTestSupport", "TokendFakes"]),
+            dependencies: ["TokendProviders", "TokendTestSupport", "TokendFakes", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "TokendServerTests",
             dependencies: [

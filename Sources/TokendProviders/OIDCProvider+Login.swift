@@ -154,13 +154,22 @@ extension OIDCProvider {
                 .misconfigured, code: "no_refresh_token",
                 message: "the provider issued no refresh token, so tokend cannot keep the session (many providers want the offline_access scope)")
         }
-        if let idToken = issued.idToken { try await verifyIDToken(idToken, nonce: nonce) }
+        if let idToken = issued.idToken {
+            do {
+                try await verifyIDToken(idToken, nonce: nonce, answer: answer)
+            } catch {
+                // A session we refuse must not stay live at the provider: revoke what it issued.
+                if let refreshToken = issued.refreshToken { _ = await revoke(refreshToken: refreshToken) }
+                throw error
+            }
+        }
         return SignedIn(tokens: issued, grantedScopes: issued.scopes ?? requestedScopes, signInProvider: "oidc", requestedScopes: requestedScopes)
     }
 
-    /// The ID token's signature against the provider's JWKS, and its `iss`, `aud`, `exp` and
-    /// `nonce` (OpenID Connect Core §3.1.3.7).
-    func verifyIDToken(_ token: String, nonce: String?) async throws {
+    /// The ID token's signature against the provider's JWKS, then its claims (OpenID Connect
+    /// Core §3.1.3.7). `answer` is the token endpoint's answer that carried it: its `Date`
+    /// header says whether this machine's clock, not the token, is what is off.
+    func verifyIDToken(_ token: String, nonce: String?, answer: HTTPAnswer? = nil) async throws {
         guard let jwksURL = try await requiredEndpoint({ $0.jwks }, "jwks_uri") else {
             throw LoginFailure(.misconfigured, code: "no_jwks_uri", message: "the provider names no jwks_uri, so its ID token cannot be checked")
         }
@@ -169,23 +178,10 @@ extension OIDCProvider {
         case .failure(let failure): throw LoginFailure(.transient, code: failure.refreshFailure.code, message: "fetching the provider's keys: \(failure.message)")
         case .success(let got): jwks = got
         }
-        let keys = JWTKeyCollection()
-        let claims: IDTokenClaims
-        do {
-            try await keys.add(jwksJSON: String(decoding: jwks.body, as: UTF8.self))
-            claims = try await keys.verify(token, as: IDTokenClaims.self)
-        } catch {
-            throw LoginFailure(.misconfigured, code: "invalid_id_token", message: "the provider's ID token failed verification against its keys")
-        }
-        guard claims.iss.value == settings.issuer else {
-            throw LoginFailure(.misconfigured, code: "invalid_id_token", message: "the ID token's issuer is \"\(claims.iss.value)\", not \"\(settings.issuer)\"")
-        }
-        guard claims.aud.value.contains(settings.clientID) else {
-            throw LoginFailure(.misconfigured, code: "invalid_id_token", message: "the ID token was not issued to client \"\(settings.clientID)\"")
-        }
-        if let nonce, claims.nonce != nonce {
-            throw LoginFailure(.denied, code: "nonce_mismatch", message: "the ID token does not answer this sign-in (nonce mismatch); sign in again")
-        }
+        try await IDTokenCheck.verifySignature(token, jwks: jwks.body)
+        let now = Date()
+        let providerTime = (answer?.headers["date"] ?? jwks.headers["date"]).flatMap(HTTPDate.parse)
+        try IDTokenCheck(issuer: settings.issuer, clientID: settings.clientID, nonce: nonce, now: now, providerTime: providerTime).check(token)
     }
 
     /// An endpoint for a login: configuration, else discovery; discovery trouble is a failure.
@@ -262,16 +258,4 @@ struct DeviceGrant: Decodable {
 
 private struct OAuthErrorBody: Decodable {
     var error: String
-}
-
-/// The ID token claims checked at login.
-struct IDTokenClaims: JWTPayload {
-    var iss: IssuerClaim
-    var aud: AudienceClaim
-    var exp: ExpirationClaim
-    var nonce: String?
-
-    func verify(using algorithm: some JWTAlgorithm) async throws {
-        try exp.verifyNotExpired()
-    }
 }
