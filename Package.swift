@@ -44,7 +44,7 @@ let package = Package(
         .target(
             name: "TokendProviders",
             dependencies: [
-                "TokendCore",
+                "TokendCore", "CTokendShims",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -4,6 +4,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <signal.h>
+#include <errno.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/inet_diag.h>
 
 int tokend_peer_credentials_of(int fd, tokend_peer_credentials *out) {
     struct ucred cred;
@@ -46,4 +52,51 @@ int tokend_spawnattr_clean(posix_spawnattr_t *attributes, int own_process_group)
     }
     if (result == 0) result = posix_spawnattr_setflags(attributes, flags);
     return result;
+}
+
+int tokend_tcp4_socket_owner(uint32_t local_address, uint16_t local_port, uint32_t remote_address, uint16_t remote_port, uid_t *owner) {
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fd < 0) return -1;
+    struct {
+        struct nlmsghdr header;
+        struct inet_diag_req_v2 request;
+    } message;
+    memset(&message, 0, sizeof(message));
+    message.header.nlmsg_len = sizeof(message);
+    message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    message.header.nlmsg_flags = NLM_F_REQUEST;  /* no NLM_F_DUMP: one socket, looked up exactly */
+    message.request.sdiag_family = AF_INET;
+    message.request.sdiag_protocol = IPPROTO_TCP;
+    message.request.idiag_states = ~0U;
+    message.request.id.idiag_sport = local_port;
+    message.request.id.idiag_dport = remote_port;
+    message.request.id.idiag_src[0] = local_address;
+    message.request.id.idiag_dst[0] = remote_address;
+    message.request.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+    message.request.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+    if (sendto(fd, &message, sizeof(message), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
+        int saved = errno; close(fd); errno = saved; return -1;
+    }
+    /* One answer: an inet_diag_msg, or an NLMSG_ERROR (ENOENT when there is no such socket). */
+    union { char bytes[8192]; struct nlmsghdr align; } buffer;
+    ssize_t length;
+    do { length = recv(fd, buffer.bytes, sizeof(buffer.bytes), 0); } while (length < 0 && errno == EINTR);
+    int saved = errno;
+    close(fd);
+    if (length < 0) { errno = saved; return -1; }
+    for (struct nlmsghdr *header = &buffer.align; NLMSG_OK(header, (size_t)length); header = NLMSG_NEXT(header, length)) {
+        if (header->nlmsg_type == NLMSG_ERROR) {
+            struct nlmsgerr *error = NLMSG_DATA(header);
+            errno = error->error ? -error->error : ENOENT;
+            return -1;
+        }
+        if (header->nlmsg_type == SOCK_DIAG_BY_FAMILY && header->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
+            struct inet_diag_msg *diag = NLMSG_DATA(header);
+            *owner = diag->idiag_uid;
+            return 0;
+        }
+    }
+    errno = ENOENT;
+    return -1;
 }

@@ -1,12 +1,22 @@
 import NIOCore
 import NIOHTTP1
+import NIOConcurrencyHelpers
 import NIOPosix
 import TokendCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Receives an authorization redirect on 127.0.0.1 at a port the kernel picks (RFC 8252 §7.3).
 /// A redirect whose `state` is not ours is refused with a page saying so, and the listener keeps
 /// waiting; the first one with our `state` gets the success or failure page, and the listener
 /// closes: one login, one redirect.
+///
+/// Any local user can connect to a loopback port (docs/security.md, "The loopback redirect
+/// listener"), so: a connection from a socket another uid owns is closed unread (the kernel
+/// knows a loopback socket's owner); at most `maximumConnections` are open at once, each for at
+/// most `connectionDeadline` and `maximumRequestBytes`; and `close()` closes every accepted
+/// connection with the listening socket.
 final class LoopbackRedirectListener: Sendable {
     /// What came back on the redirect: a code, or the provider's error (RFC 6749 §4.1.2.1).
     struct Redirect: Sendable, Equatable {
@@ -16,36 +26,106 @@ final class LoopbackRedirectListener: Sendable {
     }
 
     static let callbackPath = "/callback"
+    /// A browser opens one or two connections (the redirect, a favicon); 16 leaves room for
+    /// retries and preconnects while a flood of held connections costs a few descriptors only.
+    static let maximumConnections = 16
+    /// A browser sends its request head at once; a connection silent this long is not one.
+    static let connectionDeadline: TimeAmount = .seconds(5)
+    /// A redirect's request head is a URL with a code and state plus a browser's headers: a few
+    /// KiB. More is not a browser.
+    static let maximumRequestBytes = 16 * 1024
 
     let port: Int
     let redirects: AsyncStream<Redirect>
     private let channel: any Channel
+    private let connections: AcceptedConnections
 
-    private init(port: Int, redirects: AsyncStream<Redirect>, channel: any Channel) {
+    private init(port: Int, redirects: AsyncStream<Redirect>, channel: any Channel, connections: AcceptedConnections) {
         self.port = port
         self.redirects = redirects
         self.channel = channel
+        self.connections = connections
     }
 
     var redirectURI: String { "http://127.0.0.1:\(port)\(Self.callbackPath)" }
 
-    static func start(state: String) async throws -> LoopbackRedirectListener {
+    /// `owner` says which uid owns a connection's peer socket (nil: unknown); only `user`'s are served.
+    static func start(
+        state: String, user: uid_t = geteuid(), owner: @escaping @Sendable (_ peer: SocketAddress, _ local: SocketAddress) -> uid_t? = { LoopbackPeer.owner(peer: $0, local: $1) }
+    ) async throws -> LoopbackRedirectListener {
         let (redirects, continuation) = AsyncStream.makeStream(of: Redirect.self, bufferingPolicy: .bufferingNewest(1))
+        let connections = AcceptedConnections()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
-                child.eventLoop.makeCompletedFuture {
+                guard let peer = child.remoteAddress, let local = child.localAddress, owner(peer, local) == user,
+                    connections.admit(child)
+                else {
+                    // Another user's connection, or one too many: closed before a byte is read.
+                    return child.close()
+                }
+                child.closeFuture.whenComplete { _ in connections.remove(child) }
+                let deadline = child.eventLoop.scheduleTask(in: connectionDeadline) { child.close(promise: nil) }
+                child.closeFuture.whenComplete { _ in deadline.cancel() }
+                return child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.addHandler(RequestSizeLimit(limit: maximumRequestBytes))
                     try child.pipeline.syncOperations.configureHTTPServerPipeline()
                     try child.pipeline.syncOperations.addHandler(RedirectHandler(state: state, continuation: continuation))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         let port = channel.localAddress?.port ?? 0
-        return LoopbackRedirectListener(port: port, redirects: redirects, channel: channel)
+        return LoopbackRedirectListener(port: port, redirects: redirects, channel: channel, connections: connections)
     }
 
+    /// Stops listening and closes every connection still open: nothing outlives the login.
     func close() async {
         try? await channel.close()
+        for connection in connections.closeAll() { try? await connection.close() }
+    }
+}
+
+/// The listener's accepted connections: counted for the cap, closed together at the end.
+private final class AcceptedConnections: Sendable {
+    private let state = NIOLockedValueBox<(open: [ObjectIdentifier: any Channel], closed: Bool)>(([:], false))
+
+    /// Takes `channel` in unless the cap is reached or the listener has closed.
+    func admit(_ channel: any Channel) -> Bool {
+        state.withLockedValue { state in
+            guard !state.closed, state.open.count < LoopbackRedirectListener.maximumConnections else { return false }
+            state.open[ObjectIdentifier(channel)] = channel
+            return true
+        }
+    }
+
+    func remove(_ channel: any Channel) {
+        _ = state.withLockedValue { $0.open.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+
+    /// Every open connection, and no more from now on.
+    func closeAll() -> [any Channel] {
+        state.withLockedValue { state in
+            state.closed = true
+            defer { state.open = [:] }
+            return Array(state.open.values)
+        }
+    }
+}
+
+/// Closes a connection that sends more than `limit` bytes: a redirect is one small request.
+private final class RequestSizeLimit: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    let limit: Int
+    var received = 0
+
+    init(limit: Int) { self.limit = limit }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        received += unwrapInboundIn(data).readableBytes
+        guard received <= limit else { return context.close(promise: nil) }
+        context.fireChannelRead(data)
     }
 }
 

@@ -48,12 +48,11 @@ import TokendTestSupport
             #expect(session.grantedScopes == ["openid", "email"])
             // The listener answered one good redirect and closed.
             guard case .openURL(let url) = steps.first, let redirect = URLComponents(string: url)?.queryItems?.first(where: { $0.name == "redirect_uri" })?.value
-            else { Issue.record("no URL step first"); return }
+            else { throw HarnessError("no URL step first") }
             #expect(await transport.send(.get(redirect)).isFailure)
             // And the session refreshes.
-            guard case .refreshed = await provider.refresh(refreshToken: session.tokens.refreshToken ?? "") else {
-                Issue.record("the new session does not refresh"); return
-            }
+            let refreshed = await provider.refresh(refreshToken: session.tokens.refreshToken ?? "")
+            if case .refreshed = refreshed {} else { Issue.record("the new session does not refresh: \(refreshed)") }
         } catch {
             await transport.shutdown()
             await mock.stop()

@@ -1,6 +1,7 @@
 #ifndef CTOKEND_SHIMS_H
 #define CTOKEND_SHIMS_H
 #include <spawn.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /// The peer's credentials as the kernel reports them for a Unix socket (SO_PEERCRED).
@@ -35,5 +36,11 @@ int tokend_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
 /// `own_process_group` is set, a process group of its own so the whole group can be killed.
 /// `attributes` must be initialised. Returns 0, or an errno value.
 int tokend_spawnattr_clean(posix_spawnattr_t *attributes, int own_process_group);
+
+/// The uid owning the IPv4 TCP socket whose local end is `local_address:local_port` and whose
+/// remote end is `remote_address:remote_port` (addresses and ports in network byte order), asked
+/// of the kernel by exact lookup over NETLINK_SOCK_DIAG (what `ss` uses): on loopback, the owner
+/// of a connection's other end. Returns 0, or -1 with errno set (ENOENT: no such socket).
+int tokend_tcp4_socket_owner(uint32_t local_address, uint16_t local_port, uint32_t remote_address, uint16_t remote_port, uid_t *owner);
 
 #endif

@@ -1,0 +1,57 @@
+import FoundationEssentials
+import CTokendShims
+import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who owns the other end of a loopback TCP connection. Unlike a Unix socket, TCP carries no
+/// peer credentials, but on loopback both ends are sockets of this machine's kernel, which lists
+/// each with its owner's uid in /proc/net/tcp (and tcp6). The peer's socket is the one whose local
+/// address is our remote address and whose remote address is our local one.
+enum LoopbackPeer {
+    /// The owner's uid, or nil when no such socket is listed (it closed, or it is not on this
+    /// machine): callers refuse a connection whose owner is unknown.
+    static func owner(peer: SocketAddress, local: SocketAddress) -> uid_t? {
+        // The kernel's exact lookup first; /proc/net/tcp (a table read in pieces, which can miss
+        // a row while sockets come and go) only where sock_diag is not allowed.
+        if case .v4(let peerV4) = peer, case .v4(let localV4) = local {
+            var uid: uid_t = 0
+            let peerIn = peerV4.address, localIn = localV4.address
+            if tokend_tcp4_socket_owner(peerIn.sin_addr.s_addr, peerIn.sin_port, localIn.sin_addr.s_addr, localIn.sin_port, &uid) == 0 { return uid }
+            if errno == ENOENT { return nil }
+        }
+        guard let peerKey = key(peer), let localKey = key(local) else { return nil }
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            if let uid = owner(in: text, local: peerKey, remote: localKey) { return uid }
+        }
+        return nil
+    }
+
+    /// The `uid` column of the row whose local and remote addresses are `local` and `remote`
+    /// (`HEXADDRESS:HEXPORT`, as the kernel prints them).
+    static func owner(in table: String, local: String, remote: String) -> uid_t? {
+        for line in table.split(separator: "\n").dropFirst() {
+            // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid …
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count > 7, fields[1] == local, fields[2] == remote else { continue }
+            return uid_t(fields[7])  // conversion: a failable parse of a String
+        }
+        return nil
+    }
+
+    /// An address as /proc/net/tcp prints it: the IPv4 address as the 32-bit word in host
+    /// (little-endian) order, the port big-endian, both upper-case hex. IPv4 only: the listener
+    /// binds 127.0.0.1.
+    static func key(_ address: SocketAddress) -> String? {
+        guard case .v4(let v4) = address, let port = address.port else { return nil }
+        let word = v4.address.sin_addr.s_addr  // network order in memory, printed as a host-order word
+        return hex(UInt32(littleEndian: word), digits: 8) + ":" + hex(UInt32(truncatingIfNeeded: port), digits: 4)
+    }
+
+    static func hex(_ value: UInt32, digits: Int) -> String {
+        let text = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, digits - text.count)) + text
+    }
+}
