@@ -36,6 +36,9 @@ public struct Response: Codable, Sendable, Equatable {
     public var progress: String?
     /// How the user signed in: `password`, `anonymous`, `custom`, `google.com`, `oidc`.
     public var signInProvider: String?
+    /// `login`, `account upgrade`: true when the session replaced was another user's (a
+    /// different `sub` or Firebase uid): the account now answers for someone else.
+    public var replacedOtherUser: Bool?
 
     // logout: `revoked`, `unsupported` or `failed` (with `warning` saying why), absent when
     // there was no session to revoke.
@@ -61,6 +64,7 @@ public struct Response: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case id, ok, error, `protocol`, version, capabilities, account, token, kind, accounts, watching, progress, revocation, warning, user, email
         case signInProvider = "sign_in_provider"
+        case replacedOtherUser = "replaced_other_user"
         case expiresAt = "expires_at"
         case expiresIn = "expires_in"
     }
@@ -137,6 +141,8 @@ public struct Event: Codable, Sendable, Equatable {
     public var reason: String?
     /// `signed_in`, `user_changed`: the user's email, only for a watch that asked for `profile`.
     public var email: String?
+    /// `signed_in`: the session replaced belonged to another user.
+    public var replacedOtherUser: Bool?
 
     public init(event: Kind, account: String?, at: String) {
         self.event = event
@@ -149,6 +155,7 @@ public struct Event: Codable, Sendable, Equatable {
         case expiresAt = "expires_at"
         case retryAt = "retry_at"
         case signInProvider = "sign_in_provider"
+        case replacedOtherUser = "replaced_other_user"
     }
 }
 

@@ -8,6 +8,9 @@ import TokendProviders
 public struct LoginSummary: Sendable, Equatable {
     public var expiresAt: Date?
     public var signInProvider: String?
+    /// The session replaced belonged to another user: said in the answer and the event, since
+    /// the account now hands out someone else's tokens (a login done by mistake, or forged).
+    public var replacedOtherUser = false
 }
 
 /// Where a login began: its session may only be installed into the same account, bound to the
@@ -178,13 +181,25 @@ extension AccountEngine {
         event.reason = reason
         event.expiresAt = tokens.expiresAt
         event.email = tokens.idToken.flatMap { JWTClaims(token: $0)?.email }
+        let replacedOtherUser = Self.differentUsers(previous, tokens)
+        event.replacedOtherUser = replacedOtherUser
+        if replacedOtherUser { logger.notice("the login replaced another user's session", metadata: ["account": "\(name)"]) }
         hub.publish(event)
         logger.info("signed in", metadata: ["account": "\(name)", "provider": "\(signInProvider ?? "-")", "stored": "\(stored)"])
         // Only once the new session is safely stored may the old one stop working.
         if stored, let previous, previous.refreshToken != tokens.refreshToken {
             await revokeReplaced(previous.refreshToken, of: name, provider: provider)
         }
-        return .success(LoginSummary(expiresAt: tokens.expiresAt, signInProvider: signInProvider))
+        return .success(LoginSummary(expiresAt: tokens.expiresAt, signInProvider: signInProvider, replacedOtherUser: replacedOtherUser))
+    }
+
+    /// Whether two sessions are known to belong to different users: both ID tokens name a
+    /// subject (OIDC `sub`, Firebase's uid) and the subjects differ. Unknown is not different.
+    static func differentUsers(_ previous: TokenSet?, _ next: TokenSet) -> Bool {
+        guard let before = previous?.idToken.flatMap({ JWTClaims(token: $0)?.subject }),
+            let after = next.idToken.flatMap({ JWTClaims(token: $0)?.subject })
+        else { return false }
+        return before != after
     }
 
     func revokeReplaced(_ refreshToken: String, of name: String, provider: any TokenProvider) async {

@@ -19,6 +19,8 @@ public struct AccountEvent: Sendable, Equatable {
     public var reason: String?
     /// `signed_in`, `user_changed`: the user's email (a watch shows it only when asked).
     public var email: String?
+    /// `signed_in`: the session replaced belonged to another user (subject).
+    public var replacedOtherUser = false
 
     public init(_ kind: Event.Kind, account: String?, at: Date) {
         self.kind = kind

@@ -103,6 +103,10 @@ extension Tokenctl {
             }
             let how = response.signInProvider.map { " (\(Text.singleLine($0)))" } ?? ""
             try context.console.write("\(Text.singleLine(account)) signed in\(how)\(expiry(of: response, now: context.now()))\n")
+            if response.replacedOtherUser == true {
+                // Worth a line of its own: scripts using the account now act as someone else.
+                try context.console.write("note: \(Text.singleLine(account)) held a session of a different user, which this sign-in replaced\n")
+            }
         }
     }
 }
@@ -151,6 +155,8 @@ func readSecretInput(_ console: any Console, what: String, prompt: String, trim:
 /// Relays a streamed sign-in (`login`, `account upgrade --google`) until its response line:
 /// URLs on a line of their own (and opened when there is a display), device codes, waits.
 func relayStream(_ daemon: DaemonConnection, timeout: Double, console: any Console, opener: BrowserOpener) throws(TokenctlError) -> Response {
+    // The page handed to the browser holds the URL: it goes once the sign-in has ended.
+    defer { opener.removePages() }
     while true {
         let line = try daemon.receiveLine(timeout: timeout)
         if let response = try? JSONDecoder().decode(Response.self, from: Data(line)) { return response }
@@ -176,21 +182,95 @@ func relayStream(_ daemon: DaemonConnection, timeout: Double, console: any Conso
 }
 
 /// Opens a sign-in page with `xdg-open` when a graphical session is there to show it.
-struct BrowserOpener {
+///
+/// The authorization URL (its `state`, `nonce`, PKCE challenge and loopback port) never goes in
+/// a program's argv or environment, where every user on the machine can read it
+/// (/proc/PID/cmdline): the browser is given a 0600 page in a 0700 directory of the user's that
+/// redirects to it, and the page is removed when the sign-in ends (docs/security.md, "Browser
+/// sign-in").
+final class BrowserOpener {
     let enabled: Bool
+    private var directory: (path: String, made: Bool)?
+    private var pages: [String] = []
 
     init(environment: [String: String], disabled: Bool) {
         let display = [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains { !($0 ?? "").isEmpty }
         enabled = display && !disabled
+        self.environment = environment
     }
 
-    /// Best effort and not waited for: the URL is printed either way. The URL carries no secret
-    /// (PKCE sends the challenge, never the verifier), so it may go in xdg-open's argv.
+    private let environment: [String: String]
+
+    /// `$XDG_RUNTIME_DIR/tokend` (the user's tmpfs, never on disk; tokend's own socket directory),
+    /// else a fresh 0700 directory under `$TMPDIR` or /tmp.
+    static func privateDirectory(_ environment: [String: String]) -> (path: String, made: Bool)? {
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
+            let directory = runtime + "/tokend"
+            _ = mkdir(directory, 0o700)
+            var info = stat()
+            if lstat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 {
+                return (directory, false)
+            }
+        }
+        let base = environment["TMPDIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
+        var template = Array((base + "/tokenctl-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { return nil }
+        return (String(cString: made), true)
+    }
+
+    /// Best effort and not waited for: the URL is printed on tokenctl's own output either way.
     func open(_ url: String) {
-        guard enabled else { return }
+        guard enabled, let page = writePage(url) else { return }
         var pid: pid_t = 0
-        let arguments: [UnsafeMutablePointer<CChar>?] = ["xdg-open", url].map { (text: String) in strdup(text) } + [nil]
+        let arguments: [UnsafeMutablePointer<CChar>?] = ["xdg-open", page].map { (text: String) in strdup(text) } + [nil]
         defer { for argument in arguments { free(argument) } }
         _ = posix_spawnp(&pid, "xdg-open", nil, nil, arguments, environ)
+    }
+
+    /// A page that sends the browser on to `url`, readable by the user alone; its path.
+    func writePage(_ url: String) -> String? {
+        if directory == nil { directory = Self.privateDirectory(environment) }
+        guard let directory else { return nil }
+        var template = Array((directory.path + "/sign-in-XXXXXX.html").utf8CString)
+        let fd = mkstemps(&template, 5)  // mkstemps creates it 0600
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        let path = String(cString: template)
+        let target = Self.attribute(url)
+        let html = """
+            <!DOCTYPE html><html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">\
+            <meta http-equiv="refresh" content="0;url=\(target)"><title>Signing in</title></head>\
+            <body><p><a href="\(target)">Continue to the sign-in page</a></p></body></html>
+            """
+        let bytes = Array(html.utf8)
+        guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
+            unlink(path)
+            return nil
+        }
+        pages.append(path)
+        return path
+    }
+
+    /// Removes the pages written: the URL in them is spent once the sign-in has ended.
+    func removePages() {
+        for page in pages { unlink(page) }
+        pages = []
+        if let directory, directory.made { rmdir(directory.path) }
+        directory = nil
+    }
+
+    /// `text` as an HTML attribute value.
+    static func attribute(_ text: String) -> String {
+        var escaped = ""
+        for character in text {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "\"": escaped += "&quot;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
     }
 }

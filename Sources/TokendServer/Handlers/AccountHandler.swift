@@ -24,6 +24,7 @@ struct AccountHandler: Sendable {
             let summary = try await management.upgrade(account: name, email: email, password: password, timeout: timeout).get()
             response.describeSession(account: name, expiresAt: summary.expiresAt, now: management.clock.now())
             response.signInProvider = summary.signInProvider
+            response.replacedOtherUser = summary.replacedOtherUser ? true : nil
         case .upgradeWithGoogle(let timeout):
             return .stream(SignInStream.make(id: id, account: name, clock: signIn.clock) { [signIn] progress in
                 await signIn.upgradeWithGoogle(account: name, timeout: timeout, progress: progress)

@@ -11,5 +11,6 @@ extension Event {
         signInProvider = event.signInProvider
         reason = event.reason
         email = profile ? event.email : nil
+        replacedOtherUser = event.replacedOtherUser ? true : nil
     }
 }

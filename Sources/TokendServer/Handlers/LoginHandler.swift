@@ -46,6 +46,7 @@ enum SignInStream {
             response.describeSession(account: name, expiresAt: summary.expiresAt, now: now)
             response.progress = "done"
             response.signInProvider = summary.signInProvider
+            response.replacedOtherUser = summary.replacedOtherUser ? true : nil
             return response
         }
     }
