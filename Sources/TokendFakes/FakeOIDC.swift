@@ -21,11 +21,14 @@ public final class FakeOIDC: Sendable {
         public var body: String
         /// Extra response headers (`Retry-After`, `Date`), beside Content-Type and Content-Length.
         public var headers: [String: String]
+        /// Seconds to wait before answering: a slow provider.
+        public var delay: Double = 0
 
-        public init(status: Int = 200, body: String, headers: [String: String] = [:]) {
+        public init(status: Int = 200, body: String, headers: [String: String] = [:], delay: Double = 0) {
             self.status = status
             self.body = body
             self.headers = headers
+            self.delay = delay
         }
 
         public static func json(_ status: Int = 200, _ object: [String: any Sendable]) -> Answer {
@@ -167,9 +170,15 @@ private final class FakeOIDCHandler: ChannelInboundHandler {
             headers.add(name: "Content-Type", value: "application/json")
             headers.add(name: "Content-Length", value: String(answer.body.utf8.count))
             for (name, value) in answer.headers { headers.add(name: name, value: value) }
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .init(statusCode: answer.status), headers: headers))), promise: nil)
-            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: answer.body)))), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            let responseHead = HTTPResponseHead(version: .http1_1, status: .init(statusCode: answer.status), headers: headers)
+            let responseBody = context.channel.allocator.buffer(string: answer.body)
+            let send = { [self] in
+                context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
+                context.write(wrapOutboundOut(.body(.byteBuffer(responseBody))), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            }
+            guard answer.delay > 0 else { return send() }
+            context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(saturating: answer.delay * 1000))) { send() }
         }
     }
 

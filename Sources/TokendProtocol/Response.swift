@@ -44,6 +44,9 @@ public struct Response: Codable, Sendable, Equatable {
     // there was no session to revoke.
     public var revocation: String?
     public var warning: String?
+    /// logout: an import or login issued after the logout stored a session while it ran; that
+    /// newer session is kept.
+    public var keptNewerSession: Bool?
     // account
     /// `account show`: the user and the current ID token's claims.
     public var user: AccountProfile?
@@ -65,6 +68,7 @@ public struct Response: Codable, Sendable, Equatable {
         case id, ok, error, `protocol`, version, capabilities, account, token, kind, accounts, watching, progress, revocation, warning, user, email
         case signInProvider = "sign_in_provider"
         case replacedOtherUser = "replaced_other_user"
+        case keptNewerSession = "kept_newer_session"
         case expiresAt = "expires_at"
         case expiresIn = "expires_in"
     }

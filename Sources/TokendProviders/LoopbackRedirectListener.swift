@@ -51,7 +51,7 @@ final class LoopbackRedirectListener: Sendable {
 
     /// `owner` says which uid owns a connection's peer socket (nil: unknown); only `user`'s are served.
     static func start(
-        state: String, user: uid_t = geteuid(), owner: @escaping @Sendable (_ peer: SocketAddress, _ local: SocketAddress) -> uid_t? = { LoopbackPeer.owner(peer: $0, local: $1) }
+        state: String, user: uid_t = geteuid(), deadline: TimeAmount = connectionDeadline, owner: @escaping @Sendable (_ peer: SocketAddress, _ local: SocketAddress) -> uid_t? = { LoopbackPeer.owner(peer: $0, local: $1) }
     ) async throws -> LoopbackRedirectListener {
         let (redirects, continuation) = AsyncStream.makeStream(of: Redirect.self, bufferingPolicy: .bufferingNewest(1))
         let connections = AcceptedConnections()
@@ -65,8 +65,8 @@ final class LoopbackRedirectListener: Sendable {
                     return child.close()
                 }
                 child.closeFuture.whenComplete { _ in connections.remove(child) }
-                let deadline = child.eventLoop.scheduleTask(in: connectionDeadline) { child.close(promise: nil) }
-                child.closeFuture.whenComplete { _ in deadline.cancel() }
+                let timer = child.eventLoop.scheduleTask(in: deadline) { child.close(promise: nil) }
+                child.closeFuture.whenComplete { _ in timer.cancel() }
                 return child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(RequestSizeLimit(limit: maximumRequestBytes))
                     try child.pipeline.syncOperations.configureHTTPServerPipeline()

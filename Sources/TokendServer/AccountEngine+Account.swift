@@ -167,7 +167,8 @@ extension AccountEngine {
         }
         current.committedUserAction = serial
         accounts[name] = current
-        let deleted = await forgetSession(name, reason: "the user was deleted; sign in again: tokenctl login \(name)")
+        let deleted = await forgetSession(
+            name, session: current.machine.tokens?.refreshToken, serial: serial, reason: "the user was deleted; sign in again: tokenctl login \(name)")
         publishSignedOut(name, reason: "deleted")
         return deleted.result.mapError { Advice.deletedNotForgotten($0, account: name) }
     }

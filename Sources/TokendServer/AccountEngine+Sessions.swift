@@ -35,13 +35,13 @@ extension AccountEngine {
     /// Forgets the account's session, in memory and in the keyring, revoking its refresh token at
     /// the provider first where the provider can. A failed revocation is reported, not fatal: the
     /// local session goes either way. Nil outcome: there was no session to revoke.
-    public func logout(account name: String) async -> Result<RevocationOutcome?, TokendError> {
+    public func logout(account name: String) async -> Result<LogoutOutcome, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         account.commitNewUserAction()
         accounts[name] = account
         let held = account.machine.tokens?.refreshToken
         let provider = account.provider
-        let deleted = await forgetSession(name, reason: "logged out; run: tokenctl login \(name)") {
+        let deleted = await forgetSession(name, session: held, serial: account.committedUserAction, reason: "logged out; run: tokenctl login \(name)") {
             // Revoked before the keyring item goes: should revocation fail, that is reported,
             // and the local session still goes.
             guard let held else { return nil }
@@ -58,27 +58,51 @@ extension AccountEngine {
             }
             return outcome
         }
+        if deleted.superseded {
+            // An import or login issued after this logout has already stored its session: the
+            // user's newest command wins, and the logout says so rather than claim success.
+            logger.notice("a newer session arrived while logging out; it is kept", metadata: ["account": "\(name)"])
+            return .success(LogoutOutcome(revocation: deleted.revocation, supersededByNewerSession: true))
+        }
         hub.publish(AccountEvent(.loggedOut, account: name, at: clock.now()))
         publishSignedOut(name, reason: "logout")
         logger.info("logged out", metadata: ["account": "\(name)"])
-        return deleted.result.map { deleted.revocation }.mapError { Advice.logoutNotDeleted($0, account: name) }
+        return deleted.result.map { LogoutOutcome(revocation: deleted.revocation) }.mapError { Advice.logoutNotDeleted($0, account: name) }
     }
 
     /// Forgets the account's session in memory (anything in flight becomes stale) and deletes
     /// its keyring item: a logout, or a user deleted at the provider. `beforeDeleting` runs in
     /// between (a logout revokes there), once nothing in memory can use the session any more.
+    /// The delete names what it deletes: the item goes only if it still holds `session` (the
+    /// refresh token forgotten; any item when none was held), and not at all when a user action
+    /// issued after `serial` (an import, a login) committed meanwhile: its session is newer.
     func forgetSession(
-        _ name: String, reason: String, beforeDeleting: (() async -> RevocationOutcome?)? = nil
-    ) async -> (result: Result<Void, KeyringError>, revocation: RevocationOutcome?) {
-        guard var account = accounts[name] else { return (.success(()), nil) }
+        _ name: String, session: String?, serial: UInt64, reason: String, beforeDeleting: (() async -> RevocationOutcome?)? = nil
+    ) async -> (result: Result<Void, KeyringError>, revocation: RevocationOutcome?, superseded: Bool) {
+        guard var account = accounts[name] else { return (.success(()), nil, false) }
         account.machine.forget(reason: reason)
         account.unsaved = false
         scheduler.disarm(name)
         accounts[name] = account
         wake(name)
         let revocation = await beforeDeleting?()
-        let deleted = await store.delete(account: name, ifRefreshToken: nil).map { _ in () }
+        guard let current = accounts[name], current.committedUserAction == serial else { return (.success(()), revocation, true) }
+        let deleted = await store.delete(account: name, ifRefreshToken: session).map { _ in () }
         _ = noteKeyring(deleted, account: name)
-        return (deleted, revocation)
+        return (deleted, revocation, false)
+    }
+}
+
+/// What a logout came to.
+public struct LogoutOutcome: Sendable, Equatable {
+    /// What the provider did with the session's refresh token; nil when there was none to revoke.
+    public var revocation: RevocationOutcome?
+    /// An import or login issued after the logout stored a session while it ran: that session
+    /// is kept (the user's newest command wins).
+    public var supersededByNewerSession = false
+
+    public init(revocation: RevocationOutcome?, supersededByNewerSession: Bool = false) {
+        self.revocation = revocation
+        self.supersededByNewerSession = supersededByNewerSession
     }
 }

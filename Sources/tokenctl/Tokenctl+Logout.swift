@@ -17,6 +17,12 @@ extension Tokenctl {
             let daemon = try DaemonConnection(options: connection, context: context)
             let (response, _) = try daemon.call(Request(op: Op.logout.rawValue, account: account))
             let revoked = response.revocation == "revoked" ? "; the session was revoked at the provider" : ""
+            if response.keptNewerSession == true {
+                // The user's newer command won: say so rather than claim the account is out.
+                try context.console.write(
+                    "\(Text.singleLine(account)): the old session was logged out\(revoked), but an import or login issued meanwhile signed it in again; see tokenctl status \(Text.singleLine(account))\n")
+                return
+            }
             try context.console.write("\(Text.singleLine(account)) logged out\(revoked)\n")
             if response.revocation == "failed", let warning = response.warning {
                 // The local session is gone either way; the user may want to revoke it by hand.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokendCore
 import TokendProtocol
+import TokendFakes
 import TokendTestSupport
 
 /// `tokenctl logout` on an OIDC account, through the real tokend: the refresh token reaches the
@@ -27,6 +28,40 @@ import TokendTestSupport
             for secret in [refreshToken, "client-secret-canary"] {
                 #expect(!world.daemonLog.contains(secret), "a secret reached the daemon's log")
             }
+        }
+    }
+}
+
+/// A logout waits for the provider's revocation; a user action issued meanwhile wins. Before,
+/// the logout deleted the keyring item unconditionally once the revocation returned, wiping the
+/// session an import had stored meanwhile (held only in memory, lost at the next restart).
+@Suite(.serialized) struct LogoutRaceTests {
+    @Test func anImportDuringASlowLogoutSurvivesARestart() async throws {
+        try await withFakeOIDCAccount(clientSecret: "secret") { world, fake in
+            let old = "old-refresh-\(fake.port)"
+            #expect(try await world.tokenctl(["import", "corp"], stdin: old + "\n").status == 0)
+            fake.script([FakeOIDC.Answer(status: 200, body: "", delay: 4)], for: "/revoke")
+            let output = world.keyring.root.appendingPathComponent("logout.out").path
+            let logout = try ChildProcess.start(IntegrationTests.tokenctlPath, ["logout", "corp"], environment: world.environment, output: output)
+            defer { ChildProcess.stop(logout) }
+            try await poll(timeout: 20, "the logout reached the provider's revocation") { fake.requests.contains { $0.path == "/revoke" } }
+            let new = "new-refresh-\(fake.port)"
+            let imported = try await world.tokenctl(["import", "corp"], stdin: new + "\n")
+            #expect(imported.status == 0, "\(imported.stderr)")
+            var status: Int32?
+            try await poll(timeout: 30, "the logout finished") {
+                status = ChildProcess.exitStatusIfEnded(logout)
+                return status != nil
+            }
+            #expect(status == 0)
+            let said = try String(contentsOfFile: output, encoding: .utf8)
+            #expect(said.contains("signed it in again") && !said.contains("corp logged out"), "\(said)")
+            #expect(try await world.storedSession("corp")?.refreshToken == new)
+            _ = world.stopDaemon()
+            try await world.startDaemon()
+            let token = try await world.tokenctl(["token", "corp"])
+            #expect(token.status == 0, "the imported session is served after a restart: \(token.stderr)")
+            #expect(fake.refreshGrants.last?.form["refresh_token"] == new)
         }
     }
 }

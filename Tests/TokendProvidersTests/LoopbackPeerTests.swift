@@ -32,3 +32,58 @@ import Testing
         #expect(LoopbackPeer.owner(peer: SocketAddress(stranger, host: "127.0.0.1"), local: local) == nil)
     }
 }
+
+/// The redirect listener's limits, on its own: a cap on open connections, and every accepted
+/// connection closed with the listener. Before, 2,000 held connections stayed open for good
+/// after the login ended.
+@Suite struct LoopbackRedirectListenerLimitTests {
+    @Test func connectionsBeyondTheCapAreClosedAndTheRestCloseWithTheListener() async throws {
+        // A deadline far beyond the test, so only the cap and close() can close anything.
+        let listener = try await LoopbackRedirectListener.start(state: "s", deadline: .seconds(600))
+        let count = LoopbackRedirectListener.maximumConnections + 14
+        let sockets = try (0..<count).map { _ in try Self.connect(port: listener.port) }
+        defer { for fd in sockets { close(fd) } }
+        // The extra ones are closed unread; the admitted ones stay open.
+        let closedEarly = try await Self.waitForEOF(sockets, atLeast: count - LoopbackRedirectListener.maximumConnections)
+        #expect(closedEarly.count == count - LoopbackRedirectListener.maximumConnections, "\(closedEarly.count) closed of \(count)")
+        await listener.close()
+        let closedAll = try await Self.waitForEOF(sockets, atLeast: count)
+        #expect(closedAll.count == count, "after close(): \(closedAll.count) of \(count) closed")
+    }
+
+    /// Connected, non-blocking TCP sockets to 127.0.0.1:`port`.
+    static func connect(port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        return fd
+    }
+
+    /// Polls (20 s at most) until at least `atLeast` of `sockets` read EOF; those that did.
+    static func waitForEOF(_ sockets: [Int32], atLeast: Int) async throws -> Set<Int32> {
+        var closed: Set<Int32> = []
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            for fd in sockets where !closed.contains(fd) {
+                var byte: UInt8 = 0
+                let got = read(fd, &byte, 1)
+                if got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { closed.insert(fd) }
+            }
+            if closed.count >= atLeast { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // A moment more for a wrong extra close to show up (it would fail the count check).
+        try await Task.sleep(for: .milliseconds(200))
+        for fd in sockets where !closed.contains(fd) {
+            var byte: UInt8 = 0
+            let got = read(fd, &byte, 1)
+            if got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { closed.insert(fd) }
+        }
+        return closed
+    }
+}

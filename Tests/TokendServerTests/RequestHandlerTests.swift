@@ -98,7 +98,7 @@ import TokendTestSupport
     ] as [(RevocationOutcome?, String?, Bool)])
     func logoutSaysWhatTheProviderDid(_ outcome: RevocationOutcome?, _ revocation: String?, _ warns: Bool) async {
         var script = StubEngine.Script()
-        script.logout = .success(outcome)
+        script.logout = .success(LogoutOutcome(revocation: outcome))
         let stub = StubbedHandler(script)
         let response = await stub.respond(#"{"op":"logout","account":"corp"}"#)
         #expect(stub.engine.calls == [.logout(account: "corp")])
@@ -151,7 +151,7 @@ import TokendTestSupport
             expected.email = email
             #expect(received == expected)
         }
-        #expect(stub.engine.calls == [.accountNames, .statuses(account: "work")])
+        #expect(stub.engine.calls == [.statuses(account: nil), .accountNames, .statuses(account: "work")], "a refused configuration is checked first")
         #expect(stub.hub.subscriberCount == 0, "a dropped stream leaves no subscription")
     }
 

@@ -35,7 +35,7 @@ final class StubEngine: EngineServices {
         /// What the event loop's fast path finds held (nil: it asks `token`).
         var held: TokenGrant?
         var expiry: Result<Date?, TokendError> = .failure(unscripted)
-        var logout: Result<RevocationOutcome?, TokendError> = .failure(unscripted)
+        var logout: Result<LogoutOutcome, TokendError> = .failure(unscripted)
         var statuses: Result<[AccountReport], TokendError> = .failure(unscripted)
         var accountNames: [String] = []
         var loginSteps: [LoginStep] = []
@@ -108,7 +108,7 @@ final class StubEngine: EngineServices {
         record(.install(account: account, tokens: tokens, timeout: timeout)) { $0.expiry }
     }
 
-    func logout(account: String) async -> Result<RevocationOutcome?, TokendError> {
+    func logout(account: String) async -> Result<LogoutOutcome, TokendError> {
         record(.logout(account: account)) { $0.logout }
     }
 

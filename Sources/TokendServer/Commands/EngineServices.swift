@@ -18,8 +18,7 @@ public protocol SessionService: Sendable {
     /// The new token's expiry, if the provider said.
     func refresh(account: String, timeout: Double) async -> Result<Date?, TokendError>
     func install(account: String, tokens: TokenSet, timeout: Double) async -> Result<Date?, TokendError>
-    /// Nil when there was no session to revoke.
-    func logout(account: String) async -> Result<RevocationOutcome?, TokendError>
+    func logout(account: String) async -> Result<LogoutOutcome, TokendError>
 }
 
 extension SessionService {

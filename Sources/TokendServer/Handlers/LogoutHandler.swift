@@ -7,10 +7,10 @@ struct LogoutHandler: Sendable {
     let session: any SessionService
 
     func handle(_ args: LogoutArgs, id: RequestID?) async throws(TokendError) -> Response {
-        let revocation = try await session.logout(account: args.account).get()
+        let outcome = try await session.logout(account: args.account).get()
         var response = Response(id: id)
         response.account = args.account
-        switch revocation {
+        switch outcome.revocation {
         case .revoked: response.revocation = "revoked"
         case .unsupported(let reason):
             response.revocation = "unsupported"
@@ -20,6 +20,7 @@ struct LogoutHandler: Sendable {
             response.warning = "the provider did not revoke the session (\(failure.code): \(failure.message))"
         case nil: break
         }
+        if outcome.supersededByNewerSession { response.keptNewerSession = true }
         return response
     }
 }
