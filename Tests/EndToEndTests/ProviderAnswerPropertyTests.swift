@@ -19,8 +19,10 @@ import TokendTestSupport
 /// grant's token answer, which runs here.)
 @Suite(.serialized) struct ProviderAnswerPropertyTests {
     /// Three seeds of 40 operations each: a few seconds on two loaded cores, enough for every
-    /// parser to meet many shapes; longer runs use the variable.
-    static let seeds: [UInt64] = ProcessInfo.processInfo.environment["TOKEND_PROPERTY_SEED"].flatMap { UInt64($0) }.map { [$0] } ?? [1, 2, 3]
+    /// parser to meet many shapes; longer runs use the variable. Seed 37 is kept because it
+    /// found a real crash: a device grant's `expires_in` of 1e19 trapped tokend (issue 17.2;
+    /// seeds 1–36 missed it).
+    static let seeds: [UInt64] = ProcessInfo.processInfo.environment["TOKEND_PROPERTY_SEED"].flatMap { UInt64($0) }.map { [$0] } ?? [1, 2, 37]
     static let operationsPerSeed = 40
     /// Exit codes a command may end with when the provider talks nonsense. 69 (daemon not
     /// reachable) is what a dead daemon gives, so it is not among them.
