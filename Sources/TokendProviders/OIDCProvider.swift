@@ -73,7 +73,16 @@ public struct OIDCProvider: TokenProvider {
 
         public var descriptor: ProviderDescriptor { OIDCProvider.descriptor }
         public var defaultTokenKind: TokenKind { tokenKind }
-        public var endpoint: String { "oidc \(issuer) \(clientID)" }
+        /// What a stored session is bound to: the issuer and client, and every configured URL
+        /// that receives its refresh token (the token and revocation endpoints, when they
+        /// override discovery). Without overrides this is what sessions were always bound to,
+        /// so stored sessions keep working.
+        public var endpoint: String {
+            var binding = "oidc \(issuer) \(clientID)"
+            if let token = endpoints.token { binding += " token=\(token)" }
+            if let revocation = endpoints.revocation { binding += " revocation=\(revocation)" }
+            return binding
+        }
         /// Never the client secret.
         public var description: String { "oidc(issuer: \(issuer), client_id: \(clientID), auth: \(clientAuthentication.rawValue))" }
 

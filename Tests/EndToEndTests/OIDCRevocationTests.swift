@@ -65,3 +65,30 @@ import TokendTestSupport
         }
     }
 }
+
+/// A stored session is bound to every URL that receives its refresh token. Before, only the
+/// issuer and client were bound: pointing `token_endpoint` elsewhere and reloading sent the
+/// stored refresh token to the new URL.
+@Suite(.serialized) struct EndpointBindingTests {
+    @Test func aChangedTokenEndpointGetsNoRefreshTokenUntilChangedBack() async throws {
+        try await withFakeOIDCAccount { world, fake in
+            let refreshToken = "bound-refresh-\(fake.port)"
+            #expect(try await world.tokenctl(["import", "corp"], stdin: refreshToken + "\n").status == 0)
+            let elsewhere = try await FakeOIDC.start()
+            try await withTearDown(elsewhere, tearDown: { await $0.shutdown() }) { elsewhere in
+                let original = "[account.corp]\nprovider = \"oidc\"\nissuer = \"\(fake.issuer)\"\nclient_id = \"cli\"\n"
+                try world.writeConfig(original + "token_endpoint = \"\(elsewhere.issuer)/token\"\n")
+                world.signalDaemon(SIGHUP)
+                try await poll(timeout: 30, "the reload sets the session aside") { (try? await world.status("corp"))?.state != "active" }
+                let refresh = try await world.tokenctl(["refresh", "corp"])
+                #expect(refresh.status == 78, "\(refresh.status) \(refresh.stderr)")
+                #expect(elsewhere.requests.isEmpty, "the new token endpoint got \(elsewhere.requests.map(\.path))")
+                #expect(try await world.storedSession("corp")?.refreshToken == refreshToken, "nothing is deleted")
+                try world.writeConfig(original)
+                world.signalDaemon(SIGHUP)
+                try await poll(timeout: 30, "the session serves again") { try await world.tokenctl(["refresh", "corp"]).status == 0 }
+                #expect(elsewhere.requests.isEmpty)
+            }
+        }
+    }
+}
