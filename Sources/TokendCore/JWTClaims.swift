@@ -6,6 +6,12 @@ public struct JWTClaims: Sendable, Equatable {
     public var subject: String?
     public var email: String?
     public var issuer: String?
+    /// `aud`, one string or a list of them (empty when absent or of another type).
+    public var audience: [String] = []
+    /// `azp`, `nbf`, `nonce`: what an OpenID Connect sign-in checks (OpenID Connect Core §3.1.3.7).
+    public var authorizedParty: String?
+    public var notBefore: Date?
+    public var nonce: String?
 
     private struct Payload: Decodable {
         var exp: Double?
@@ -13,6 +19,23 @@ public struct JWTClaims: Sendable, Equatable {
         var sub: String?
         var email: String?
         var iss: String?
+        var aud: Audience?
+        var azp: String?
+        var nbf: Double?
+        var nonce: String?
+    }
+
+    /// `aud` as whatever it is: a string, a list of strings, or (anything else) nothing.
+    private struct Audience: Decodable {
+        var values: [String]
+        init(from decoder: any Decoder) {
+            let container = try? decoder.singleValueContainer()
+            if let one = try? container?.decode(String.self) {
+                values = [one]
+            } else {
+                values = (try? container?.decode([String].self)) ?? []
+            }
+        }
     }
 
     /// Nil when the token is not a JWT (opaque access tokens are normal in OAuth).
@@ -26,6 +49,10 @@ public struct JWTClaims: Sendable, Equatable {
         subject = payload.sub
         email = payload.email
         issuer = payload.iss
+        audience = payload.aud?.values ?? []
+        authorizedParty = payload.azp
+        notBefore = payload.nbf.flatMap(Self.instant)
+        nonce = payload.nonce
     }
 
     /// Claims after the year 9999 (or before 1970) are treated as absent: no real token carries

@@ -114,32 +114,32 @@ struct IDTokenCheck {
     /// The claims of a token whose signature checked out: `iss`, `aud`, `azp`, `exp`, `iat`,
     /// `nbf`, `nonce`.
     func check(_ token: String) throws(LoginFailure) {
-        guard let claims = Claims(token) else {
+        guard let claims = JWTClaims(token: token) else {
             throw LoginFailure(.misconfigured, code: "invalid_id_token", message: "the provider's ID token has no readable claims")
         }
-        guard claims.iss == issuer else {
-            throw LoginFailure(.misconfigured, code: "invalid_id_token", message: "the ID token's issuer is \"\(claims.iss ?? "none")\", not \"\(issuer)\"")
+        guard claims.issuer == issuer else {
+            throw LoginFailure(.misconfigured, code: "invalid_id_token", message: "the ID token's issuer is \"\(claims.issuer ?? "none")\", not \"\(issuer)\"")
         }
-        guard claims.aud.contains(clientID) else {
+        guard claims.audience.contains(clientID) else {
             throw LoginFailure(.misconfigured, code: "invalid_id_token", message: "the ID token was not issued to client \"\(clientID)\"")
         }
         // §3.1.3.7 (4, 5): with several audiences the authorized party must be named, and it
         // must be us whenever it is named.
-        if claims.aud.count > 1 || claims.azp != nil, claims.azp != clientID {
+        if claims.audience.count > 1 || claims.authorizedParty != nil, claims.authorizedParty != clientID {
             throw LoginFailure(
                 .misconfigured, code: "invalid_id_token",
-                message: "the ID token's authorized party (azp) is \"\(claims.azp ?? "missing")\", not client \"\(clientID)\"")
+                message: "the ID token's authorized party (azp) is \"\(claims.authorizedParty ?? "missing")\", not client \"\(clientID)\"")
         }
-        guard let expiry = claims.exp else {
+        guard let expiry = claims.expiresAt else {
             throw LoginFailure(.misconfigured, code: "invalid_id_token", message: "the ID token has no valid expiry (exp)")
         }
         if expiry.timeIntervalSince(now) < -Self.leeway {
             throw timeFailure("the ID token expired \(Self.minutes(now.timeIntervalSince(expiry))) minutes ago by this machine's clock")
         }
-        if let issued = claims.iat, issued.timeIntervalSince(now) > Self.leeway {
+        if let issued = claims.issuedAt, issued.timeIntervalSince(now) > Self.leeway {
             throw timeFailure("the ID token says it was issued \(Self.minutes(issued.timeIntervalSince(now))) minutes in the future by this machine's clock")
         }
-        if let notBefore = claims.nbf, notBefore.timeIntervalSince(now) > Self.leeway {
+        if let notBefore = claims.notBefore, notBefore.timeIntervalSince(now) > Self.leeway {
             throw timeFailure("the ID token is not valid for another \(Self.minutes(notBefore.timeIntervalSince(now))) minutes by this machine's clock")
         }
         if let nonce, claims.nonce != nonce {
@@ -165,48 +165,4 @@ struct IDTokenCheck {
 
     /// Whole minutes, for messages.
     static func minutes(_ seconds: Double) -> Int { Int(saturating: (seconds / 60).rounded()) }
-
-    /// The claims read, each bounded: a number outside 1970…9999 is absent, never a trap.
-    struct Claims {
-        var iss: String?
-        var aud: [String]
-        var azp: String?
-        var exp: Date?
-        var iat: Date?
-        var nbf: Date?
-        var nonce: String?
-
-        init?(_ token: String) {
-            let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-            guard parts.count == 3, let bytes = JWTClaims.base64URLDecode(parts[1]),
-                let payload = try? JSONDecoder().decode(Payload.self, from: bytes)
-            else { return nil }
-            iss = payload.iss
-            aud = payload.aud?.values ?? []
-            azp = payload.azp
-            exp = payload.exp.flatMap { Date.bounded(secondsSince1970: $0) }
-            iat = payload.iat.flatMap { Date.bounded(secondsSince1970: $0) }
-            nbf = payload.nbf.flatMap { Date.bounded(secondsSince1970: $0) }
-            nonce = payload.nonce
-        }
-
-        private struct Payload: Decodable {
-            var iss: String?
-            var aud: Audience?
-            var azp: String?
-            var exp: Double?
-            var iat: Double?
-            var nbf: Double?
-            var nonce: String?
-        }
-
-        /// `aud` is one string or an array of them.
-        private struct Audience: Decodable {
-            var values: [String]
-            init(from decoder: any Decoder) throws {
-                let container = try decoder.singleValueContainer()
-                if let one = try? container.decode(String.self) { values = [one] } else { values = try container.decode([String].self) }
-            }
-        }
-    }
 }

@@ -22,9 +22,13 @@ enum LoopbackPeer {
             if errno == ENOENT { return nil }
         }
         guard let peerKey = key(peer), let localKey = key(local) else { return nil }
-        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
-            if let uid = owner(in: text, local: peerKey, remote: localKey) { return uid }
+        // The table is read in pieces; a row can be skipped while other sockets come and go,
+        // so a miss is read again (a few times: the connection itself stays until answered).
+        for _ in 0..<3 {
+            for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+                guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+                if let uid = owner(in: text, local: peerKey, remote: localKey) { return uid }
+            }
         }
         return nil
     }

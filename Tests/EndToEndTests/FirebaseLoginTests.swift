@@ -8,6 +8,22 @@ import TokendTestSupport
 /// Issue 10, sign-in: `tokenctl login` through the real tokend into a real keyring, against the
 /// fake Firebase project's Identity Toolkit API.
 @Suite(.serialized) struct FirebaseLoginTests {
+    /// A login that replaces another user's session says so (issue 17.1): a second anonymous
+    /// sign-in is a new uid, and scripts using the account now act as someone else. Signing
+    /// the same user in again says nothing.
+    @Test func aLoginThatReplacesAnotherUsersSessionSaysSo() async throws {
+        try await withWorld { world in
+            let first = try await world.tokenctl(["login", "work", "--anonymous"])
+            #expect(first.status == 0 && !first.stdout.contains("different user"), "\(first.stdout)")
+            let watcher = try EventRecorder(socketPath: world.socketPath, account: "work")
+            let second = try await world.tokenctl(["login", "work", "--anonymous"])
+            #expect(second.status == 0, "\(second.stderr)")
+            #expect(second.stdout.contains("note: work held a session of a different user"), "\(second.stdout)")
+            let event = try await watcher.first("the second signed_in event") { $0.event == .signedIn }
+            #expect(event.replacedOtherUser == true)
+        }
+    }
+
     @Test func anonymousLoginStoresTheSessionServesItsTokenAndTellsWatchers() async throws {
         try await withWorld { world in
             let watcher = try EventRecorder(socketPath: world.socketPath, account: "work")

@@ -148,7 +148,7 @@ import TokendTestSupport
 
     /// One HTTP GET on loopback as this process's user; the raw answer.
     static func get(port: Int, path: String) throws -> String {
-        let fd = try LoopbackClient.connect(port: port)
+        let fd = try LoopbackSocket.connect(port: port)
         defer { close(fd) }
         let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
         _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -160,21 +160,5 @@ import TokendTestSupport
             answer += buffer[0..<count]
         }
         return String(decoding: answer, as: UTF8.self)
-    }
-}
-
-enum LoopbackClient {
-    /// A blocking TCP connection to 127.0.0.1:`port`, with a 20-second receive timeout.
-    static func connect(port: Int) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard connected == 0 else { close(fd); throw POSIXError(.ECONNREFUSED) }
-        var timeout = timeval(tv_sec: 20, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        return fd
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import Testing
+import TokendTestSupport
 @testable import TokendProviders
 
 /// The owner of a loopback connection's other end, from the kernel: what lets the redirect
@@ -24,8 +25,14 @@ import Testing
         let peer = SocketAddress(clientAddress, host: "127.0.0.1")
         let local = SocketAddress(address, host: "127.0.0.1")
         #expect(LoopbackPeer.owner(peer: peer, local: local) == geteuid(), "sock_diag")
-        let table = try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)
-        #expect(LoopbackPeer.owner(in: table, local: try #require(LoopbackPeer.key(peer)), remote: try #require(LoopbackPeer.key(local))) == geteuid(), "/proc/net/tcp")
+        // /proc/net/tcp is read in pieces and can skip a row while other tests' sockets come and
+        // go: read it until the row shows (what is checked here is the row's format).
+        let peerKey = try #require(LoopbackPeer.key(peer)), localKey = try #require(LoopbackPeer.key(local))
+        var owner: uid_t?
+        for _ in 0..<100 where owner == nil {
+            owner = LoopbackPeer.owner(in: try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8), local: peerKey, remote: localKey)
+        }
+        #expect(owner == geteuid(), "/proc/net/tcp")
         // A port nobody is connected from has no owner: refused, not guessed.
         var stranger = clientAddress
         stranger.sin_port = 1
@@ -41,7 +48,7 @@ import Testing
         // A deadline far beyond the test, so only the cap and close() can close anything.
         let listener = try await LoopbackRedirectListener.start(state: "s", deadline: .seconds(600))
         let count = LoopbackRedirectListener.maximumConnections + 14
-        let sockets = try (0..<count).map { _ in try Self.connect(port: listener.port) }
+        let sockets = try (0..<count).map { _ in try LoopbackSocket.connect(port: listener.port, nonBlocking: true) }
         defer { for fd in sockets { close(fd) } }
         // The extra ones are closed unread; the admitted ones stay open.
         let closedEarly = try await Self.waitForEOF(sockets, atLeast: count - LoopbackRedirectListener.maximumConnections)
@@ -49,19 +56,6 @@ import Testing
         await listener.close()
         let closedAll = try await Self.waitForEOF(sockets, atLeast: count)
         #expect(closedAll.count == count, "after close(): \(closedAll.count) of \(count) closed")
-    }
-
-    /// Connected, non-blocking TCP sockets to 127.0.0.1:`port`.
-    static func connect(port: Int) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        return fd
     }
 
     /// Polls (20 s at most) until at least `atLeast` of `sockets` read EOF; those that did.

@@ -1,0 +1,32 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Plain TCP clients of a loopback port, for tests that play a browser or an attacker at the
+/// redirect listener.
+public enum LoopbackSocket {
+    /// A connected socket to 127.0.0.1:`port`: non-blocking, or blocking with a 20-second
+    /// receive timeout (a test must not hang on a listener that never answers).
+    public static func connect(port: Int, nonBlocking: Bool = false) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // conversion: a C constant
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw POSIXError(.ECONNREFUSED)
+        }
+        if nonBlocking {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        } else {
+            var timeout = timeval(tv_sec: 20, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        }
+        return fd
+    }
+}
