@@ -59,22 +59,26 @@ import TokendTestSupport
     @Test func anAccountNamedLikeAnOptionIsNotOneToNotifySend() throws {
         let directory = try TemporaryDirectory()
         defer { try? directory.remove() }
-        let stub = directory.appending("notify-send")
-        try "#!/bin/sh\n".write(toFile: stub, atomically: true, encoding: .utf8)
-        chmod(stub, 0o755)
         let notifier = DesktopNotifier(environment: ["DISPLAY": ":0", "PATH": directory.path], clock: ManualClock(), interval: 3600)
+        _ = try Self.notifySendStub(in: directory)
         let command = try #require(notifier.notification(for: "-x"))
         let end = try #require(command.firstIndex(of: "--"), "no end of options in \(command)")
         #expect(command[..<end].allSatisfy { !$0.contains("-x") }, "\(command)")
         #expect(command[end...].contains { $0.hasPrefix("-x needs") })
     }
 
-    @Test func aNotificationAtMostOncePerIntervalPerAccount() throws {
-        let directory = try TemporaryDirectory()
-        defer { try? directory.remove() }
+    /// An executable `notify-send` that does nothing, in `directory`; its path.
+    static func notifySendStub(in directory: TemporaryDirectory) throws -> String {
         let stub = directory.appending("notify-send")
         try "#!/bin/sh\n".write(toFile: stub, atomically: true, encoding: .utf8)
         chmod(stub, 0o755)
+        return stub
+    }
+
+    @Test func aNotificationAtMostOncePerIntervalPerAccount() throws {
+        let directory = try TemporaryDirectory()
+        defer { try? directory.remove() }
+        let stub = try Self.notifySendStub(in: directory)
         let clock = ManualClock()
         let notifier = DesktopNotifier(environment: ["DISPLAY": ":0", "PATH": directory.path], clock: clock, interval: 3600)
         #expect(notifier.notification(for: "work")?.first == stub)
