@@ -34,8 +34,9 @@ struct KeyringQueueTests {
     /// operations queued behind it answer `.timedOut` at once without running, and the next
     /// operation runs again.
     @Test func operationsQueuedBehindAnUnansweredCallTimeOutTogether() async {
-        // Long enough for the ten to be queued while the first call hangs, on a loaded machine.
-        let queue = KeyringQueue(name: "test-keyring", timeout: 3)
+        // Long enough for the ten to be queued while the first call hangs, on a loaded machine
+        // (3 s was not: on two busy cores the ten were queued only after it, and ran).
+        let queue = KeyringQueue(name: "test-keyring", timeout: 10)
         defer { queue.stop() }
         let ran = Mutex(0)
         let started = Mutex(false)

@@ -121,9 +121,11 @@ struct IDTokenCheckTests {
         var time = time_t(date.timeIntervalSince1970)
         var parts = tm()
         gmtime_r(&time, &parts)
-        var buffer = [CChar](repeating: 0, count: 64)
-        strftime(&buffer, buffer.count, "%a, %d %b %Y %H:%M:%S GMT", &parts)
-        return String(cString: buffer)
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { strftime($0.baseAddress, $0.count, "%a, %d %b %Y %H:%M:%S GMT", &parts) }
+        }
+        return String(decoding: buffer.prefix(count), as: UTF8.self)
     }
 
     /// Claims for the fake's issuer (`ISSUER`, replaced once its port is known) and client `cli`.

@@ -25,11 +25,13 @@ import TokendTestSupport
         let peer = SocketAddress(clientAddress, host: "127.0.0.1")
         let local = SocketAddress(address, host: "127.0.0.1")
         #expect(LoopbackPeer.owner(peer: peer, local: local) == geteuid(), "sock_diag")
-        // /proc/net/tcp is read in pieces and can skip a row while other tests' sockets come and
-        // go: read it until the row shows (what is checked here is the row's format).
+        // /proc/net/tcp is read a page per read(2) and the kernel resumes by row number, so a
+        // row can be skipped while other tests' sockets come and go (hundreds at once on a busy
+        // CI machine): read it until the row shows, for up to 20 s (what is checked is its format).
         let peerKey = try #require(LoopbackPeer.key(peer)), localKey = try #require(LoopbackPeer.key(local))
         var owner: uid_t?
-        for _ in 0..<100 where owner == nil {
+        let deadline = Date().addingTimeInterval(20)
+        while owner == nil, Date() < deadline {
             owner = LoopbackPeer.owner(in: try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8), local: peerKey, remote: localKey)
         }
         #expect(owner == geteuid(), "/proc/net/tcp")
