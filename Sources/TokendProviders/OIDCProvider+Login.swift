@@ -48,7 +48,9 @@ extension OIDCProvider {
             ])
             let separator = authorizationEndpoint.contains("?") ? "&" : "?"
             progress(.openURL(authorizationEndpoint + separator + String(decoding: query, as: UTF8.self)))
-            progress(.waiting("waiting for the sign-in in the browser"))
+            // A provider that refuses the redirect URI says so only in the browser, and never
+            // redirects: the line names what to register (README.md, "Signing in").
+            progress(.waiting("waiting for the sign-in in the browser (the provider must allow the redirect URI http://127.0.0.1\(LoopbackRedirectListener.callbackPath), any port)"))
             redirect = try await Self.first(of: listener.redirects, within: request.timeout)
             await listener.close()
         } catch {
