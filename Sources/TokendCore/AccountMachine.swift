@@ -202,12 +202,12 @@ public struct AccountMachine: Sendable {
             return .willRetry(failure, retryAt: until)
         case .needsLogin(let failure):
             tokens = nil
-            phase = .needsLogin(reason: "the provider ended the session (\(failure.code)): \(failure.message)")
+            phase = .needsLogin(reason: "the provider ended the session (\(failure.summary))")
             lastError = failure
             generation += 1
             return .loggedOut(failure, refreshToken: ticket.refreshToken)
         case .misconfigured(let failure):
-            phase = .misconfigured(reason: "\(failure.code): \(failure.message)")
+            phase = .misconfigured(reason: failure.summary)
             lastError = failure
             return .misconfigured(failure)
         }

@@ -42,6 +42,11 @@ public struct RefreshFailure: Error, Sendable, Equatable, Codable {
         self.code = code
         self.message = message
     }
+
+    /// Code and message once: Firebase's message repeats its code (`QUOTA_EXCEEDED : detail`).
+    public var summary: String {
+        message == code || message.hasPrefix(code + " ") || message.hasPrefix(code + ":") ? message : "\(code): \(message)"
+    }
 }
 
 extension IssuedTokens: CustomStringConvertible {

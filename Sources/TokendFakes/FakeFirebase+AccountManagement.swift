@@ -33,19 +33,23 @@ extension FakeFirebase.Backend {
         var user_id: String?
         var sub: String?
         var exp: Double?
+        var iat: Double?
         var auth_time: Double?
         var iss: String?
+        var email_verified: Bool?
         /// A JWT's `aud` is one string or an array of them (RFC 7519 §4.1.3): the first counts.
         var aud: String?
         var email: String?
 
-        enum CodingKeys: String, CodingKey { case user_id, sub, exp, auth_time, iss, aud, email }
+        enum CodingKeys: String, CodingKey { case user_id, sub, exp, iat, auth_time, iss, aud, email, email_verified }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             user_id = try container.decodeIfPresent(String.self, forKey: .user_id)
             sub = try container.decodeIfPresent(String.self, forKey: .sub)
             exp = try container.decodeIfPresent(Double.self, forKey: .exp)
+            iat = try? container.decodeIfPresent(Double.self, forKey: .iat)
+            email_verified = try? container.decodeIfPresent(Bool.self, forKey: .email_verified)
             auth_time = try container.decodeIfPresent(Double.self, forKey: .auth_time)
             iss = try container.decodeIfPresent(String.self, forKey: .iss)
             aud = (try? container.decodeIfPresent(String.self, forKey: .aud)) ?? (try? container.decodeIfPresent([String].self, forKey: .aud))?.first
@@ -59,15 +63,18 @@ extension FakeFirebase.Backend {
         return try? JSONDecoder().decode(TokenClaims.self, from: payload)
     }
 
-    /// The user an ID token of this project names. Signatures are not checked (like the
-    /// emulator); issuer, expiry and the user's existence are.
-    private func user(of idToken: String?, now: Date, state: State) -> Result<(Ledger.User, TokenClaims), FirebaseRejection> {
+    /// The user an ID token of this project names, in the emulator's order (operations.ts
+    /// `parseIdToken`): readable, the user exists, issued since `validSince` (else
+    /// `TOKEN_EXPIRED`), not disabled. Signatures are not checked (like the emulator); expiry
+    /// is (production).
+    func user(of idToken: String?, now: Date, state: State) -> Result<(Ledger.User, TokenClaims), FirebaseRejection> {
         guard let idToken, !idToken.isEmpty else { return .failure(.firebase("MISSING_ID_TOKEN")) }
         guard let claims = Self.claims(of: idToken), let uid = claims.user_id ?? claims.sub,
             claims.iss == "https://securetoken.google.com/\(state.options.projectID)"
         else { return .failure(.firebase("INVALID_ID_TOKEN")) }
         guard let exp = claims.exp, exp > now.timeIntervalSince1970 else { return .failure(.firebase("TOKEN_EXPIRED")) }
         guard let user = state.ledger.users[uid] else { return .failure(.firebase("USER_NOT_FOUND")) }
+        guard (claims.iat ?? 0) >= Double(user.validSince) else { return .failure(.firebase("TOKEN_EXPIRED")) }
         if user.disabled { return .failure(.firebase("USER_DISABLED")) }
         return .success((user, claims))
     }
@@ -78,53 +85,85 @@ extension FakeFirebase.Backend {
         return now.timeIntervalSince1970 - authTime > window ? .firebase("CREDENTIAL_TOO_OLD_LOGIN_AGAIN") : nil
     }
 
-    /// A Google ID token (from `postBody`) signs a user in, creates one, or — with the current
-    /// user's `idToken` — links Google to that user, keeping its uid (anonymous upgrade). An ID
-    /// token Firebase cannot accept answers 200 with `errorMessage`, as production may.
+    /// `accounts:signInWithIdp` with a Google ID token, in the emulator's order (operations.ts
+    /// `signInWithIdp`, `handleLinkIdp`, `handleIdpSigninEmailRequired`): the request URI, the
+    /// provider, the ID token (`INVALID_IDP_RESPONSE`, always HTTP 400), the linking user. A
+    /// sign-in finds the user Google's subject is linked to, else — one account per email — the
+    /// user with Google's address: taken over when Google verified it, else `needConfirmation`
+    /// (200, no tokens); else a new user. Linking keeps the uid. `FEDERATED_USER_ID_ALREADY_LINKED`
+    /// and `EMAIL_EXISTS` answer 200 with `errorMessage` when `returnIdpCredential` is true, else 400.
     func signInWithIdp(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
         guard let request = try? FakeJSON.decode(IdpBody.self, from: body) else { return .failure(.invalidJSONPayload) }
-        guard request.requestUri?.isEmpty == false else { return .failure(.firebase("MISSING_REQUEST_URI")) }
-        let form = FormEncoding.decode(Array((request.postBody ?? "").utf8))
-        guard form["providerId"] == "google.com" else { return .failure(.firebase("INVALID_PROVIDER_ID : Provider Id is not supported.")) }
-        if state.options.disabledProviders.contains("google.com") { return .failure(.firebase("OPERATION_NOT_ALLOWED")) }
-        func idpError(_ message: String) -> Result<ToolkitAnswer, FirebaseRejection> {
-            .success(ToolkitAnswer(reply: .json(200, IdpError(errorMessage: message)), uid: nil))
+        guard let requestUri = request.requestUri, !requestUri.isEmpty else { return .failure(.firebase("MISSING_REQUEST_URI")) }
+        guard let uri = URLComponents(string: requestUri), uri.scheme != nil, uri.host?.isEmpty == false else {
+            return .failure(.firebase("INVALID_REQUEST_URI"))
         }
+        let form = FormEncoding.decode(Array((request.postBody ?? "").utf8))
+        guard let providerID = form["providerId"] else {
+            return .failure(.firebase("INVALID_CREDENTIAL_OR_PROVIDER_ID : Invalid IdP response/credential: \(requestUri)"))
+        }
+        guard providerID == "google.com" else { return .failure(.firebase("INVALID_PROVIDER_ID : Provider Id is not supported.")) }
+        // production: a provider switched off in the console.
+        if state.options.disabledProviders.contains("google.com") { return .failure(.firebase("OPERATION_NOT_ALLOWED")) }
         guard let googleToken = form["id_token"], let google = Self.claims(of: googleToken), let subject = google.sub,
             let issuer = google.iss, state.options.googleIssuers.contains(issuer)
-        else { return idpError("INVALID_IDP_RESPONSE : Unable to parse Google id_token") }
+        else { return .failure(.firebase("INVALID_IDP_RESPONSE : Unable to parse id_token")) }
+        // production only (the emulator checks neither): expiry, and the audience against the
+        // project's Google client and its safelist.
         guard let exp = google.exp, exp > now.timeIntervalSince1970 else {
-            return idpError("INVALID_IDP_RESPONSE : The supplied auth credential is malformed or has expired.")
+            return .failure(.firebase("INVALID_IDP_RESPONSE : The supplied auth credential is malformed or has expired."))
         }
         if !state.options.googleClientIDs.isEmpty, !state.options.googleClientIDs.contains(google.aud ?? "") {
-            return idpError("INVALID_IDP_RESPONSE : The audience of the id_token is not a client of this project.")
+            return .failure(.firebase("INVALID_IDP_RESPONSE : The audience of the id_token is not a client of this project."))
         }
+        var linking: Ledger.User?
+        if let idToken = request.idToken {
+            switch user(of: idToken, now: now, state: state) {
+            case .failure(let rejection): return .failure(rejection)
+            case .success(let (found, _)): linking = found
+            }
+        }
+        func refused(_ code: String) -> Result<ToolkitAnswer, FirebaseRejection> {
+            guard request.returnIdpCredential == true else { return .failure(.firebase(code)) }
+            return .success(ToolkitAnswer(reply: .json(200, IdpError(errorMessage: code)), uid: nil))
+        }
+        let owner = google.email.flatMap { state.ledger.user(withEmail: $0) }
         var uid: String
         var isNewUser = false
-        if let linking = request.idToken {
-            let current: Ledger.User
-            switch user(of: linking, now: now, state: state) {
-            case .failure(let rejection): return .failure(rejection)
-            case .success(let (found, _)): current = found
-            }
-            if let owner = state.ledger.user(withGoogleSubject: subject), owner.uid != current.uid {
-                return .failure(.firebase("FEDERATED_USER_ID_ALREADY_LINKED"))
-            }
-            uid = current.uid
+        if let linking {
+            if state.ledger.user(withGoogleSubject: subject) != nil { return refused("FEDERATED_USER_ID_ALREADY_LINKED") }
+            if state.options.oneAccountPerEmail, let owner, owner.uid != linking.uid { return refused("EMAIL_EXISTS") }
+            uid = linking.uid
         } else if let existing = state.ledger.user(withGoogleSubject: subject) {
-            if existing.disabled { return .failure(.firebase("USER_DISABLED")) }
             uid = existing.uid
+        } else if state.options.oneAccountPerEmail, let owner {
+            guard google.email_verified == true else {
+                return .success(ToolkitAnswer(
+                    reply: .json(200, NeedConfirmation(localId: owner.uid, email: owner.email ?? "", federatedId: "https://accounts.google.com/\(subject)")),
+                    uid: nil))
+            }
+            // Google vouches for the address: the user is Google's now. An unverified owner
+            // loses its password and its sessions (someone else may have set them).
+            if !owner.emailVerified {
+                _ = state.ledger.change(owner.uid) { $0.password = nil }
+                _ = state.ledger.revokeTokens(of: owner.uid, now: now)
+            }
+            uid = owner.uid
         } else {
             uid = state.ledger.addUser(email: nil, password: nil, now: now).uid
             isNewUser = true
         }
+        // emulator: a disabled user is refused only after the link is recorded.
         _ = state.ledger.change(uid) { user in
             user.googleSubject = subject
             if user.email == nil, let email = google.email {
                 user.email = email
+                user.emailVerified = google.email_verified ?? false
+            } else if user.email?.lowercased() == google.email?.lowercased(), google.email_verified == true {
                 user.emailVerified = true
             }
         }
+        if state.ledger.users[uid]?.disabled == true { return .failure(.firebase("USER_DISABLED")) }
         let minted = state.ledger.signIn(uid: uid, provider: "google.com", now: now, options: state.options)
         var answer = response("identitytoolkit#VerifyAssertionResponse", minted)
         answer.providerId = "google.com"
@@ -132,6 +171,16 @@ extension FakeFirebase.Backend {
         answer.emailVerified = state.ledger.users[uid]?.emailVerified
         answer.isNewUser = isNewUser ? true : nil
         return .success(ToolkitAnswer(reply: .json(200, answer), uid: uid, minted: minted))
+    }
+
+    /// One account per email, an address Google did not verify: 200 without tokens.
+    private struct NeedConfirmation: Encodable {
+        var kind = "identitytoolkit#VerifyAssertionResponse"
+        var providerId = "google.com"
+        var localId: String
+        var email: String
+        var federatedId: String
+        var needConfirmation = true
     }
 
     private struct IdpError: Encodable {
@@ -229,9 +278,14 @@ extension FakeFirebase.Backend {
         if let email = request.email {
             guard email.contains("@") else { return .failure(.firebase("INVALID_EMAIL")) }
             if let owner = state.ledger.user(withEmail: email), owner.uid != user.uid { return .failure(.firebase("EMAIL_EXISTS")) }
+            // production only (not in the emulator): with email-enumeration protection an email
+            // change must go through a verification link (sendOobCode VERIFY_AND_CHANGE_EMAIL).
+            if state.options.emailEnumerationProtection, email.lowercased() != user.email?.lowercased() {
+                return .failure(.firebase("OPERATION_NOT_ALLOWED : Please verify the new email before changing email."))
+            }
         }
-        if let password = request.password, password.count < Self.minimumPasswordLength {
-            return .failure(.firebase("WEAK_PASSWORD : Password should be at least 6 characters"))
+        if let password = request.password, let rejection = Self.refusePassword(password, options: state.options) {
+            return .failure(rejection)
         }
         _ = state.ledger.change(user.uid) { changed in
             if let email = request.email, email.lowercased() != changed.email?.lowercased() {
@@ -240,6 +294,8 @@ extension FakeFirebase.Backend {
             }
             if let password = request.password { changed.password = password }
         }
+        // emulator: `validSince = now` when the password or the email changed.
+        if request.password != nil || request.email != nil { _ = state.ledger.revokeTokens(of: user.uid, now: now) }
         let provider = request.password != nil ? "password" : (FakeFirebase.Backend.claimsProvider(request.idToken) ?? "password")
         let minted = state.ledger.signIn(uid: user.uid, provider: provider, now: now, options: state.options)
         guard let changed = state.ledger.users[user.uid] else { return .failure(.firebase("USER_NOT_FOUND")) }
@@ -333,7 +389,9 @@ extension FakeFirebase {
 
     /// An ID token as Google's issuer would mint it for `audience` (a client id), unsigned
     /// like the fake's own: what a Google sign-in hands over for `signInWithIdp`.
-    public static func googleIDToken(subject: String, email: String?, audience: String, lifetime: Int = 3600, now: Date = Date()) -> String {
+    public static func googleIDToken(
+        subject: String, email: String?, audience: String, emailVerified: Bool = true, lifetime: Int = 3600, now: Date = Date()
+    ) -> String {
         struct Claims: Encodable {
             var iss = "https://accounts.google.com"
             var aud: String
@@ -344,7 +402,7 @@ extension FakeFirebase {
             var exp: Int
         }
         let iat = Int(saturating: now.timeIntervalSince1970)
-        let claims = Claims(aud: audience, sub: subject, email: email, email_verified: email.map { _ in true }, iat: iat, exp: iat + lifetime)
+        let claims = Claims(aud: audience, sub: subject, email: email, email_verified: email.map { _ in emailVerified }, iat: iat, exp: iat + lifetime)
         let header = JWTClaims.base64URLEncode(Data(#"{"alg":"none","typ":"JWT"}"#.utf8))
         return header + "." + JWTClaims.base64URLEncode(FakeJSON.encode(claims)) + "."
     }

@@ -131,7 +131,7 @@ extension FakeFirebase {
 
         func disableUser(_ uid: String) -> Bool { state.withLock { $0.ledger.disable(uid) } }
         func deleteUser(_ uid: String) -> Bool { state.withLock { $0.ledger.delete(uid) } }
-        func revokeTokens(_ uid: String) -> Bool { state.withLock { $0.ledger.revokeTokens(of: uid) } }
+        func revokeTokens(_ uid: String) -> Bool { state.withLock { $0.ledger.revokeTokens(of: uid, now: $0.options.clock.now()) } }
         func newestRefreshToken(uid: String) -> String? { state.withLock { $0.ledger.newestRefreshToken(uid: uid) } }
 
         // MARK: Requests

@@ -3,6 +3,44 @@ import TokendCore
 
 /// Sign-in through the Identity Toolkit API v1: enough of it for demos and the daemon's login
 /// features. Bodies are JSON; answers use production's camelCase names and string `expiresIn`.
+///
+/// The reference table: every condition the fake answers, in the order it checks them, and
+/// where it comes from. "emulator" is firebase-tools `src/emulator/auth/operations.ts`
+/// (commit 01f8c7b5, the function named); "js-sdk" is firebase-js-sdk `packages/auth`; "prod"
+/// is production behaviour the emulator lacks, with its source. Every error is HTTP 400 with
+/// Google's envelope unless the row says otherwise.
+///
+/// | endpoint | condition | answer | source |
+/// | --- | --- | --- | --- |
+/// | any | key in `invalidAPIKeys` / no key | 400 `API key not valid` (reason `API_KEY_INVALID`) / 403 | prod: firebase-rest.md "Errors" |
+/// | any | `productionRefusals[method]` | that message and status (quota, App Check 401) | prod: js-sdk error map (`QUOTA_EXCEEDED`, `RESET_PASSWORD_EXCEED_LIMIT`); App Check: apps' reports |
+/// | signUp | nothing given, anonymous off or `adminOnlySignUp` | `ADMIN_ONLY_OPERATION` | emulator `signUp` (`enableAnonymousUser`) |
+/// | signUp | `recaptchaEnforced` has `password` | `MISSING_RECAPTCHA_TOKEN` | prod: js-sdk `recaptcha_enterprise_verifier.ts` retries on it |
+/// | signUp | no email / no password | `MISSING_EMAIL` / `MISSING_PASSWORD` | emulator `signUp` |
+/// | signUp | password provider off | `OPERATION_NOT_ALLOWED` | emulator `signUp` (`allowPasswordSignup`) |
+/// | signUp | no `idToken` and `adminOnlySignUp` | `ADMIN_ONLY_OPERATION` | prod: js-sdk map "User actions (sign-up or deletion) disabled" |
+/// | signUp | address malformed / taken by any user | `INVALID_EMAIL` / `EMAIL_EXISTS` | emulator `signUp` |
+/// | signUp | password < 6 / misses `passwordPolicy` | `WEAK_PASSWORD : …` / `PASSWORD_DOES_NOT_MEET_REQUIREMENTS : Missing password requirements: […]` | emulator `signUp` / prod: apps' logs, js-sdk map |
+/// | signUp + idToken | ID token unreadable, user gone, issued before `validSince`, disabled | `INVALID_ID_TOKEN`, `USER_NOT_FOUND`, `TOKEN_EXPIRED`, `USER_DISABLED` | emulator `parseIdToken`, read after the fields |
+/// | signUp + idToken | linked | same `localId`, new tokens (`password`); older ID and refresh tokens void | emulator `signUp` (`validSince = now`); prod revokes refresh tokens (Google's docs) |
+/// | signInWithPassword | reCAPTCHA enforced / password provider off | `MISSING_RECAPTCHA_TOKEN` / `PASSWORD_LOGIN_DISABLED` | prod / emulator `signInWithPassword` |
+/// | signInWithPassword | email missing, malformed; password missing | `MISSING_EMAIL`, `INVALID_EMAIL`, `MISSING_PASSWORD` | emulator `signInWithPassword` |
+/// | signInWithPassword | `maximumFailedSignIns` reached | `TOO_MANY_ATTEMPTS_TRY_LATER : …` | prod: firebase-rest.md, js-sdk map |
+/// | signInWithPassword | unknown email / disabled / wrong password | protection on: `INVALID_LOGIN_CREDENTIALS`, `USER_DISABLED`, `INVALID_LOGIN_CREDENTIALS`; off: `EMAIL_NOT_FOUND`, `USER_DISABLED`, `INVALID_PASSWORD` | emulator `signInWithPassword` (disabled before the password) |
+/// | signInWithPassword | a second factor | 200 `mfaPendingCredential`, no tokens | emulator `signInWithPassword` |
+/// | signInWithCustomToken | missing / not a uid or JWT with one / user disabled | `MISSING_CUSTOM_TOKEN` / `INVALID_CUSTOM_TOKEN` / `USER_DISABLED` | emulator `signInWithCustomToken` |
+/// | signInWithIdp | `requestUri` missing / not absolute | `MISSING_REQUEST_URI` / `INVALID_REQUEST_URI` | emulator `getNormalizedUri` |
+/// | signInWithIdp | no `providerId` / not `google.com` / Google off | `INVALID_CREDENTIAL_OR_PROVIDER_ID` / `INVALID_PROVIDER_ID` / `OPERATION_NOT_ALLOWED` | emulator `signInWithIdp`; the last prod |
+/// | signInWithIdp | ID token unreadable, expired, audience not the project's | 400 `INVALID_IDP_RESPONSE : …` (never a 200) | emulator `parseClaims`; expiry and audience prod |
+/// | signInWithIdp + idToken | Google subject linked anywhere / address owned by another user | `FEDERATED_USER_ID_ALREADY_LINKED` / `EMAIL_EXISTS`: 200 `errorMessage` with `returnIdpCredential`, else 400 | emulator `signInWithIdp`, `handleLinkIdp` |
+/// | signInWithIdp | another user has Google's address (`oneAccountPerEmail`): verified / not | that user, taken over (an unverified owner loses password and sessions) / 200 `needConfirmation`, no tokens | emulator `handleIdpSigninEmailRequired` |
+/// | signInWithIdp | the user is disabled | `USER_DISABLED`, after the link is recorded | emulator `signInWithIdp` |
+/// | update | email changed with enumeration protection | `OPERATION_NOT_ALLOWED : Please verify the new email before changing email.` | prod only (not in the emulator): apps' reports, Google's enumeration-protection docs |
+/// | update | email taken / password < 6 or off policy | `EMAIL_EXISTS` / `WEAK_PASSWORD`, `PASSWORD_DOES_NOT_MEET_REQUIREMENTS` | emulator `setAccountInfoImpl` |
+/// | update | password or email changed | new tokens; older ones void (`validSince`) | emulator `setAccountInfoImpl` |
+/// | sendOobCode | PASSWORD_RESET for an unknown address | protection on: 200, nothing sent; off: `EMAIL_NOT_FOUND` | emulator `sendOobCode` |
+/// | lookup, delete | as `parseIdToken`; `adminOnlyDelete` | …; `ADMIN_ONLY_OPERATION` | emulator `lookup`, `deleteAccount`; the last prod |
+/// | update, delete | sign-in older than `recentSignInWindow` | `CREDENTIAL_TOO_OLD_LOGIN_AGAIN` | prod: js-sdk map (`requires-recent-login`) |
 extension FakeFirebase.Backend {
     static let identityToolkitService = "identitytoolkit.googleapis.com"
     /// Firebase refuses passwords shorter than 6 characters (`WEAK_PASSWORD`).
@@ -13,6 +51,8 @@ extension FakeFirebase.Backend {
     private struct Credentials: Decodable {
         var email: String?
         var password: String?
+        /// `signUp` with the signed-in user's ID token links email and password to that user.
+        var idToken: String?
     }
 
     private struct CustomToken: Decodable {
@@ -53,6 +93,8 @@ extension FakeFirebase.Backend {
             outcome = .failure(.http(404))
         } else if let rejection = state.options.rejectAPIKey(request.apiKey, service: Self.identityToolkitService) {
             outcome = .failure(rejection)
+        } else if let refusal = state.options.productionRefusals[method] {
+            outcome = .failure(.firebase(refusal.message, status: refusal.status))
         } else {
             switch method {
             case "signUp": outcome = signUp(request.body, now: now, state: &state).map(signedIn)
@@ -95,56 +137,94 @@ extension FakeFirebase.Backend {
                 expiresAt: Date(), lifetime: Int(response.expiresIn) ?? 0))  // conversion: a failable parse of a String
     }
 
-    /// No email and no password: an anonymous user. Both: a password user.
+    /// `accounts:signUp`, in the emulator's order (firebase-tools `src/emulator/auth/operations.ts`,
+    /// `signUp`): nothing given makes an anonymous user; email and password a password user;
+    /// with `idToken` as well, email and password are linked to that user, who keeps its uid
+    /// and gets a new session, and whose older tokens stop working (`validSince`, see `User`).
     private func signUp(_ body: [UInt8], now: Date, state: inout State) -> Result<SignInResponse, FirebaseRejection> {
         guard let credentials = try? FakeJSON.decode(Credentials.self, from: body) else { return .failure(.invalidJSONPayload) }
-        if state.options.adminOnlySignUp { return .failure(.firebase("ADMIN_ONLY_OPERATION")) }
-        let email = credentials.email.flatMap { $0.isEmpty ? nil : $0 }
-        let password = credentials.password.flatMap { $0.isEmpty ? nil : $0 }
-        switch (email, password) {
-        case (nil, nil):
-            if state.options.disabledProviders.contains("anonymous") { return .failure(.firebase("OPERATION_NOT_ALLOWED")) }
+        let options = state.options
+        guard credentials.idToken != nil || credentials.email != nil || credentials.password != nil else {
+            // emulator: ADMIN_ONLY_OPERATION when the project does not enable anonymous users.
+            if options.disabledProviders.contains("anonymous") || options.adminOnlySignUp { return .failure(.firebase("ADMIN_ONLY_OPERATION")) }
             let user = state.ledger.addUser(email: nil, password: nil, now: now)
-            let minted = state.ledger.signIn(uid: user.uid, provider: "anonymous", now: now, options: state.options)
-            return .success(response("identitytoolkit#SignupNewUserResponse", minted))
-        case (nil, _?):
-            return .failure(.firebase("MISSING_EMAIL"))
-        case (_?, nil):
-            return .failure(.firebase("MISSING_PASSWORD"))
-        case (let email?, let password?):
-            if state.options.disabledProviders.contains("password") { return .failure(.firebase("OPERATION_NOT_ALLOWED")) }
-            guard email.contains("@") else { return .failure(.firebase("INVALID_EMAIL")) }
-            guard password.count >= Self.minimumPasswordLength else {
-                return .failure(.firebase("WEAK_PASSWORD : Password should be at least 6 characters"))
-            }
-            guard state.ledger.user(withEmail: email) == nil else { return .failure(.firebase("EMAIL_EXISTS")) }
-            let user = state.ledger.addUser(email: email, password: password, now: now)
-            let minted = state.ledger.signIn(uid: user.uid, provider: "password", now: now, options: state.options)
+            let minted = state.ledger.signIn(uid: user.uid, provider: "anonymous", now: now, options: options)
             return .success(response("identitytoolkit#SignupNewUserResponse", minted))
         }
+        if options.recaptchaEnforced.contains("password") { return .failure(Self.missingRecaptcha) }
+        guard let email = credentials.email, !email.isEmpty else { return .failure(.firebase("MISSING_EMAIL")) }
+        guard let password = credentials.password, !password.isEmpty else { return .failure(.firebase("MISSING_PASSWORD")) }
+        if options.disabledProviders.contains("password") { return .failure(.firebase("OPERATION_NOT_ALLOWED")) }
+        // production only: the console's user actions can switch self sign-up off.
+        if credentials.idToken == nil, options.adminOnlySignUp { return .failure(.firebase("ADMIN_ONLY_OPERATION")) }
+        guard email.contains("@") else { return .failure(.firebase("INVALID_EMAIL")) }
+        // emulator: any user with the address, the linking user included.
+        guard state.ledger.user(withEmail: email) == nil else { return .failure(.firebase("EMAIL_EXISTS")) }
+        if let rejection = Self.refusePassword(password, options: options) { return .failure(rejection) }
+        guard let idToken = credentials.idToken else {
+            let user = state.ledger.addUser(email: email, password: password, now: now)
+            let minted = state.ledger.signIn(uid: user.uid, provider: "password", now: now, options: options)
+            return .success(response("identitytoolkit#SignupNewUserResponse", minted))
+        }
+        // emulator: the ID token is read only after the email and password passed.
+        let user: Ledger.User
+        switch self.user(of: idToken, now: now, state: state) {
+        case .failure(let rejection): return .failure(rejection)
+        case .success(let (found, _)): user = found
+        }
+        _ = state.ledger.change(user.uid) { linked in
+            linked.email = email
+            linked.emailVerified = false
+            linked.password = password
+        }
+        // A password set voids the user's older sessions (emulator: `validSince = now`;
+        // production revokes the refresh tokens too, firebase-rest.md "TOKEN_EXPIRED").
+        _ = state.ledger.revokeTokens(of: user.uid, now: now)
+        let minted = state.ledger.signIn(uid: user.uid, provider: "password", now: now, options: options)
+        return .success(response("identitytoolkit#SignupNewUserResponse", minted))
     }
 
-    /// With email-enumeration protection on (the default for new projects), an unknown email and
-    /// a wrong password both answer `INVALID_LOGIN_CREDENTIALS`; off, they are told apart. A
-    /// user with a second factor gets `mfaPendingCredential` instead of tokens.
+    /// `WEAK_PASSWORD` below 6 characters (emulator), then the project's password policy
+    /// (production only: `PASSWORD_DOES_NOT_MEET_REQUIREMENTS`, every missing requirement listed).
+    static func refusePassword(_ password: String, options: FakeFirebase.Options) -> FirebaseRejection? {
+        guard password.count >= minimumPasswordLength else {
+            return .firebase("WEAK_PASSWORD : Password should be at least 6 characters")
+        }
+        guard let missing = options.passwordPolicy?.missing(in: password), !missing.isEmpty else { return nil }
+        return .firebase("PASSWORD_DOES_NOT_MEET_REQUIREMENTS : Missing password requirements: [\(missing.joined(separator: ", "))]")
+    }
+
+    /// A password sign-in or sign-up without a reCAPTCHA token in a project that enforces one
+    /// (production only; firebase-js-sdk's `recaptcha_enterprise_verifier.ts` retries with a
+    /// token on exactly this code).
+    static let missingRecaptcha = FirebaseRejection.firebase("MISSING_RECAPTCHA_TOKEN")
+
+    /// The emulator's order (operations.ts `signInWithPassword`): the method switch
+    /// (`PASSWORD_LOGIN_DISABLED`), the fields, then the user: unknown, disabled (before the
+    /// password is checked), wrong password. With email-enumeration protection (on for projects
+    /// created since September 2023) an unknown email and a wrong password both answer
+    /// `INVALID_LOGIN_CREDENTIALS`. A user with a second factor gets `mfaPendingCredential`.
     private func signInWithPassword(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
         guard let credentials = try? FakeJSON.decode(Credentials.self, from: body) else { return .failure(.invalidJSONPayload) }
-        if state.options.disabledProviders.contains("password") { return .failure(.firebase("OPERATION_NOT_ALLOWED")) }
-        guard let email = credentials.email, !email.isEmpty else { return .failure(.firebase("INVALID_EMAIL")) }
+        if state.options.recaptchaEnforced.contains("password") { return .failure(Self.missingRecaptcha) }
+        if state.options.disabledProviders.contains("password") { return .failure(.firebase("PASSWORD_LOGIN_DISABLED")) }
+        guard let email = credentials.email, !email.isEmpty else { return .failure(.firebase("MISSING_EMAIL")) }
+        guard email.contains("@") else { return .failure(.firebase("INVALID_EMAIL")) }
         guard let password = credentials.password, !password.isEmpty else { return .failure(.firebase("MISSING_PASSWORD")) }
+        // production only: a lock-out after repeated failures.
         if let limit = state.options.maximumFailedSignIns, state.failedSignIns >= limit {
-            return .failure(.firebase("TOO_MANY_ATTEMPTS_TRY_LATER : Access to this account has been temporarily disabled due to many failed login attempts."))
+            return .failure(.firebase("TOO_MANY_ATTEMPTS_TRY_LATER : Access to this account has been temporarily disabled due to many failed login attempts. You can immediately restore it by resetting your password or you can try again later."))
         }
         let protected = state.options.emailEnumerationProtection
         guard let user = state.ledger.user(withEmail: email) else {
             state.failedSignIns += 1
             return .failure(.firebase(protected ? "INVALID_LOGIN_CREDENTIALS" : "EMAIL_NOT_FOUND"))
         }
+        if user.disabled { return .failure(.firebase("USER_DISABLED")) }
         guard user.password == password else {
             state.failedSignIns += 1
             return .failure(.firebase(protected ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD"))
         }
-        if user.disabled { return .failure(.firebase("USER_DISABLED")) }
         if user.secondFactor {
             let pending = MFAPending(
                 localId: user.uid, email: user.email, mfaPendingCredential: "mfa-pending-" + FakeIdentifiers.nonce(),

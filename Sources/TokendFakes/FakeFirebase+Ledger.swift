@@ -13,6 +13,10 @@ struct Ledger: Sendable {
         var googleSubject: String?
         /// A second factor is enrolled: password sign-ins answer `mfaPendingCredential`.
         var secondFactor = false
+        /// Seconds since 1970 before which ID tokens are void and after which only newer refresh
+        /// tokens work: moved by a password change and by `revokeTokens` (the emulator's
+        /// `validSince`, operations.ts `parseIdToken`; production also revokes refresh tokens).
+        var validSince: Int64 = 0
         /// Milliseconds since 1970, as `accounts:lookup` reports them.
         var createdAt: Int64 = 0
         var lastLoginAt: Int64 = 0
@@ -134,8 +138,12 @@ struct Ledger: Sendable {
         users.removeValue(forKey: uid) != nil
     }
 
-    mutating func revokeTokens(of uid: String) -> Bool {
+    /// Every refresh token of the user so far answers `TOKEN_EXPIRED`, and every ID token
+    /// issued before `now`'s second is void: a password change or the Admin SDK's
+    /// `revokeRefreshTokens`.
+    mutating func revokeTokens(of uid: String, now: Date) -> Bool {
         guard users[uid] != nil else { return false }
+        users[uid]?.validSince = Int64(saturating: now.timeIntervalSince1970.rounded(.down))
         for (token, grant) in grants where grant.subject.uid == uid && grant.state == .live {
             grants[token]?.state = .revoked
         }

@@ -61,8 +61,61 @@ public final class FakeFirebase: Sendable {
         /// The issuers whose ID tokens `signInWithIdp` takes as Google's: Google's own, plus a
         /// local OpenID provider a test signs in at in Google's place.
         public var googleIssuers: Set<String> = ["https://accounts.google.com", "accounts.google.com"]
+        /// One account per email address (the console's default, the emulator's
+        /// `allowDuplicateEmails: false`): a Google sign-in with an address another user has
+        /// takes that user over when Google verified it, else answers `needConfirmation`.
+        public var oneAccountPerEmail = true
+        /// A password policy in force (production only; the emulator knows only `WEAK_PASSWORD`
+        /// below 6 characters): sign-ups and upgrades that miss a requirement answer
+        /// `PASSWORD_DOES_NOT_MEET_REQUIREMENTS`.
+        public var passwordPolicy: PasswordPolicy?
+        /// Sign-in methods (`password`, `anonymous`) whose reCAPTCHA Enterprise enforcement is
+        /// ENFORCE (production only): a call without a reCAPTCHA token answers `MISSING_RECAPTCHA_TOKEN`.
+        public var recaptchaEnforced: Set<String> = []
+        /// Errors only production sends and the fake does not model (quotas, App Check),
+        /// answered by every call of the Identity Toolkit method named by the key (`sendOobCode`).
+        public var productionRefusals: [String: Refusal] = [:]
 
         public init() {}
+    }
+
+    /// A project's password policy, as the console sets it (Authentication, Settings, Password policy).
+    public struct PasswordPolicy: Sendable, Equatable {
+        public var minimumLength: Int
+        public var requireUppercase: Bool
+        public var requireNumeric: Bool
+
+        public init(minimumLength: Int = 6, requireUppercase: Bool = false, requireNumeric: Bool = false) {
+            self.minimumLength = minimumLength
+            self.requireUppercase = requireUppercase
+            self.requireNumeric = requireNumeric
+        }
+
+        /// Production's wording, one entry per missing requirement (seen in apps' logs:
+        /// `Missing password requirements: [Password must contain an upper case character, …]`).
+        func missing(in password: String) -> [String] {
+            var missing: [String] = []
+            if password.count < minimumLength { missing.append("Password must contain at least \(minimumLength) characters") }
+            if requireUppercase, !password.contains(where: \.isUppercase) { missing.append("Password must contain an upper case character") }
+            if requireNumeric, !password.contains(where: \.isNumber) { missing.append("Password must contain a numeric character") }
+            return missing
+        }
+    }
+
+    /// An error answer: Google's envelope with `message`, or (`appCheck`) the 401 a project
+    /// enforcing App Check gives a caller without a token.
+    public struct Refusal: Sendable, Equatable {
+        public var message: String
+        public var status: Int
+
+        public init(message: String, status: Int = 400) {
+            self.message = message
+            self.status = status
+        }
+
+        /// What apps report from a project enforcing App Check on Authentication without an App
+        /// Check token (production only; wording from apps' reports, not a Google document).
+        public static let appCheck = Refusal(message: "Firebase App Check token is invalid.", status: 401)
     }
 
     /// A signed-in user as a test sees it: what a login would have handed the daemon.

@@ -1,6 +1,6 @@
 import TokendCore
 
-/// Account management through the Identity Toolkit API: `lookup`, `sendOobCode`, `update`,
+/// Account management through the Identity Toolkit API: `lookup`, `sendOobCode`, `signUp` and
 /// `signInWithIdp` (linking) and `delete`.
 extension FirebaseProvider: AccountManaging {
     private struct IDTokenBody: Encodable {
@@ -13,7 +13,12 @@ extension FirebaseProvider: AccountManaging {
         var idToken: String?
     }
 
-    private struct UpdateBody: Encodable {
+    /// Linking an email and password to the signed-in (anonymous) user: `accounts:signUp` with
+    /// the user's `idToken`, as firebase-js-sdk's `linkWithCredential` sends it
+    /// (`EmailAuthCredential._linkToIdToken` calls `linkEmailPassword`, a POST to accounts:signUp).
+    /// `accounts:update` would do it too, but projects with email enumeration protection (the
+    /// default since September 2023) refuse it an email change the user has not verified.
+    private struct LinkBody: Encodable {
         var idToken: String
         var email: String
         var password: String
@@ -41,11 +46,11 @@ extension FirebaseProvider: AccountManaging {
     }
 
     public func lookup(idToken: String) async -> Result<ManagedUser, LoginFailure> {
-        await identityToolkit("lookup", IDTokenBody(idToken: idToken), secrets: [idToken]).flatMap { body in
+        await identityToolkit(.lookup, IDTokenBody(idToken: idToken), secrets: [idToken]).flatMap { body in
             guard let answer = try? JSONDecoder().decode(LookupAnswer.self, from: Data(body)), let found = answer.users?.first,
                 let uid = found.localId
             else {
-                return .failure(Self.failure(code: "USER_NOT_FOUND", detail: ""))
+                return .failure(Self.failure(code: "USER_NOT_FOUND", detail: "", call: .lookup))
             }
             func milliseconds(_ text: String?) -> Date? {
                 guard let text, let value = Double(text), value >= 0, value < 253_402_300_799_000 else { return nil }
@@ -63,18 +68,18 @@ extension FirebaseProvider: AccountManaging {
     }
 
     public func sendVerificationEmail(idToken: String) async -> Result<String, LoginFailure> {
-        await identityToolkit("sendOobCode", OobBody(requestType: "VERIFY_EMAIL", idToken: idToken), secrets: [idToken]).map { body in
+        await identityToolkit(.verifyEmail, OobBody(requestType: "VERIFY_EMAIL", idToken: idToken), secrets: [idToken]).map { body in
             (try? JSONDecoder().decode(OobAnswer.self, from: Data(body)))?.email ?? ""
         }
     }
 
     public func sendPasswordReset(email: String) async -> Result<Void, LoginFailure> {
-        await identityToolkit("sendOobCode", OobBody(requestType: "PASSWORD_RESET", email: email), secrets: []).map { _ in () }
+        await identityToolkit(.passwordReset, OobBody(requestType: "PASSWORD_RESET", email: email), secrets: []).map { _ in () }
     }
 
     public func upgrade(idToken: String, email: String, password: String) async -> Result<SignedIn, LoginFailure> {
-        await identityToolkit("update", UpdateBody(idToken: idToken, email: email, password: password), secrets: [idToken, password])
-            .flatMap { Self.signedIn($0, provider: "password") }
+        await identityToolkit(.passwordLink, LinkBody(idToken: idToken, email: email, password: password), secrets: [idToken, password])
+            .flatMap { Self.signedIn($0, provider: "password", call: .passwordLink) }
     }
 
     public func link(idToken: String, providerIDToken: String, providerID: String) async -> Result<SignedIn, LoginFailure> {
@@ -82,7 +87,7 @@ extension FirebaseProvider: AccountManaging {
     }
 
     public func deleteUser(idToken: String) async -> Result<Void, LoginFailure> {
-        await identityToolkit("delete", IDTokenBody(idToken: idToken), secrets: [idToken]).map { _ in () }
+        await identityToolkit(.delete, IDTokenBody(idToken: idToken), secrets: [idToken]).map { _ in () }
     }
 
     private struct IdpBody: Encodable {
@@ -97,10 +102,13 @@ extension FirebaseProvider: AccountManaging {
     /// linked to that user instead (anonymous upgrade keeps the uid).
     func signInWithIdp(providerIDToken: String, providerID: String, linkingTo idToken: String?) async -> Result<SignedIn, LoginFailure> {
         let form = String(decoding: FormEncoding.encode([("id_token", providerIDToken), ("providerId", providerID)]), as: UTF8.self)
-        // `requestUri` must be an http(s) URL; for an ID-token exchange no redirect happens, and
-        // the loopback address says so.
-        let body = IdpBody(requestUri: "http://127.0.0.1", postBody: form, idToken: idToken)
-        return await identityToolkit("signInWithIdp", body, secrets: [providerIDToken] + (idToken.map { [$0] } ?? []))
-            .flatMap { Self.signedIn($0, provider: providerID) }
+        // `requestUri` must be an http(s) URL; for an ID-token exchange no redirect happens.
+        // `http://localhost` is what the SDKs send for one (firebase-js-sdk
+        // `packages/auth/src/core/credentials/oauth.ts`, `IDP_REQUEST_URI`).
+        let body = IdpBody(requestUri: "http://localhost", postBody: form, idToken: idToken)
+        let call: FirebaseCall = idToken == nil ? .googleSignIn : .googleLink
+        let secrets = [providerIDToken] + (idToken.map { [$0] } ?? [])
+        return await identityToolkit(call, body, secrets: secrets)
+            .flatMap { Self.signedIn($0, provider: providerID, call: call, secrets: secrets) }
     }
 }

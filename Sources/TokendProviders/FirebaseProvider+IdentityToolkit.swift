@@ -18,38 +18,46 @@ extension FirebaseProvider {
         var mfaPendingCredential: String?
         /// `signInWithIdp` may answer 200 with an error here instead of an HTTP error.
         var errorMessage: String?
+        /// `signInWithIdp` in a project with one account per email: another user already has
+        /// this address (firebase-js-sdk `_processCredentialSavingMfaContextIfNecessary` →
+        /// `account-exists-with-different-credential`). Tokens, if any, must not be used.
+        var needConfirmation: Bool?
         var isNewUser: Bool?
     }
 
     /// POSTs `body` as JSON to `accounts:METHOD` and returns the 200 answer's bytes. `secrets`
     /// (password, tokens) are scrubbed from any message that might echo them.
-    func identityToolkit(_ method: String, _ body: some Encodable, secrets: [String]) async -> Result<[UInt8], LoginFailure> {
+    func identityToolkit(_ call: FirebaseCall, _ body: some Encodable, secrets: [String]) async -> Result<[UInt8], LoginFailure> {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         guard let bytes = try? encoder.encode(body) else {
             return .failure(LoginFailure(.badRequest, code: "bad_request", message: "the request could not be encoded"))
         }
-        let url = endpoint(host: Self.identityToolkitHost, path: "/v1/accounts:\(method)")
+        let url = endpoint(host: Self.identityToolkitHost, path: "/v1/accounts:\(call.method)")
         switch await transport.send(.json(url, Array(bytes))) {
         case .failure(let failure):
             return .failure(LoginFailure(.transient, code: failure.refreshFailure.code, message: "\(failure.message); check the network and try again"))
         case .success(let answer) where answer.status == 200:
             return .success(answer.body)
         case .success(let answer):
-            return .failure(Self.signInFailure(status: answer.status, body: answer.body, secrets: secrets))
+            return .failure(Self.signInFailure(status: answer.status, body: answer.body, secrets: secrets, call: call))
         }
     }
 
-    /// Reads a sign-in answer: tokens, or the failure it carries (`errorMessage`, MFA).
-    static func signedIn(_ body: [UInt8], provider: String) -> Result<SignedIn, LoginFailure> {
+    /// Reads a sign-in answer: tokens, or the failure it carries (`errorMessage`,
+    /// `needConfirmation`, MFA).
+    static func signedIn(_ body: [UInt8], provider: String, call: FirebaseCall, secrets: [String] = []) -> Result<SignedIn, LoginFailure> {
         guard let answer = try? JSONDecoder().decode(SignInAnswer.self, from: Data(body)) else {
             return .failure(LoginFailure(.transient, code: "malformed_response", message: "Firebase answered 200 with a body that is not a sign-in answer; try again"))
         }
         if let errorMessage = answer.errorMessage, !errorMessage.isEmpty {
-            return .failure(failure(code: code(of: errorMessage), detail: errorMessage))
+            return .failure(failure(code: code(of: errorMessage), detail: errorMessage, call: call).redacting(secrets))
+        }
+        if answer.needConfirmation == true {
+            return .failure(failure(code: "NEED_CONFIRMATION", detail: answer.email ?? "", call: call).redacting(secrets))
         }
         if answer.mfaPendingCredential != nil {
-            return .failure(failure(code: "MFA_REQUIRED", detail: ""))
+            return .failure(failure(code: "MFA_REQUIRED", detail: "", call: call))
         }
         guard let idToken = answer.idToken, let refreshToken = answer.refreshToken else {
             return .failure(LoginFailure(.transient, code: "malformed_response", message: "Firebase answered 200 without tokens; try again"))
@@ -61,16 +69,20 @@ extension FirebaseProvider {
     }
 
     /// An HTTP error answer as a sign-in failure. The refresh classifier reads Google's error
-    /// envelope (and knows which statuses are transient); the code then picks the hint.
-    static func signInFailure(status: Int, body: [UInt8], secrets: [String]) -> LoginFailure {
+    /// envelope (and knows which statuses are transient); the code and the call pick the hint.
+    static func signInFailure(status: Int, body: [UInt8], secrets: [String], call: FirebaseCall) -> LoginFailure {
         let failure: LoginFailure
         switch RefreshClassifier.firebase(status: status, body: body, retryAfter: nil) {
-        case .transient(let refresh, _):
-            failure = LoginFailure(.transient, code: refresh.code, message: "Firebase is busy or failing (\(refresh.message)); try again later")
         case .misconfigured(let refresh) where refresh.code == "API_KEY_INVALID":
             failure = LoginFailure(.misconfigured, code: refresh.code, message: "Firebase rejects the account's api_key; copy the Web API key from the project settings into config.toml")
+        case .misconfigured(let refresh) where refresh.message.lowercased().contains("app check"):
+            failure = Self.failure(code: "APP_CHECK", detail: refresh.message, call: call)
+        case .transient(let refresh, _) where RefreshClassifier.firebaseTransient.contains(refresh.code):
+            failure = Self.failure(code: refresh.code, detail: refresh.message, call: call)
+        case .transient(let refresh, _):
+            failure = LoginFailure(.transient, code: refresh.code, message: "Firebase is busy or failing (\(refresh.message)); try again later")
         case .misconfigured(let refresh), .needsLogin(let refresh):
-            failure = Self.failure(code: refresh.code, detail: refresh.message)
+            failure = Self.failure(code: refresh.code, detail: refresh.message, call: call)
         case .refreshed:
             failure = LoginFailure(.transient, code: "http_\(status)", message: "Firebase answered HTTP \(status); try again")
         }
@@ -82,54 +94,130 @@ extension FirebaseProvider {
         message.split(separator: ":", maxSplits: 1).first.map(\.trimmed) ?? message
     }
 
-    /// Every Identity Toolkit code a user can meet, with what it means and what to do.
-    static func failure(code: String, detail: String) -> LoginFailure {
-        let extra = detail.split(separator: ":", maxSplits: 1).dropFirst().first.map(\.trimmed) ?? ""
+    /// Every Identity Toolkit code a user can meet, with what it means for `call` and what to do
+    /// (the table in README.md, "Firebase errors"). The server's reason text, the part after
+    /// `CODE :`, is kept in parentheses; `secrets` are redacted by the caller.
+    static func failure(code: String, detail: String, call: FirebaseCall) -> LoginFailure {
+        let reason = detail.split(separator: ":", maxSplits: 1).dropFirst().first.map(\.trimmed) ?? ""
+        let said = reason.isEmpty ? "" : " (\(reason))"
+        func make(_ kind: LoginFailure.Kind, _ message: String) -> LoginFailure {
+            LoginFailure(kind, code: code, message: message)
+        }
         switch code {
         case "INVALID_LOGIN_CREDENTIALS":
-            return LoginFailure(.denied, code: code, message: "the email or password is wrong, or no such user exists; check both, or add --create to sign up")
+            return make(.denied, "the email or password is wrong, or no such user exists; check both, or add --create to sign up")
+        case "EMAIL_NOT_FOUND" where call == .passwordReset:
+            return make(.badRequest, "no user of the project has this email; check the address")
         case "EMAIL_NOT_FOUND":
-            return LoginFailure(.denied, code: code, message: "no user has this email; check it, or add --create to sign up")
+            return make(.denied, "no user has this email; check it, or add --create to sign up")
         case "INVALID_PASSWORD":
-            return LoginFailure(.denied, code: code, message: "the password is wrong; try again, or: tokenctl account reset-password ACCOUNT --email ADDRESS")
+            return make(.denied, "the password is wrong; try again, or: tokenctl account reset-password ACCOUNT --email ADDRESS")
         case "USER_DISABLED":
-            return LoginFailure(.denied, code: code, message: "the user is disabled in the Firebase project; ask the project's administrator")
+            return make(.denied, "the user is disabled in the Firebase project; ask the project's administrator")
         case "USER_NOT_FOUND":
-            return LoginFailure(.denied, code: code, message: "the user no longer exists; sign in again or create a new one")
+            return make(.denied, "the user no longer exists; sign in again or create a new one")
+        case "EMAIL_EXISTS" where call == .passwordLink:
+            return make(.badRequest, "another user of the project already has this email; upgrade with another address, or sign that user in instead: tokenctl login ACCOUNT --email ADDRESS")
         case "EMAIL_EXISTS":
-            return LoginFailure(.badRequest, code: code, message: "a user with this email already exists; sign in without --create")
+            return make(.badRequest, "a user with this email already exists; sign in without --create")
         case "WEAK_PASSWORD":
-            let why = extra.isEmpty ? "" : " (\(extra))"
-            return LoginFailure(.badRequest, code: code, message: "Firebase refuses the password as too weak\(why); choose a longer one")
+            return make(.badRequest, "Firebase refuses the password as too weak\(said); choose a longer one")
+        case "PASSWORD_DOES_NOT_MEET_REQUIREMENTS":
+            return make(.badRequest, "the project's password policy refuses this password\(said); choose one that meets it")
         case "INVALID_EMAIL", "MISSING_EMAIL":
-            return LoginFailure(.badRequest, code: code, message: "the email address is not valid; check it")
+            return make(.badRequest, "the email address is not valid; check it")
         case "MISSING_PASSWORD":
-            return LoginFailure(.badRequest, code: code, message: "no password was given; type it at the prompt or pipe it on stdin")
-        case "OPERATION_NOT_ALLOWED":
-            return LoginFailure(.misconfigured, code: code, message: "this sign-in method is disabled for the project; enable it in the Firebase console (Authentication, Sign-in method)")
+            return make(.badRequest, "no password was given; type it at the prompt or pipe it on stdin")
+        case "OPERATION_NOT_ALLOWED", "PASSWORD_LOGIN_DISABLED":
+            let method = code == "PASSWORD_LOGIN_DISABLED" ? "Email/Password" : call.consoleSignInMethod
+            return make(.misconfigured, "\(method) sign-in is disabled for the project\(said); enable \(method) in the Firebase console (Authentication, Sign-in method)")
         case "ADMIN_ONLY_OPERATION":
-            return LoginFailure(.misconfigured, code: code, message: "the project lets only administrators do this (self sign-up or deletion is off); ask the project's administrator")
+            return make(.misconfigured, call.adminOnlyAdvice)
         case "TOO_MANY_ATTEMPTS_TRY_LATER":
-            return LoginFailure(.transient, code: code, message: "Firebase blocks requests from this user or device for a while after too many attempts; try again later")
+            return make(.transient, "Firebase blocks requests from this user or device for a while after too many attempts\(said); try again later")
+        case "QUOTA_EXCEEDED":
+            return make(.transient, "the project has used up a Firebase quota\(said); its owner can raise it")
+        case "RESET_PASSWORD_EXCEED_LIMIT":
+            return make(.transient, "too many password-reset emails were asked for this address\(said); try again later")
         case "CREDENTIAL_TOO_OLD_LOGIN_AGAIN":
-            return LoginFailure(.denied, code: code, message: "this needs a recent sign-in; sign in again (tokenctl login ACCOUNT …), then repeat the command")
+            return make(.denied, "Firebase wants a recent sign-in before this change")
         case "INVALID_ID_TOKEN", "TOKEN_EXPIRED", "INVALID_REFRESH_TOKEN":
-            return LoginFailure(.denied, code: code, message: "the session is no longer valid; sign in again")
+            return make(.denied, "Firebase no longer accepts the session\(said)")
+        case "INVALID_IDP_RESPONSE" where reason.lowercased().contains("audience") || reason.lowercased().contains("client"):
+            return make(.misconfigured, "the project does not accept Google ID tokens issued to google_client_id\(said); use the project's own Google OAuth client, or add this one under Authentication, Sign-in method, Google, \"Safelist client IDs from external projects\"")
         case "INVALID_IDP_RESPONSE":
-            return LoginFailure(.denied, code: code, message: "Firebase did not accept the identity provider's answer (an expired ID token or one for another client); sign in again")
+            return make(.denied, "Firebase did not accept the identity provider's answer\(said); sign in again")
+        case "NEED_CONFIRMATION":
+            let address = detail.isEmpty ? "this email" : detail
+            return make(.denied, "the project allows one account per email address, and \(address) already has an account that signs in another way; sign in that way (tokenctl login ACCOUNT --email \(address)) instead of with Google")
         case "FEDERATED_USER_ID_ALREADY_LINKED":
-            return LoginFailure(.denied, code: code, message: "this Google account already belongs to another user of the project; sign in with it (tokenctl login ACCOUNT --google) instead of upgrading")
+            return make(.denied, "this Google account already belongs to another user of the project; sign in with it (tokenctl login ACCOUNT --google) instead of upgrading")
         case "INVALID_CUSTOM_TOKEN", "MISSING_CUSTOM_TOKEN":
-            return LoginFailure(.denied, code: code, message: "Firebase does not accept the custom token (malformed, expired or for another project); mint a new one")
+            return make(.denied, "Firebase does not accept the custom token\(said.isEmpty ? " (malformed, expired or for another project)" : said); mint a new one")
         case "CREDENTIAL_MISMATCH":
-            return LoginFailure(.misconfigured, code: code, message: "the custom token was minted for another Firebase project than the account's api_key; check both")
+            return make(.misconfigured, "the custom token was minted for another Firebase project than the account's api_key; check both")
         case "MFA_REQUIRED":
-            return LoginFailure(.misconfigured, code: code, message: "this user has a second factor (multi-factor authentication), which tokend does not support yet; use a user without one, or a custom token")
+            return make(.misconfigured, "this user has a second factor (multi-factor authentication), which tokend does not support yet; use a user without one, or a custom token")
+        case "PROJECT_DISABLED":
+            return make(.misconfigured, "Authentication is disabled for the project; ask the project's administrator")
         case "PROJECT_NOT_FOUND", "CONFIGURATION_NOT_FOUND":
-            return LoginFailure(.misconfigured, code: code, message: "Firebase has no such project or Authentication is not set up for it; check the account's api_key")
+            return make(.misconfigured, "Firebase has no such project or Authentication is not set up for it; check the account's api_key")
+        case _ where code.contains("RECAPTCHA") || code == "MISSING_CLIENT_TYPE":
+            return make(.misconfigured, "the project requires reCAPTCHA Enterprise for \(call.consoleSignInMethod) sign-in, which only a web or mobile app can supply and tokend cannot; set its enforcement to audit or off (Authentication, Settings, reCAPTCHA), or sign in with --custom-token")
+        case "APP_CHECK":
+            return make(.misconfigured, "the project enforces App Check for Authentication, which only a registered app can pass and tokend cannot (\(detail)); turn enforcement off for Authentication (App Check, APIs), or sign in with --custom-token")
         default:
-            let said = detail.isEmpty ? code : detail
-            return LoginFailure(.misconfigured, code: code.isEmpty ? "unknown" : code, message: "Firebase refused the request (\(said)); check the account's configuration")
+            let text = detail.isEmpty ? code : detail
+            return LoginFailure(.misconfigured, code: code.isEmpty ? "unknown" : code, message: "Firebase refused the request (\(text)); check the account's configuration")
+        }
+    }
+}
+
+/// The Identity Toolkit call a failure answers: one code can call for different next steps
+/// (`EMAIL_EXISTS` on a sign-up or an upgrade, `OPERATION_NOT_ALLOWED` for each sign-in method).
+public enum FirebaseCall: Sendable, Equatable {
+    case passwordSignIn, passwordSignUp, anonymousSignUp, customToken, googleSignIn
+    /// An anonymous user given an email and password (`accounts:signUp` with `idToken`).
+    case passwordLink
+    /// An anonymous user linked to Google (`accounts:signInWithIdp` with `idToken`).
+    case googleLink
+    case passwordReset, verifyEmail, lookup, delete
+
+    /// `accounts:METHOD`.
+    var method: String {
+        switch self {
+        case .passwordSignIn: "signInWithPassword"
+        case .passwordSignUp, .anonymousSignUp, .passwordLink: "signUp"
+        case .customToken: "signInWithCustomToken"
+        case .googleSignIn, .googleLink: "signInWithIdp"
+        case .passwordReset, .verifyEmail: "sendOobCode"
+        case .lookup: "lookup"
+        case .delete: "delete"
+        }
+    }
+
+    /// The switch's name in the console (Authentication, Sign-in method).
+    var consoleSignInMethod: String {
+        switch self {
+        case .anonymousSignUp: "Anonymous"
+        case .googleSignIn, .googleLink: "Google"
+        case .customToken: "custom-token"
+        default: "Email/Password"
+        }
+    }
+
+    /// `ADMIN_ONLY_OPERATION`: the console's user actions (Authentication, Settings, User
+    /// actions) or the Anonymous provider let only administrators do this.
+    var adminOnlyAdvice: String {
+        switch self {
+        case .anonymousSignUp:
+            "the project lets only administrators create users: enable Anonymous (Authentication, Sign-in method) and \"Enable create (sign-up)\" (Authentication, Settings, User actions)"
+        case .passwordSignUp, .passwordLink, .googleSignIn:
+            "the project lets only administrators create users: enable \"Enable create (sign-up)\" (Authentication, Settings, User actions), or have an administrator create the user"
+        case .delete:
+            "the project lets only administrators delete users: enable \"Enable deletion\" (Authentication, Settings, User actions), or ask an administrator"
+        default:
+            "the project lets only administrators do this; ask the project's administrator"
         }
     }
 }

@@ -77,18 +77,18 @@ extension FirebaseProvider {
             guard let email = request.email, let password = request.secret else {
                 return .failure(LoginFailure(.badRequest, code: "bad_request", message: "an email sign-in needs an email address and a password"))
             }
-            let method = request.create ? "signUp" : "signInWithPassword"
-            return await identityToolkit(method, PasswordBody(email: email, password: password), secrets: [password])
-                .flatMap { Self.signedIn($0, provider: "password") }
+            let call: FirebaseCall = request.create ? .passwordSignUp : .passwordSignIn
+            return await identityToolkit(call, PasswordBody(email: email, password: password), secrets: [password])
+                .flatMap { Self.signedIn($0, provider: "password", call: call) }
         case .anonymous:
-            return await identityToolkit("signUp", AnonymousBody(), secrets: [])
-                .flatMap { Self.signedIn($0, provider: "anonymous") }
+            return await identityToolkit(.anonymousSignUp, AnonymousBody(), secrets: [])
+                .flatMap { Self.signedIn($0, provider: "anonymous", call: .anonymousSignUp) }
         case .customToken:
             guard let token = request.secret else {
                 return .failure(LoginFailure(.badRequest, code: "bad_request", message: "a custom-token sign-in needs the token on stdin"))
             }
-            return await identityToolkit("signInWithCustomToken", CustomTokenBody(token: token), secrets: [token])
-                .flatMap { Self.signedIn($0, provider: "custom") }
+            return await identityToolkit(.customToken, CustomTokenBody(token: token), secrets: [token])
+                .flatMap { Self.signedIn($0, provider: "custom", call: .customToken) }
         case .google:
             return await signInWithGoogle(request) { _ in }
         case .browser, .device:

@@ -6,8 +6,9 @@ import TokendCore
 public enum RefreshClassifier {
     /// Firebase codes after which only a new sign-in helps.
     public static let firebaseNeedsLogin: Set<String> = ["TOKEN_EXPIRED", "USER_DISABLED", "USER_NOT_FOUND", "INVALID_REFRESH_TOKEN"]
-    /// Firebase codes that mean a rate limit, not a verdict.
-    public static let firebaseTransient: Set<String> = ["TOO_MANY_ATTEMPTS_TRY_LATER"]
+    /// Firebase codes that mean a rate limit or a spent quota, not a verdict: whatever call
+    /// answers them, a later try can succeed (an account's refresh is never parked on them).
+    public static let firebaseTransient: Set<String> = ["TOO_MANY_ATTEMPTS_TRY_LATER", "QUOTA_EXCEEDED", "RESET_PASSWORD_EXCEED_LIMIT"]
     /// OAuth codes (RFC 6749 §5.2) that say the server, not the session, has trouble.
     public static let oauthTransient: Set<String> = ["temporarily_unavailable", "server_error"]
 

@@ -86,8 +86,15 @@ extension AccountEngine {
         if let refusal = refuseUpgrade(name, idToken: idToken) { return .failure(refusal) }
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         account.issuedUserActions += 1
+        account.passwordChangesInFlight += 1
         let serial = account.issuedUserActions
         accounts[name] = account
+        // Until the new session is installed (or the upgrade failed), a refresh refused with the
+        // old token is not taken as the end of the session (see `passwordChangesInFlight`).
+        let incarnation = account.incarnation
+        defer {
+            if accounts[name]?.incarnation == incarnation { accounts[name]?.passwordChangesInFlight -= 1 }
+        }
         let origin = LoginOrigin(incarnation: account.incarnation, endpoint: account.configuration.endpoint)
         let start = clock.now()
         let signedIn: SignedIn

@@ -39,6 +39,13 @@ extension AccountEngine {
             return
         }
         let previous = account.machine.tokens
+        var outcome = outcome
+        if case .needsLogin(let failure) = outcome, account.passwordChangesInFlight > 0 {
+            // The upgrade in flight voided this refresh token; its own answer decides. Should it
+            // fail, the retry hears the verdict again.
+            logger.notice("a refresh was refused while the user's password was being set; retried", metadata: ["account": "\(name)"])
+            outcome = .transient(failure, retryAfter: nil)
+        }
         var completion = account.machine.finish(ticket, outcome, at: now, unit: random())
         accounts[name] = account
         var saved: Result<Void, KeyringError>? = nil
@@ -56,6 +63,7 @@ extension AccountEngine {
             return
         case .refreshed(let tokens):
             if let saved { accounts[name]?.unsaved = !noteKeyring(saved, account: name) }
+            warnIfNarrowed(name, granted: previous?.scopes, outcome: outcome)
             publishRefreshed(name, tokens: tokens, previous: previous, at: now, took: took)
         case .willRetry(let failure, let retryAt):
             report(failure, of: name, as: .refreshFailed, level: .warning, "refresh failed, will retry", at: now, took: took, retryAt: retryAt)
@@ -72,6 +80,18 @@ extension AccountEngine {
         }
         schedule(name)
         wake(name)
+    }
+
+    /// A refresh answered with fewer scopes than the session was granted: the provider gave a
+    /// rotated refresh token a narrowed scope (against RFC 6749 §6; django-oauth-toolkit does
+    /// after a scoped grant). Only a new login widens it again, so the log says so.
+    func warnIfNarrowed(_ name: String, granted: [String]?, outcome: RefreshOutcome) {
+        guard case .refreshed(let issued) = outcome, let granted, let answered = issued.scopes else { return }
+        let lost = Set(granted).subtracting(answered).sorted()
+        guard !lost.isEmpty else { return }
+        logger.warning(
+            "the provider narrowed the session's scopes; sign in again to get them back: tokenctl login \(name)",
+            metadata: ["account": "\(name)", "lost_scopes": "\(lost.joined(separator: " "))"])
     }
 
     /// Writes a rotated session whose account is gone, if the keyring still holds the refresh

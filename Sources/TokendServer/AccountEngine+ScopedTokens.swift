@@ -104,7 +104,7 @@ extension AccountEngine {
         case .refreshed(let issued):
             refusal = Self.refusal(of: issued, asked: scope)
         case .misconfigured(let failure) where Self.scopeRefusals.contains(failure.code):
-            refusal = TokendError(.badRequest, "the provider refuses \(scope) (\(failure.code): \(failure.message)): ask for a scope the session was granted and an audience the provider serves")
+            refusal = TokendError(.badRequest, "the provider refuses \(scope) (\(failure.summary)): ask for a scope the session was granted and an audience the provider serves")
             outcome = .refreshed(IssuedTokens())
         default:
             // Failures mean for the session what they mean after a refresh, and are handled so.

@@ -37,6 +37,10 @@ public actor AccountEngine {
         /// the newest choice of the user wins whatever order the providers answer in.
         var issuedUserActions: UInt64 = 0
         var committedUserAction: UInt64 = 0
+        /// Upgrades setting a password now in flight. Setting a password voids the user's older
+        /// refresh tokens (Firebase's `validSince`), so a refresh answered `TOKEN_EXPIRED`
+        /// meanwhile is no verdict on the account: the upgrade's answer brings the new session.
+        var passwordChangesInFlight = 0
     }
 
     /// Default wait for a refresh when a request names no `timeout`: long enough for a slow

@@ -20,7 +20,7 @@ enum Advice {
 
     /// No valid token while the provider fails: the last failure and when it is tried next.
     static func unavailable(lastError: RefreshFailure?, retryAt: Date) -> TokendError {
-        let reason = lastError.map { "\($0.code): \($0.message)" } ?? "the provider is unreachable"
+        let reason = lastError?.summary ?? "the provider is unreachable"
         return TokendError(.unavailable, "no valid token and the provider is failing (\(reason)); next try at \(Timestamp.format(retryAt))")
     }
 

@@ -163,6 +163,10 @@ extension Tokenctl {
                 try daemon.send(request, readTimeout: readTimeout, timeout: timeout)
                 let opener = BrowserOpener(environment: context.environment, disabled: noBrowser)
                 let response = try relayStream(daemon, timeout: timeout, console: context.console, opener: opener)
+                // A refused link is the upgrade's failure, not the account's ("needs a new login").
+                if !response.ok, let error = response.error {
+                    throw TokenctlError(account: error, verb: "upgrade", account: account, environment: context.environment)
+                }
                 try DaemonConnection.check(response, account: account, environment: context.environment)
                 try context.console.write("\(Text.singleLine(account)) upgraded: signed in with \(Text.singleLine(response.signInProvider ?? "google.com")), same uid\n")
             }
@@ -199,6 +203,9 @@ extension TokenctlError {
         let said = Text.singleLine(error.message)
         let name = Text.singleLine(account)
         switch error.code {
+        case .needsLogin where said.contains("tokenctl login"):
+            // The provider's refusal already names the sign-in to run (another user has it, …).
+            self.init(.needsLogin, "account \(verb) for \(name) failed: \(said)", next: "")
         case .needsLogin:
             self.init(.needsLogin, "account \(verb) for \(name) failed: \(said)", next: "sign in (tokenctl login \(name) …), then repeat")
         case .configError:

@@ -81,7 +81,7 @@ enum StatusTable {
         let keyring = account.keyring + (account.unsaved == true ? " (unsaved)" : "")
         var notes: [String] = []
         if let message = account.message, !message.isEmpty { notes.append(message) }
-        if let error = account.lastError { notes.append("\(error.code): \(error.message)") }
+        if let error = account.lastError { notes.append(error.summary) }
         return [
             account.name, account.provider, account.state, Text.expiresIn(left), Text.ago(account.lastRefresh, now: now),
             keyring, notes.isEmpty ? "-" : notes.joined(separator: "; "),

@@ -46,7 +46,10 @@ struct TokenctlError: Error, Equatable, CustomStringConvertible {
 
     /// The one stderr line a failure gets (no newline). Control characters are flattened so a
     /// message from the daemon can neither add lines nor send terminal escapes.
-    var line: String { Text.singleLine("tokenctl: \(message); \(nextStep)") }
+    /// A message that already ends in the next step ("…; try again later") does not get it twice.
+    var line: String {
+        Text.singleLine(message.hasSuffix(nextStep) ? "tokenctl: \(message)" : "tokenctl: \(message); \(nextStep)")
+    }
 
     var description: String { line }
 }

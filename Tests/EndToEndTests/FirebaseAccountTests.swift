@@ -71,9 +71,12 @@ import TokendTestSupport
             let run = try await world.tokenctl(["account", "upgrade", "work", "--email", "dee@example.com"], stdin: "new-password\n")
             #expect(run.status == 0, "\(run.stderr)")
             #expect(run.stdout == "work upgraded: signed in with password, same uid\n")
-            let update = try #require(world.fake.requests.last { $0.path.hasSuffix("accounts:update") })
-            #expect(update.uid == uid)
-            #expect(try await world.storedSession()?.refreshToken == update.issuedRefreshToken)
+            // Linked the way the SDKs do it today (accounts:signUp with the ID token), which
+            // projects with email-enumeration protection allow; accounts:update is never called.
+            let link = try #require(world.fake.requests.last { $0.path.hasSuffix("accounts:signUp") })
+            #expect(link.uid == uid)
+            #expect(!world.fake.requests.contains { $0.path.hasSuffix("accounts:update") })
+            #expect(try await world.storedSession()?.refreshToken == link.issuedRefreshToken)
             let token = try await world.tokenctl(["token", "work"])
             let claims = try #require(IDTokenClaims(token: String(token.stdout.dropLast())))
             #expect(claims.uid == uid)
@@ -86,6 +89,64 @@ import TokendTestSupport
             let again = try await world.tokenctl(["account", "upgrade", "work", "--email", "eve@example.com"], stdin: "new-password\n")
             #expect(again.status == 64)
             #expect(again.stderr.contains("already a permanent user"), "\(again.stderr)")
+        }
+    }
+
+    /// Issue 18: a project with email-enumeration protection (the fake's default, production's
+    /// since September 2023) refuses accounts:update an unverified email change, which is how
+    /// tokend linked email and password before; the upgrade must still keep the uid.
+    @Test func upgradeKeepsTheUidWhereProtectionRefusesTheOldCall() async throws {
+        try await withWorld { world in
+            #expect(world.fake.options.emailEnumerationProtection)
+            #expect(try await world.tokenctl(["login", "work", "--anonymous"]).status == 0)
+            let uid = try #require(world.fake.requests.last { $0.path.hasSuffix("accounts:signUp") }?.uid)
+            let run = try await world.tokenctl(["account", "upgrade", "work", "--email", "ona@example.com"], stdin: "new-password\n")
+            #expect(run.status == 0, "\(run.stderr)")
+            let token = try await world.tokenctl(["token", "work"])
+            let claims = try #require(IDTokenClaims(token: String(token.stdout.dropLast())))
+            #expect(claims.uid == uid)
+            #expect(world.fake.user(uid)?.email == "ona@example.com")
+            #expect(!world.fake.requests.contains { $0.path.hasSuffix("accounts:update") })
+        }
+    }
+
+    /// Issue 18: setting the password voids the anonymous refresh token (`validSince`). A refresh
+    /// that presents it while the upgrade's answer is on its way hears `TOKEN_EXPIRED`; that is
+    /// no verdict on the account: no `needs_login`, the keyring keeps a session throughout, and
+    /// the upgraded session is what is served and stored.
+    @Test func aRefreshRefusedWhileTheUpgradeSetsThePasswordDoesNotEndTheSession() async throws {
+        try await withWorld { world in
+            #expect(try await world.tokenctl(["login", "work", "--anonymous"]).status == 0)
+            let watcher = try EventRecorder(socketPath: world.socketPath, account: "work")
+            // The link is made at once; its answer is held back 3 s.
+            world.fake.update { $0.signInLatency["pia@example.com"] = 3 }
+            let output = world.keyring.root.appendingPathComponent("upgrade.out").path
+            let input = world.keyring.root.appendingPathComponent("upgrade.in")
+            try "new-password\n".write(to: input, atomically: true, encoding: .utf8)
+            let password = open(input.path, O_RDONLY | O_CLOEXEC)
+            defer { close(password) }
+            let upgrade = try ChildProcess.start(
+                DaemonHarness.binDirectory + "/tokenctl", ["account", "upgrade", "work", "--email", "pia@example.com"],
+                environment: world.environment, stdin: password, output: output)
+            try await poll(timeout: 30, "the link request reaches the fake") {
+                world.fake.requests.filter { $0.path.hasSuffix("accounts:signUp") }.count == 2
+            }
+            let refresh = try await world.tokenctl(["refresh", "work"])
+            #expect(refresh.status == 75, "a refused old token is retried, not a needs-login verdict: \(refresh.status) \(refresh.stderr)")
+            #expect(try await world.storedSession() != nil)
+            var status: Int32?
+            try await poll(timeout: 30, "the upgrade finishes") {
+                status = ChildProcess.exitStatusIfEnded(upgrade)
+                return status != nil
+            }
+            #expect(status == 0, "\((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
+            let link = try #require(world.fake.requests.last { $0.path.hasSuffix("accounts:signUp") })
+            #expect(try await world.storedSession()?.refreshToken == link.issuedRefreshToken)
+            let token = try await world.tokenctl(["token", "work"])
+            #expect(token.status == 0, "\(token.stderr)")
+            #expect(IDTokenClaims(token: String(token.stdout.dropLast()))?.signInProvider == "password")
+            _ = try await watcher.first("user_changed") { $0.event == .userChanged }
+            #expect(!watcher.events.contains { $0.event == .needsLogin }, "\(watcher.events.map(\.event))")
         }
     }
 

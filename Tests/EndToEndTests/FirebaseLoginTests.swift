@@ -122,7 +122,7 @@ import TokendTestSupport
                 Case(arguments: ["login", "badkey", "--anonymous"], status: 78, says: "API_KEY_INVALID"),
                 Case(arguments: ["login", "down", "--anonymous"], status: 75, says: "network"),
                 Case(
-                    arguments: ["login", "work", "--anonymous"], status: 78, says: "OPERATION_NOT_ALLOWED",
+                    arguments: ["login", "work", "--anonymous"], status: 78, says: "ADMIN_ONLY_OPERATION",
                     before: { $0.update { $0.disabledProviders = ["anonymous"] } }),
                 Case(
                     arguments: ["login", "work", "--email", "new@example.com", "--create"], stdin: "long-enough\n", status: 78,

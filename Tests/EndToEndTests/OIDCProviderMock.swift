@@ -90,6 +90,16 @@ final class OIDCProviderMock: Sendable {
         return (answer.status, String(decoding: answer.body, as: UTF8.self))
     }
 
+    /// The mock's control plane: `subject`'s claims (a JSON object) from now on. PUT, which the
+    /// daemon's HTTP client does not speak: curl does.
+    func setClaims(of subject: String, _ json: String) async throws {
+        let url = issuer + "/users/\(subject)"
+        let run = try await offPool {
+            try ChildProcess.run("/usr/bin/curl", ["-fsS", "-X", "PUT", "-H", "Content-Type: application/json", "--data-binary", json, url], environment: ["PATH": "/usr/bin:/bin"], timeout: 10)
+        }
+        guard run.status == 0 else { throw HarnessError("PUT /users/\(subject) failed: \(run.stderr)") }
+    }
+
     /// The mock's control plane: every token of `subject` is revoked.
     func revokeTokens(of subject: String) async throws {
         let answer = try await http.send(HTTPRequest(method: .post, url: issuer + "/users/\(subject)/revoke-tokens")).get()

@@ -81,15 +81,18 @@ import TokendTestSupport
         }
     }
 
-    @Test func anIDTokenFirebaseRejectsIsAnErrorMessageIn200() async throws {
+    /// An ID token issued to a client the project does not accept: HTTP 400 (the emulator's
+    /// `signInWithIdp` answers every ID-token error so, 200 with `errorMessage` only for link
+    /// conflicts asked with `returnIdpCredential`), and a configuration error, not "sign in again".
+    @Test func anIDTokenForAnotherClientIsAConfigurationError() async throws {
         var options = FakeFirebase.Options()
         options.googleClientIDs = ["test-client.apps.googleusercontent.com"]
         try await withGoogleWorld(options) { fake, transport in
             let wrongAudience = FakeFirebase.googleIDToken(subject: "g-3", email: nil, audience: "someone-else")
             let (_, failure) = await run(provider(fake, transport: transport, idToken: wrongAudience), LoginRequest(method: .google))
             #expect(failure?.code == "INVALID_IDP_RESPONSE")
-            #expect(failure?.kind == .denied)
-            #expect(fake.requests.last?.status == 200, "production answers such a token with 200 and errorMessage")
+            #expect(failure?.kind == .misconfigured)
+            #expect(fake.requests.last?.status == 400)
             #expect(failure.map { !$0.message.contains(wrongAudience) } == true)
         }
     }

@@ -17,7 +17,7 @@ struct LogoutHandler: Sendable {
             response.warning = reason
         case .failed(let failure):
             response.revocation = "failed"
-            response.warning = "the provider did not revoke the session (\(failure.code): \(failure.message))"
+            response.warning = "the provider did not revoke the session (\(failure.summary))"
         case nil: break
         }
         if outcome.supersededByNewerSession { response.keptNewerSession = true }

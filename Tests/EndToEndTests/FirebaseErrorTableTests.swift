@@ -1,0 +1,216 @@
+import Foundation
+import Testing
+import TokendFakes
+import TokendProtocol
+import TokendTestSupport
+
+/// README.md's table "Firebase errors", row by row, through the real tokenctl and tokend against
+/// the fake project (and oidc-provider-mock standing in for Google): each row's command meets
+/// the condition its second column names, exits with its code and prints its line. A row
+/// without a scenario here, or a scenario without a row, fails the test.
+@Suite(.serialized) struct FirebaseErrorTableTests {
+    struct Row: CustomStringConvertible {
+        var command: String
+        var answer: String
+        var exit: Int32
+        var line: String
+        var key: String { "\(command) | \(answer)" }
+        var description: String { key }
+    }
+
+    /// How a row is brought about: what the project looks like, what the user types.
+    struct Scenario {
+        var stdin: String?
+        /// Signs in at the Google stand-in as this user (the command runs with --no-browser).
+        var googleUser: String?
+        var arrange: @Sendable (DaemonHarness, OIDCProviderMock) async throws -> Void = { _, _ in }
+        /// What else must hold afterwards (an account's refresh is not parked).
+        var check: @Sendable (DaemonHarness) async throws -> Void = { _ in }
+    }
+
+    static let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("README.md")
+
+    /// The rows between the table's marker comment and the first line that is not a row.
+    static func rows() throws -> [Row] {
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let start = try require(lines.firstIndex { $0.hasPrefix("<!-- firebase-errors") }, "README.md has no firebase-errors table")
+        var rows: [Row] = []
+        for line in lines[(start + 3)...] {
+            guard line.hasPrefix("|") else { break }
+            let cells = line.dropFirst().dropLast().components(separatedBy: " | ").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count == 4, let exit = Int32(cells[2]) else { throw HarnessError("README row is not `| command | answer | exit | line |`: \(line)") }
+            func code(_ cell: String) -> String { cell.hasPrefix("`") && cell.hasSuffix("`") ? String(cell.dropFirst().dropLast()) : cell }
+            rows.append(Row(command: code(cells[0]), answer: cells[1], exit: exit, line: code(cells[3]).replacingOccurrences(of: "\\|", with: "|")))
+        }
+        return rows
+    }
+
+    static let password = "right-password-1"
+
+    /// Signs `work` in as a new password user with `email`.
+    static func signedIn(_ world: DaemonHarness, _ email: String) async throws {
+        let run = try await world.tokenctl(["login", "work", "--email", email, "--create"], stdin: password + "\n")
+        guard run.status == 0 else { throw HarnessError("sign-up of \(email) failed: \(run.stderr)") }
+    }
+
+    static func anonymous(_ world: DaemonHarness) async throws {
+        let run = try await world.tokenctl(["login", "work", "--anonymous"])
+        guard run.status == 0 else { throw HarnessError("anonymous sign-in failed: \(run.stderr)") }
+    }
+
+    static let policy = FakeFirebase.PasswordPolicy(minimumLength: 8, requireUppercase: true, requireNumeric: true)
+
+    /// Every row's scenario, by the row's command and answer.
+    static let scenarios: [String: Scenario] = [
+        "login work --email ada@example.com | `INVALID_LOGIN_CREDENTIALS`": Scenario(stdin: "wrong-password"),
+        "login work --email ada@example.com | `EMAIL_NOT_FOUND` (no email-enumeration protection)": Scenario(stdin: "wrong-password") { world, _ in
+            world.fake.update { $0.emailEnumerationProtection = false }
+        },
+        "login work --email bo@example.com | `INVALID_PASSWORD` (no email-enumeration protection)": Scenario(stdin: "wrong-password") { world, _ in
+            world.fake.update { $0.emailEnumerationProtection = false }
+            _ = world.fake.createUser(email: "bo@example.com", password: password)
+        },
+        "login work --email cy@example.com | `USER_DISABLED`": Scenario(stdin: password) { world, _ in
+            world.fake.disableUser(world.fake.createUser(email: "cy@example.com", password: password).uid)
+        },
+        "login work --email ada@example.com | `PASSWORD_LOGIN_DISABLED`": Scenario(stdin: password) { world, _ in
+            world.fake.update { $0.disabledProviders = ["password"] }
+        },
+        "login work --email ada@example.com | `MISSING_RECAPTCHA_TOKEN` (reCAPTCHA enforced)": Scenario(stdin: password) { world, _ in
+            world.fake.update { $0.recaptchaEnforced = ["password"] }
+        },
+        "login work --email ada@example.com | HTTP 401 `Firebase App Check token is invalid.`": Scenario(stdin: password) { world, _ in
+            world.fake.update { $0.productionRefusals["signInWithPassword"] = .appCheck }
+        },
+        "login work --email ada@example.com | `TOO_MANY_ATTEMPTS_TRY_LATER`": Scenario(stdin: password) { world, _ in
+            world.fake.update { $0.maximumFailedSignIns = 0 }
+        },
+        "login work --email di@example.com | `mfaPendingCredential` (a second factor)": Scenario(stdin: password) { world, _ in
+            world.fake.enrollSecondFactor(world.fake.createUser(email: "di@example.com", password: password).uid)
+        },
+        "login work --email ada@example.com | `API_KEY_INVALID`": Scenario(stdin: password) { world, _ in
+            world.fake.update { $0.invalidAPIKeys = ["test-api-key"] }
+        },
+        "login work --email bo@example.com --create | `EMAIL_EXISTS`": Scenario(stdin: password) { world, _ in
+            _ = world.fake.createUser(email: "bo@example.com", password: password)
+        },
+        "login work --email ed@example.com --create | `WEAK_PASSWORD`": Scenario(stdin: "abc"),
+        "login work --email ed@example.com --create | `PASSWORD_DOES_NOT_MEET_REQUIREMENTS` (a password policy)": Scenario(stdin: "lowercase-only") { world, _ in
+            world.fake.update { $0.passwordPolicy = policy }
+        },
+        "login work --email ed@example.com --create | `OPERATION_NOT_ALLOWED`": Scenario(stdin: password) { world, _ in
+            world.fake.update { $0.disabledProviders = ["password"] }
+        },
+        "login work --email ed@example.com --create | `ADMIN_ONLY_OPERATION` (self sign-up off)": Scenario(stdin: password) { world, _ in
+            world.fake.update { $0.adminOnlySignUp = true }
+        },
+        "login work --anonymous | `ADMIN_ONLY_OPERATION` (anonymous sign-in off)": Scenario { world, _ in
+            world.fake.update { $0.disabledProviders = ["anonymous"] }
+        },
+        "login work --custom-token | `INVALID_CUSTOM_TOKEN`": Scenario(stdin: "not a custom token!"),
+        "login work --google | `needConfirmation` (one account per email)": Scenario(googleUser: "fay") { world, mock in
+            _ = world.fake.createUser(email: "fay@example.com", password: password)
+            try await mock.setClaims(of: "fay", #"{"email": "fay@example.com", "email_verified": false}"#)
+        },
+        "login work --google | `INVALID_IDP_RESPONSE` (the client is not the project's)": Scenario(googleUser: "gus") { world, _ in
+            world.fake.update { $0.googleClientIDs = ["the-projects-own-client"] }
+        },
+        "account upgrade work --email bo@example.com | `EMAIL_EXISTS`": Scenario(stdin: password) { world, _ in
+            _ = world.fake.createUser(email: "bo@example.com", password: password)
+            try await anonymous(world)
+        },
+        "account upgrade work --email hal@example.com | `WEAK_PASSWORD`": Scenario(stdin: "abc") { world, _ in
+            try await anonymous(world)
+        },
+        "account upgrade work --email hal@example.com | `PASSWORD_DOES_NOT_MEET_REQUIREMENTS` (a password policy)": Scenario(stdin: "lowercase-only") { world, _ in
+            world.fake.update { $0.passwordPolicy = policy }
+            try await anonymous(world)
+        },
+        "account upgrade work --google | `FEDERATED_USER_ID_ALREADY_LINKED`": Scenario(googleUser: "ina") { world, mock in
+            let first = try await OIDCMockTests.tokenctlSigningInAtTheMock(world, mock, ["login", "work", "--google"], user: "ina")
+            guard first.status == 0 else { throw HarnessError("the Google sign-in of ina failed: \(first.output)") }
+            try await anonymous(world)
+        },
+        "account reset-password work --email nobody@example.com | `EMAIL_NOT_FOUND` (no email-enumeration protection)": Scenario { world, _ in
+            world.fake.update { $0.emailEnumerationProtection = false }
+        },
+        "account reset-password work --email bo@example.com | `RESET_PASSWORD_EXCEED_LIMIT`": Scenario { world, _ in
+            world.fake.update { $0.productionRefusals["sendOobCode"] = FakeFirebase.Refusal(message: "RESET_PASSWORD_EXCEED_LIMIT") }
+        },
+        "account verify-email work | `QUOTA_EXCEEDED`": Scenario { world, _ in
+            try await signedIn(world, "jo@example.com")
+            world.fake.update { $0.productionRefusals["sendOobCode"] = FakeFirebase.Refusal(message: "QUOTA_EXCEEDED : Exceeded quota for email sending.") }
+        },
+        "account delete work --yes | `ADMIN_ONLY_OPERATION` (deletion off)": Scenario { world, _ in
+            try await signedIn(world, "kim@example.com")
+            world.fake.update { $0.adminOnlyDelete = true }
+        },
+        "account delete work --yes | `CREDENTIAL_TOO_OLD_LOGIN_AGAIN`": Scenario { world, _ in
+            try await signedIn(world, "lu@example.com")
+            // Any sign-in is too old for a window below zero.
+            world.fake.update { $0.recentSignInWindow = -1 }
+        },
+        "account show work | `INVALID_ID_TOKEN`": Scenario { world, _ in
+            try await signedIn(world, "mo@example.com")
+            world.fake.update { $0.projectID = "another-project" }
+        },
+        "refresh work | `TOKEN_EXPIRED` (sessions revoked, or the password changed elsewhere)": Scenario { world, _ in
+            try await signedIn(world, "ned@example.com")
+            world.fake.revokeTokens(try #require(world.fake.requests.last { $0.path.hasSuffix("accounts:signUp") }?.uid))
+        },
+        "refresh work | `QUOTA_EXCEEDED`": Scenario(
+            arrange: { world, _ in
+                try await signedIn(world, "oz@example.com")
+                world.fake.inject(.firebaseError("QUOTA_EXCEEDED : Exceeded quota."), count: 1)
+            },
+            check: { world in
+                // A quota is no verdict on the session: the account retries, it is not parked.
+                let state = try await world.status().state
+                #expect(state == "retrying" || state == "active", "after QUOTA_EXCEEDED the account is \(state)")
+            }),
+    ]
+
+    @Test func everyRowOfTheReadmeTableHoldsThroughTheRealTokenctlAndTokend() async throws {
+        let rows = try Self.rows()
+        #expect(rows.count >= 25, "the README table lost rows: \(rows.count)")
+        let unscripted = rows.filter { Self.scenarios[$0.key] == nil }
+        #expect(unscripted.isEmpty, "README rows without a scenario here: \(unscripted)")
+        let unlisted = Set(Self.scenarios.keys).subtracting(rows.map(\.key))
+        #expect(unlisted.isEmpty, "scenarios without a README row: \(unlisted.sorted())")
+        try await OIDCMockTests().withMock { world, mock in
+            let baseline = world.fake.options
+            try await OIDCMockTests.startWithGoogleStandIn(world, mock)
+            let google = world.fake.options.googleIssuers
+            var mismatches: [String] = []
+            for row in rows {
+                guard let scenario = Self.scenarios[row.key] else { continue }
+                world.fake.update {
+                    $0 = baseline
+                    $0.googleIssuers = google
+                }
+                _ = try await world.tokenctl(["logout", "work"])
+                try await scenario.arrange(world, mock)
+                let arguments = row.command.split(separator: " ").map(String.init)
+                let status: Int32
+                let output: String
+                if let user = scenario.googleUser {
+                    (status, output) = try await OIDCMockTests.tokenctlSigningInAtTheMock(world, mock, arguments, user: user)
+                } else {
+                    let run = try await world.tokenctl(arguments, stdin: scenario.stdin.map { $0 + "\n" })
+                    (status, output) = (run.status, run.stderr)
+                }
+                let printed = output.split(separator: "\n").last { $0.hasPrefix("tokenctl: ") }.map(String.init) ?? output
+                // The config path and the times of a run read as README writes them.
+                let line = printed.replacingOccurrences(of: world.configPath, with: "~/.config/tokend/config.toml")
+                    .replacing(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/, with: "TIME")
+                if status != row.exit || line != row.line {
+                    mismatches.append("| `\(row.command)` | \(row.answer) | \(status) | `\(line.replacingOccurrences(of: "|", with: "\\|"))` |")
+                }
+                try await scenario.check(world)
+            }
+            #expect(mismatches.isEmpty, "rows that do not hold; what tokenctl did instead:\n\(mismatches.joined(separator: "\n"))")
+        }
+    }
+}
