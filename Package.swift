@@ -5,7 +5,6 @@ import PackageDescription
 // so that tokenctl starts fast; everything with I/O lives in the daemon-side modules.
 let package = Package(
     name: "tokend",
-    platforms: [.macOS(.v14)],
     products: [
         .executable(name: "tokend", targets: ["tokend"]),
         .executable(name: "tokenctl", targets: ["tokenctl"]),

@@ -38,12 +38,27 @@ public struct JWTClaims: Sendable, Equatable {
         }
     }
 
+    /// A compact JWT's header or payload decoded as `T`; nil unless the token has exactly three
+    /// parts and that part is base64url JSON of that shape. The one place a token is taken apart:
+    /// every reader of claims (this type, Firebase's, the ID-token check, the fakes) goes through it.
+    public static func decode<T: Decodable>(_ type: T.Type, from token: String, part: Part = .payload) -> T? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let bytes = base64URLDecode(parts[part.rawValue]) else { return nil }
+        return try? JSONDecoder().decode(type, from: bytes)
+    }
+
+    /// The base64url payload's bytes, for showing every claim as JSON.
+    public static func payloadBytes(of token: String) -> Data? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        return base64URLDecode(parts[1])
+    }
+
+    public enum Part: Int, Sendable { case header = 0, payload = 1 }
+
     /// Nil when the token is not a JWT (opaque access tokens are normal in OAuth).
     public init?(token: String) {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let bytes = Self.base64URLDecode(parts[1]),
-            let payload = try? JSONDecoder().decode(Payload.self, from: bytes)
-        else { return nil }
+        guard let payload = Self.decode(Payload.self, from: token) else { return nil }
         expiresAt = payload.exp.flatMap(Self.instant)
         issuedAt = payload.iat.flatMap(Self.instant)
         subject = payload.sub

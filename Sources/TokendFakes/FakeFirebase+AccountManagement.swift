@@ -58,9 +58,7 @@ extension FakeFirebase.Backend {
     }
 
     static func claims(of token: String) -> TokenClaims? {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = JWTClaims.base64URLDecode(parts[1]) else { return nil }
-        return try? JSONDecoder().decode(TokenClaims.self, from: payload)
+        JWTClaims.decode(TokenClaims.self, from: token)
     }
 
     /// The user an ID token of this project names, in the emulator's order (operations.ts
@@ -312,10 +310,7 @@ extension FakeFirebase.Backend {
     }
 
     static func claimsProvider(_ token: String?) -> String? {
-        guard let token, let payload = token.split(separator: ".", omittingEmptySubsequences: false).dropFirst().first,
-            let bytes = JWTClaims.base64URLDecode(payload)
-        else { return nil }
-        return (try? JSONDecoder().decode(ProviderClaims.self, from: bytes))?.firebase?.sign_in_provider
+        token.flatMap { JWTClaims.decode(ProviderClaims.self, from: $0) }?.firebase?.sign_in_provider
     }
 
     private struct UpdateResponse: Encodable {

@@ -273,11 +273,8 @@ extension FakeFirebase.Backend {
     }
 
     static func customTokenUID(_ token: String) -> String? {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        if parts.count == 3 {
-            guard let payload = JWTClaims.base64URLDecode(parts[1]),
-                let claims = try? JSONDecoder().decode(CustomTokenClaims.self, from: payload),
-                let uid = claims.uid, !uid.isEmpty, uid.count <= maximumUIDLength
+        if token.split(separator: ".", omittingEmptySubsequences: false).count == 3 {
+            guard let uid = JWTClaims.decode(CustomTokenClaims.self, from: token)?.uid, !uid.isEmpty, uid.count <= maximumUIDLength
             else { return nil }
             return uid
         }

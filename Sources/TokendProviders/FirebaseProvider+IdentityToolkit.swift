@@ -260,10 +260,7 @@ public struct FirebaseClaims: Sendable, Equatable {
     }
 
     public init?(token: String) {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let bytes = JWTClaims.base64URLDecode(parts[1]),
-            let decoded = try? JSONDecoder().decode(Payload.self, from: bytes)
-        else { return nil }
+        guard let decoded = JWTClaims.decode(Payload.self, from: token), let bytes = JWTClaims.payloadBytes(of: token) else { return nil }
         uid = decoded.user_id ?? decoded.sub
         email = decoded.email
         emailVerified = decoded.email_verified

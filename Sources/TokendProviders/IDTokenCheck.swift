@@ -102,9 +102,7 @@ struct IDTokenCheck {
         var alg: String?
 
         init?(_ token: String) {
-            guard let first = token.split(separator: ".", omittingEmptySubsequences: false).first,
-                let bytes = JWTClaims.base64URLDecode(first), let header = try? JSONDecoder().decode(TokenHeader.self, from: bytes)
-            else { return nil }
+            guard let header = JWTClaims.decode(TokenHeader.self, from: token, part: .header) else { return nil }
             self = header
         }
     }

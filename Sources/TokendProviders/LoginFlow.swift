@@ -39,7 +39,7 @@ public struct LoginRequest: Sendable {
 
     /// Five minutes: long enough to find a password manager, short enough that a forgotten
     /// login does not hold a loopback port open for long.
-    public static let defaultTimeout: Double = 300
+    public static let defaultTimeout: Double = SharedDefaults.loginTimeout
 
     public init(method: Method, email: String? = nil, create: Bool = false, secret: String? = nil, scopes: [String]? = nil, timeout: Double = defaultTimeout) {
         self.method = method

@@ -1,3 +1,4 @@
+import CTokendShims
 import Foundation
 import Glibc
 import Synchronization
@@ -378,8 +379,8 @@ public final class PrivateKeyring: Sendable {
     /// A pipe whose ends are not inherited by the children other code in this process spawns.
     private static func pipe() throws -> (read: Int32, write: Int32) {
         var fds: [Int32] = [-1, -1]
-        guard Glibc.pipe(&fds) == 0 else { throw PrivateKeyringError(.commandFailed, "pipe failed: errno \(errno)") }
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        // Close-on-exec from birth: a child spawned by another thread meanwhile inherits neither end.
+        guard tokend_pipe_cloexec(&fds) == 0 else { throw PrivateKeyringError(.commandFailed, "pipe failed: errno \(errno)") }
         return (fds[0], fds[1])
     }
 

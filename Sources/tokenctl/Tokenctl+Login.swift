@@ -65,11 +65,11 @@ extension Tokenctl {
             return "browser"
         }
 
-        /// Five minutes, as the daemon's own default: room to find a password manager.
-        static let defaultTimeout = 300.0
+        /// The daemon's own default (`SharedDefaults`).
+        static let defaultTimeout = SharedDefaults.loginTimeout
         /// The daemon gives a stuck provider this much longer than the sign-in's timeout before it
         /// gives up itself; tokenctl waits that long too, so the daemon's answer is the one seen.
-        static let daemonGrace = 15.0
+        static let daemonGrace = SharedDefaults.loginGrace
 
         func execute(_ context: CommandContext) throws(TokenctlError) {
             _ = tokend_set_not_dumpable()
@@ -235,7 +235,7 @@ final class BrowserOpener {
         let fd = mkstemps(&template, 5)  // mkstemps creates it 0600
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        let path = String(cString: template)
+        let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let target = Self.attribute(url)
         let html = """
             <!DOCTYPE html><html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">\

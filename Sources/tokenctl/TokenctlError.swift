@@ -131,9 +131,7 @@ extension TokenctlError {
 
     /// The config path as the daemon resolves it (docs/architecture.md, "Names and places"), for the config_error hint.
     static func configPath(_ environment: [String: String]) -> String {
-        if let explicit = environment["TOKEND_CONFIG"], !explicit.isEmpty { return explicit }
-        if let base = environment["XDG_CONFIG_HOME"], !base.isEmpty { return base + "/tokend/config.toml" }
-        return "~/.config/tokend/config.toml"
+        SharedDefaults.configPath(environment: environment)
     }
 
     /// BlockingClient says "tokend is not reachable at PATH (No such file or directory)";

@@ -47,7 +47,9 @@ import TokendTestSupport
                 try await Task.sleep(for: .milliseconds(100))  // pacing of the client, not synchronisation
             }
             #expect(failures.isEmpty, "\(failures.prefix(5))")
-            #expect(answers > 300)
+            // Enough answers to span every refresh (how many depends on the machine's speed,
+            // which is not under test: two loaded cores managed 264 in a minute).
+            #expect(answers > 60)
             let refreshes = world.fake.requests.filter { $0.status == 200 && $0.path.contains("securetoken") }
             #expect(refreshes.count >= 11, "a 5-second token over 60 s is refreshed at least a dozen times")
             for (previous, next) in zip(refreshes, refreshes.dropFirst()) {

@@ -78,8 +78,9 @@ import TokendTestSupport
             #expect(live.count == 1)
             let stored = try #require(try await store.load(account: "corp").get())
             #expect(live.contains(stored.refreshToken))
-            // No grant was refused: none presented a rotated-away token.
-            #expect(fake.refreshGrants.count == keys.count + 2)
+            // Every grant succeeded above, so none presented a rotated-away token (the fake refuses
+            // those). Each key took one grant; the refresh took one more, or joined one in flight.
+            #expect((keys.count...(keys.count + 2)).contains(fake.refreshGrants.count), "\(fake.refreshGrants.count) grants")
         }
     }
 

@@ -1,3 +1,7 @@
+// Commands/ — the protocol's ops as types: a request line decoded and checked into a `Command`
+// (every field rule in Command+Decoding.swift), and the service protocols handlers call, which
+// the engine implements.
+
 import TokendCore
 import TokendProtocol
 import TokendProviders

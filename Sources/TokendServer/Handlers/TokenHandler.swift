@@ -1,3 +1,6 @@
+// Handlers/ — one handler per op: it takes a decoded `Command`, calls a Commands/ service, and
+// returns the reply (a `Response`) without touching the socket.
+
 import TokendCore
 import TokendProtocol
 

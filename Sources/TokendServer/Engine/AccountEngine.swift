@@ -1,3 +1,9 @@
+// Engine/ — the accounts: `AccountEngine` (an actor) owns every account's state, runs refreshes,
+// logins, imports and logouts in the order the user issued them, and tells the keyring, the
+// refresh timers, waiting requests and the event hub what happened. It calls TokendCore (the pure
+// per-account machine), TokendKeyring and TokendProviders; it never touches a socket, and its
+// one file read is the kernel's boot id (BootAnchoredStore).
+
 import Dispatch
 import Logging
 import TokendCore

@@ -60,7 +60,7 @@ extension LoginFailure {
 extension AccountEngine {
     /// A provider that has not finished (nor failed) this long after the login's own timeout
     /// is stuck: the engine gives up so the account's login slot is not held forever.
-    static let loginGrace: Double = 15
+    static let loginGrace: Double = SharedDefaults.loginGrace
 
     /// Runs the provider's sign-in for `name`, relaying each step to `progress`, then installs
     /// the session it produced: atomically (one keyring replace), winning over any refresh in

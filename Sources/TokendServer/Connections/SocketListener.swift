@@ -1,3 +1,8 @@
+// Connections/ — the Unix socket: the listener (its directory checks, peer uid, connection cap),
+// line framing, the event-loop fast path for held tokens (`HeldTokenHandler`) and the request
+// handler that decodes a line into a `Command` and hands it to Handlers/. It calls the engine only
+// through Commands/' service protocols.
+
 import CTokendShims
 import Logging
 import NIOCore

@@ -1,3 +1,8 @@
+// Daemon/ — the process: `Daemon` builds configuration, keyring, engine, listener, hooks and
+// timers, runs them under swift-service-lifecycle, and speaks to systemd (READY/RELOADING/
+// STOPPING, the watchdog, socket activation) and the journal. The only folder that wires the
+// others together.
+
 import CTokendShims
 import Dispatch
 import Logging

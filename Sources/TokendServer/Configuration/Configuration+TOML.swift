@@ -12,13 +12,9 @@ extension Configuration {
     /// Longest account name: plenty for people, short enough for a status table.
     static let maximumAccountNameLength = 64
 
-    /// `--config`, else `TOKEND_CONFIG`, else `$XDG_CONFIG_HOME/tokend/config.toml`, else
-    /// `~/.config/tokend/config.toml`.
+    /// The path tokenctl names too (`SharedDefaults.configPath`).
     public static func defaultPath(explicit: String?, environment: [String: String]) -> String {
-        if let explicit, !explicit.isEmpty { return explicit }
-        if let path = environment["TOKEND_CONFIG"], !path.isEmpty { return path }
-        if let base = environment["XDG_CONFIG_HOME"], !base.isEmpty { return base + "/tokend/config.toml" }
-        return (environment["HOME"] ?? "") + "/.config/tokend/config.toml"
+        SharedDefaults.configPath(explicit: explicit, environment: environment)
     }
 
     /// Reads and checks the file. A missing file is an empty configuration (the daemon can run

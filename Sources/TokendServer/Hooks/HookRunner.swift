@@ -1,3 +1,7 @@
+// Hooks/ — what runs on events: `[hooks]` commands and the desktop notification, spawned with
+// a deadline and their own process group. It only listens to the engine's `EventHub`; nothing it
+// does can hold up a refresh or a request.
+
 import Logging
 import Synchronization
 import TokendCore

@@ -1,3 +1,7 @@
+// Configuration/ — config.toml: reading it safely (owner and mode checks, size cap), parsing the
+// TOML into `Configuration` and each account's endpoint binding. Pure apart from the one read
+// in ConfigurationFile.swift; the engine applies what it produces.
+
 import TokendCore
 import TokendProviders
 
