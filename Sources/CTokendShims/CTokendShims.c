@@ -93,6 +93,9 @@ int tokend_tcp4_socket_owner(uint32_t local_address, uint16_t local_port, uint32
         }
         if (header->nlmsg_type == SOCK_DIAG_BY_FAMILY && header->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
             struct inet_diag_msg *diag = NLMSG_DATA(header);
+            /* No inode: a socket no process holds any more (closed by its owner, in FIN_WAIT2 or
+               TIME_WAIT), which the kernel reports as uid 0 whoever owned it: unknown, not root's. */
+            if (diag->idiag_inode == 0) { errno = ENOENT; return -1; }
             *owner = diag->idiag_uid;
             return 0;
         }

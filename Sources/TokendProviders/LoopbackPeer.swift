@@ -39,7 +39,9 @@ enum LoopbackPeer {
         for line in table.split(separator: "\n").dropFirst() {
             // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid …
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count > 7, fields[1] == local, fields[2] == remote else { continue }
+            guard fields.count > 9, fields[1] == local, fields[2] == remote else { continue }
+            // Inode 0: a socket its process has closed; its uid column reads 0 whoever owned it.
+            guard fields[9] != "0" else { return nil }
             return uid_t(fields[7])  // conversion: a failable parse of a String
         }
         return nil

@@ -35,10 +35,48 @@ import TokendTestSupport
             owner = LoopbackPeer.owner(in: try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8), local: peerKey, remote: localKey)
         }
         #expect(owner == geteuid(), "/proc/net/tcp")
+        // A line of the table for a socket its process closed (inode 0): uid 0 there means unknown.
+        let closedRow = "   1: \(peerKey) \(localKey) 06 00000000:00000000 03:00000DC4 00000000     0        0 0 3 0000000000000000"
+        #expect(LoopbackPeer.owner(in: "header\n" + closedRow, local: peerKey, remote: localKey) == nil)
         // A port nobody is connected from has no owner: refused, not guessed.
         var stranger = clientAddress
         stranger.sin_port = 1
         #expect(LoopbackPeer.owner(peer: SocketAddress(stranger, host: "127.0.0.1"), local: local) == nil)
+    }
+}
+
+extension LoopbackPeerTests {
+    /// A peer that wrote and closed: its socket lingers (FIN_WAIT2, then TIME_WAIT) with no
+    /// process behind it, and the kernel reports uid 0 for it. Unknown, so refused — before, a
+    /// tokend running as root took such a forged redirect for its own (uid 0).
+    @Test func aPeerThatClosedItsSocketHasNoOwner() async throws {
+        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // conversion: a C constant
+        defer { close(server) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, length) } } == 0)
+        try #require(listen(server, 4) == 0)
+        try #require(withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(server, $0, &length) } } == 0)
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) } } == 0)
+        var clientAddress = sockaddr_in()
+        try #require(withUnsafeMutablePointer(to: &clientAddress) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(client, $0, &length) } } == 0)
+        let accepted = accept(server, nil, nil)
+        defer { close(accepted) }
+        let peer = SocketAddress(clientAddress, host: "127.0.0.1")
+        let local = SocketAddress(address, host: "127.0.0.1")
+        #expect(LoopbackPeer.owner(peer: peer, local: local) == geteuid(), "while the peer holds its socket")
+        close(client)
+        // The accepted end stays open: the closed one waits in FIN_WAIT2 with no process.
+        let deadline = Date().addingTimeInterval(10)
+        var owner = LoopbackPeer.owner(peer: peer, local: local)
+        while owner != nil, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))  // polling the kernel's table, with a deadline
+            owner = LoopbackPeer.owner(peer: peer, local: local)
+        }
+        #expect(owner == nil, "a closed peer socket read as owned by uid \(owner.map(String.init) ?? "nil")")
     }
 }
 

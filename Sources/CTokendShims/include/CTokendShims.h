@@ -40,7 +40,8 @@ int tokend_spawnattr_clean(posix_spawnattr_t *attributes, int own_process_group)
 /// The uid owning the IPv4 TCP socket whose local end is `local_address:local_port` and whose
 /// remote end is `remote_address:remote_port` (addresses and ports in network byte order), asked
 /// of the kernel by exact lookup over NETLINK_SOCK_DIAG (what `ss` uses): on loopback, the owner
-/// of a connection's other end. Returns 0, or -1 with errno set (ENOENT: no such socket).
+/// of a connection's other end. Returns 0, or -1 with errno set (ENOENT: no such socket, or one
+/// its process has closed, whose owner the kernel no longer knows).
 int tokend_tcp4_socket_owner(uint32_t local_address, uint16_t local_port, uint32_t remote_address, uint16_t remote_port, uid_t *owner);
 
 #endif
