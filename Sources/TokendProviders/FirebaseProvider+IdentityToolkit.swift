@@ -95,7 +95,7 @@ extension FirebaseProvider {
     }
 
     /// Every Identity Toolkit code a user can meet, with what it means for `call` and what to do
-    /// (the table in README.md, "Firebase errors"). The server's reason text, the part after
+    /// (the table in README.md, "When it fails"). The server's reason text, the part after
     /// `CODE :`, is kept in parentheses; `secrets` are redacted by the caller.
     static func failure(code: String, detail: String, call: FirebaseCall) -> LoginFailure {
         let reason = detail.split(separator: ":", maxSplits: 1).dropFirst().first.map(\.trimmed) ?? ""

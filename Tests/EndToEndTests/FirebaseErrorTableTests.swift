@@ -4,7 +4,7 @@ import TokendFakes
 import TokendProtocol
 import TokendTestSupport
 
-/// README.md's table "Firebase errors", row by row, through the real tokenctl and tokend against
+/// README.md's Firebase table "When it fails", row by row, through the real tokenctl and tokend against
 /// the fake project (and oidc-provider-mock standing in for Google): each row's command meets
 /// the condition its second column names, exits with its code and prints its line. A row
 /// without a scenario here, or a scenario without a row, fails the test.
