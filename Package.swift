@@ -43,7 +43,8 @@ let package = Package(
         .target(
             name: "TokendProviders",
             dependencies: [
-                "TokendCore", "CTokendShims",
+                // TokendProtocol for the wire's verbs (`LoginMethod`) only.
+                "TokendCore", "TokendProtocol", "CTokendShims",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -60,11 +60,11 @@ public struct Request: Codable, Sendable, Equatable {
 
     /// A `login` request.
     public static func login(
-        account: String, method: String, email: String? = nil, create: Bool? = nil, secret: String? = nil,
+        account: String, method: LoginMethod, email: String? = nil, create: Bool? = nil, secret: String? = nil,
         scopes: [String]? = nil, timeout: Double? = nil
     ) -> Request {
         var request = Request(op: Op.login.rawValue, account: account, timeout: timeout)
-        request.method = method
+        request.method = method.rawValue
         request.email = email
         request.create = create
         request.secret = secret

@@ -44,7 +44,7 @@ public struct FirebaseProvider: TokenProvider {
     }
 
     public static let descriptor = ProviderDescriptor(
-        kind: .firebase, keys: ["api_key", "emulator", "google_client_id", "google_client_secret", "google_issuer"], defaultTokenKind: .id, capabilities: [.refresh, .login],
+        kind: .firebase, keys: ["api_key", "emulator", "google_client_id", "google_client_secret", "google_issuer"], defaultTokenKind: .id, capabilities: [],
         loginMethods: [.email, .anonymous, .customToken, .google],
         parse: { values, environment throws(ProviderConfigError) in
             let reader = ProviderConfigReader(values)

@@ -1,4 +1,5 @@
 import TokendCore
+import TokendProtocol
 
 // The shape every interactive sign-in shares. A provider owns its flows and returns token sets
 // as a stream of steps; the engine only sequences them, persists the result and serves it, and
@@ -6,20 +7,8 @@ import TokendCore
 
 /// What a user asked for with `tokenctl login ACCOUNT …` (the `login` op).
 public struct LoginRequest: Sendable {
-    public enum Method: String, Sendable, CaseIterable {
-        /// OpenID Connect: authorization code with PKCE S256, redirected to a loopback listener.
-        case browser
-        /// OpenID Connect: the device authorization grant (RFC 8628), for boxes with no browser.
-        case device
-        /// Firebase: email and password (`create` signs up instead of signing in).
-        case email
-        /// Firebase: a new anonymous user.
-        case anonymous
-        /// Firebase: a custom token minted by the project's backend, read from stdin.
-        case customToken = "custom_token"
-        /// Firebase: a Google sign-in (the browser flow against Google) exchanged at signInWithIdp.
-        case google
-    }
+    /// The wire's `LoginMethod` (TokendProtocol), named once for tokenctl and the daemon.
+    public typealias Method = LoginMethod
 
     public var method: Method
     /// Firebase `email` sign-in, sign-up and upgrade.

@@ -100,7 +100,7 @@ public struct OIDCProvider: TokenProvider {
         kind: .oidc,
         keys: ["issuer", "client_id", "client_secret", "client_auth", "scopes", "kind", "token_endpoint", "authorization_endpoint",
                "device_authorization_endpoint", "revocation_endpoint", "jwks_uri", "audience_parameter"],
-        defaultTokenKind: .access, capabilities: [.refresh, .revoke, .scopedTokens], loginMethods: [.browser, .device],
+        defaultTokenKind: .access, capabilities: [.scopedTokens], loginMethods: [.browser, .device],
         parse: { values, _ throws(ProviderConfigError) in
             let reader = ProviderConfigReader(values)
             let issuer = try reader.url("issuer", required: true) ?? ""

@@ -60,12 +60,8 @@ public struct AnyProviderSettings: Sendable, Equatable, CustomStringConvertible 
 /// Everything the rest of the daemon knows about one kind of provider. Adding a provider is a
 /// new descriptor in `ProviderRegistry.standard`, its settings type and its `TokenProvider`.
 public struct ProviderDescriptor: Sendable {
+    /// What the engine asks of a kind of provider before it offers a feature.
     public enum Capability: String, Sendable, CaseIterable {
-        case refresh
-        /// Revokes a refresh token at the provider (logout, a login that replaces a session).
-        case revoke
-        /// Signs a user in itself (`tokenctl login`).
-        case login
         /// Mints access tokens narrowed to a scope and an audience (`token` with `scope`/`audience`).
         case scopedTokens
     }
@@ -77,6 +73,7 @@ public struct ProviderDescriptor: Sendable {
     public var keys: Set<String>
     public var defaultTokenKind: TokenKind
     public var capabilities: Set<Capability>
+    /// The `login` methods its accounts offer; the engine refuses any other before the flow runs.
     public var loginMethods: [LoginRequest.Method]
     /// Validates an account table (common keys removed) into settings; `environment` for
     /// variables such as `FIREBASE_AUTH_EMULATOR_HOST`.

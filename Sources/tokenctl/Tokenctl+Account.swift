@@ -22,9 +22,9 @@ extension Tokenctl {
             return response
         }
 
-        static func request(_ action: String, account: String) -> Request {
+        static func request(_ action: AccountAction, account: String) -> Request {
             var request = Request(op: Op.account.rawValue, account: account)
-            request.action = action
+            request.action = action.rawValue
             return request
         }
 
@@ -43,7 +43,7 @@ extension Tokenctl {
             func validate() throws { try validateAccount(account) }
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
-                let response = try Account.call(Account.request("show", account: account), verb: "show", connection: connection, context: context)
+                let response = try Account.call(Account.request(.show, account: account), verb: "show", connection: connection, context: context)
                 guard let user = response.user else { throw .protocolMismatch("an account reply without the user") }
                 if json {
                     try context.console.write(String(decoding: WireCoding.encodeLine(user), as: UTF8.self))
@@ -85,7 +85,7 @@ extension Tokenctl {
             func validate() throws { try validateAccount(account) }
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
-                let response = try Account.call(Account.request("verify_email", account: account), verb: "verify-email", connection: connection, context: context)
+                let response = try Account.call(Account.request(.verifyEmail, account: account), verb: "verify-email", connection: connection, context: context)
                 try context.console.write("verification email sent to \(Text.singleLine(response.email ?? "the user's address"))\n")
             }
         }
@@ -107,7 +107,7 @@ extension Tokenctl {
             func validate() throws { try validateAccount(account) }
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
-                var request = Account.request("reset_password", account: account)
+                var request = Account.request(.resetPassword, account: account)
                 request.email = email
                 let response = try Account.call(request, verb: "reset-password", connection: connection, context: context)
                 // With email-enumeration protection Firebase answers the same for unknown addresses.
@@ -145,9 +145,9 @@ extension Tokenctl {
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
                 _ = tokend_set_not_dumpable()
-                var request = Account.request("upgrade", account: account)
+                var request = Account.request(.upgrade, account: account)
                 if let email {
-                    request.method = "email"
+                    request.method = LoginMethod.email.rawValue
                     request.email = email
                     request.secret = try readSecretInput(
                         context.console, what: "password", prompt: "New password for \(Text.singleLine(email)): ", trim: false)
@@ -155,7 +155,7 @@ extension Tokenctl {
                     try context.console.write("\(Text.singleLine(account)) upgraded: signed in with \(Text.singleLine(response.signInProvider ?? "password")), same uid\n")
                     return
                 }
-                request.method = "google"
+                request.method = LoginMethod.google.rawValue
                 let timeout = connection.timeoutOption ?? Login.defaultTimeout
                 request.timeout = timeout
                 let daemon = try DaemonConnection(options: connection, context: context)
@@ -188,7 +188,7 @@ extension Tokenctl {
             func validate() throws { try validateAccount(account) }
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
-                var request = Account.request("delete", account: account)
+                var request = Account.request(.delete, account: account)
                 request.confirm = yes
                 _ = try Account.call(request, verb: "delete", connection: connection, context: context)
                 try context.console.write("\(Text.singleLine(account)): user deleted and session forgotten\n")

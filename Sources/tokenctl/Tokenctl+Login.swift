@@ -56,13 +56,13 @@ extension Tokenctl {
             if let email, email.isEmpty { throw ValidationError("--email needs an address") }
         }
 
-        var method: String {
-            if device { return "device" }
-            if email != nil { return "email" }
-            if anonymous { return "anonymous" }
-            if customToken { return "custom_token" }
-            if google { return "google" }
-            return "browser"
+        var method: LoginMethod {
+            if device { return .device }
+            if email != nil { return .email }
+            if anonymous { return .anonymous }
+            if customToken { return .customToken }
+            if google { return .google }
+            return .browser
         }
 
         /// The daemon's own default (`SharedDefaults`).

@@ -33,9 +33,21 @@ import TokendProviders
 
     /// The first line a login stream answers with.
     func firstLine(_ handler: RequestHandler) async -> (RequestHandler.StreamLine?, AsyncStream<RequestHandler.StreamLine>?) {
-        guard case .stream(let stream) = await handler.handle(Request.login(account: "corp", method: "browser", timeout: 60)) else { return (nil, nil) }
+        guard case .stream(let stream) = await handler.handle(Request.login(account: "corp", method: .browser, timeout: 60)) else { return (nil, nil) }
         var iterator = stream.makeAsyncIterator()
         return (await iterator.next(), stream)
+    }
+
+    /// A method the account's provider does not offer (its descriptor's `loginMethods`) is refused
+    /// by the engine with the ones it does, before any flow runs.
+    @Test func aMethodTheProviderDoesNotOfferIsRefusedWithTheOnesItDoes() async throws {
+        let handler = await handler()
+        let request = Request.login(account: "corp", method: .anonymous, timeout: 60)
+        guard case .stream(let stream) = await handler.handle(request) else { Issue.record("no stream"); return }
+        var iterator = stream.makeAsyncIterator()
+        guard case .response(let refusal)? = await iterator.next() else { Issue.record("expected a refusal"); return }
+        #expect(refusal.error?.code == .badRequest)
+        #expect(refusal.error?.message.contains("signs in with method browser or device, not anonymous") == true, "\(refusal.error?.message ?? "")")
     }
 
     @Test func oneInteractiveLoginAtATimeAndAClientLeavingFreesTheSlot() async throws {

@@ -121,9 +121,9 @@ private struct FieldReader {
 
     /// The `login` request's fields: every missing or contradictory one named.
     func loginRequest() throws(TokendError) -> LoginRequest {
-        let names = LoginRequest.Method.allCases.map(\.rawValue).joined(separator: ", ")
+        let names = LoginMethod.allCases.map(\.rawValue).joined(separator: ", ")
         guard let methodName = request.method else { throw failure("method", "is required (one of: \(names))") }
-        guard let method = LoginRequest.Method(rawValue: methodName) else { throw failure("method", "must be one of: \(names)") }
+        guard let method = LoginMethod(rawValue: methodName) else { throw failure("method", "must be one of: \(names)") }
         let timeout = try loginTimeout()
         let email = request.email?.trimmed
         if request.create == true, method != .email { throw failure("create", "only goes with method email") }
@@ -144,9 +144,9 @@ private struct FieldReader {
 
     /// The `account` op's `action` and the fields it needs.
     func accountAction() throws(TokendError) -> AccountArgs.Action {
-        let names = AccountArgs.ActionName.allCases.map(\.rawValue).joined(separator: ", ")
+        let names = AccountAction.allCases.map(\.rawValue).joined(separator: ", ")
         guard let actionName = request.action else { throw failure("action", "is required (one of: \(names))") }
-        guard let action = AccountArgs.ActionName(rawValue: actionName) else { throw failure("action", "must be one of: \(names)") }
+        guard let action = AccountAction(rawValue: actionName) else { throw failure("action", "must be one of: \(names)") }
         switch action {
         case .show: return .show(timeout: try timeout())
         case .verifyEmail: return .verifyEmail(timeout: try timeout())
@@ -154,15 +154,15 @@ private struct FieldReader {
             let email = request.email?.trimmed
             return .resetPassword(email: email?.isEmpty == true ? nil : email)
         case .upgrade:
-            switch request.method ?? "email" {
-            case "email":
+            switch LoginMethod(rawValue: request.method ?? LoginMethod.email.rawValue) {
+            case .email:
                 let timeout = try timeout()
                 guard let email = request.email?.trimmed, !email.isEmpty else { throw failure("email", "is required for upgrade with method email") }
                 guard let password = request.secret, !password.isEmpty else {
                     throw failure("secret", "(the new password) is required for upgrade with method email")
                 }
                 return .upgradeWithEmail(email: email, password: password, timeout: timeout)
-            case "google":
+            case .google:
                 return .upgradeWithGoogle(timeout: try loginTimeout())
             default:
                 throw failure("method", "must be email or google for upgrade")

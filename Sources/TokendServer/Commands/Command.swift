@@ -110,14 +110,6 @@ public struct AccountArgs: Sendable, Equatable {
         case delete(confirmed: Bool, timeout: Double)
     }
 
-    /// The actions' names on the wire.
-    public enum ActionName: String, CaseIterable, Sendable {
-        case show
-        case verifyEmail = "verify_email"
-        case resetPassword = "reset_password"
-        case upgrade, delete
-    }
-
     public var account: String
     public var action: Action
 }

@@ -28,16 +28,6 @@ extension AccountEngine.Account {
     }
 }
 
-extension LoginRequest.Method {
-    /// Flows that wait for the user in a browser or on another device: one at a time per
-    /// account, since a second would open a second browser tab for the same session.
-    var isInteractive: Bool {
-        switch self {
-        case .browser, .device, .google: true
-        case .email, .anonymous, .customToken: false
-        }
-    }
-}
 
 extension LoginFailure.Kind {
     /// The protocol's error code for a failed sign-in (tokenctl turns it into an exit status).
@@ -71,6 +61,12 @@ extension AccountEngine {
         announce kind: Event.Kind = .signedIn, reason: String? = nil
     ) async -> Result<LoginSummary, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
+        let offered = account.configuration.provider.base.descriptor.loginMethods
+        guard offered.contains(request.method) else {
+            let kind = account.configuration.kind.rawValue
+            return .failure(TokendError(
+                .badRequest, "\(name) is a \(kind) account, which signs in with method \(offered.map(\.rawValue).joined(separator: " or ")), not \(request.method.rawValue) (see tokenctl login --help)"))
+        }
         let interactive = request.method.isInteractive
         if interactive {
             guard !account.interactiveLogin else {

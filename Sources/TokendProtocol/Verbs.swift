@@ -1,0 +1,37 @@
+/// The verbs of the `login` and `account` ops, named once for tokenctl and the daemon
+/// (docs/protocol.md, "login" and "account"): the raw values are the wire's strings.
+
+/// How a `login` signs in. Which methods an account offers is its provider's descriptor's
+/// `loginMethods`; a new method is a case here, the provider's flow, and one tokenctl flag.
+public enum LoginMethod: String, Sendable, CaseIterable, Codable {
+    /// OpenID Connect: authorization code with PKCE S256, redirected to a loopback listener.
+    case browser
+    /// OpenID Connect: the device authorization grant (RFC 8628), for boxes with no browser.
+    case device
+    /// Firebase: email and password (`create` signs up instead of signing in).
+    case email
+    /// Firebase: a new anonymous user.
+    case anonymous
+    /// Firebase: a custom token minted by the project's backend, read from stdin.
+    case customToken = "custom_token"
+    /// Firebase: a Google sign-in (the browser flow against Google) exchanged at signInWithIdp.
+    case google
+
+    /// Flows that wait for the user in a browser or on another device: one at a time per
+    /// account, since a second would open a second browser tab for the same session.
+    public var isInteractive: Bool {
+        switch self {
+        case .browser, .device, .google: true
+        case .email, .anonymous, .customToken: false
+        }
+    }
+
+}
+
+/// What an `account` op does to the account's Firebase user.
+public enum AccountAction: String, Sendable, CaseIterable, Codable {
+    case show
+    case verifyEmail = "verify_email"
+    case resetPassword = "reset_password"
+    case upgrade, delete
+}
