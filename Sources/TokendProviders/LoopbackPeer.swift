@@ -26,9 +26,30 @@ enum LoopbackPeer {
         // so a miss is read again (a few times: the connection itself stays until answered).
         for _ in 0..<3 {
             for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-                guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+                guard let text = readTable(table) else { continue }
                 if let uid = owner(in: text, local: peerKey, remote: localKey) { return uid }
             }
+        }
+        return nil
+    }
+
+    /// The most of a socket table read: 150 bytes a row, over 100,000 sockets.
+    static let maximumTableSize = 16 << 20
+
+    /// A /proc table read to its end. Foundation's `String(contentsOfFile:)` stops after the
+    /// first page of a file whose size reads 0 (27 rows of /proc/net/tcp; seen here with 205),
+    /// so the rows of a busy machine's later sockets were never seen.
+    static func readTable(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while bytes.count < maximumTableSize {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return count == 0 ? String(decoding: bytes, as: UTF8.self) : nil }
+            bytes.append(contentsOf: chunk.prefix(count))
         }
         return nil
     }

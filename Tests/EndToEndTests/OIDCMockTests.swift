@@ -123,8 +123,8 @@ import TokendTestSupport
     /// tokenctl's exit status and everything it printed.
     static func tokenctlSigningInAtTheMock(_ world: DaemonHarness, _ mock: OIDCProviderMock, _ arguments: [String], user: String) async throws -> (status: Int32, output: String) {
         try await tokenctlSigningIn(world, arguments) { url in
-            if let form = try? await mock.http.send(.form(url, [("sub", user)])).get(), let location = form.headers["location"] {
-                _ = await mock.http.send(.get(location))
+            if let form = try? await mock.send(.form(url, [("sub", user)])).get(), let location = form.headers["location"] {
+                _ = await mock.send(.get(location))
             }
         }
     }

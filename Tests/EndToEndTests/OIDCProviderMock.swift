@@ -71,12 +71,12 @@ final class OIDCProviderMock: Sendable {
         let query = FormEncoding.encode([
             ("client_id", clientID), ("redirect_uri", redirect), ("response_type", "code"), ("scope", scopes), ("state", "s"),
         ])
-        let authorize = try await http.send(.form(issuer + "/oauth2/authorize?" + String(decoding: query, as: UTF8.self), [("sub", subject)])).get()
+        let authorize = try await send(.form(issuer + "/oauth2/authorize?" + String(decoding: query, as: UTF8.self), [("sub", subject)])).get()
         guard authorize.isRedirect, let location = authorize.headers["location"],
             let code = URLComponents(string: location)?.queryItems?.first(where: { $0.name == "code" })?.value
         else { throw HarnessError("the mock's authorization endpoint answered \(authorize.status)") }
         let basic = Data("\(clientID):\(clientSecret)".utf8).base64EncodedString()
-        let token = try await http.send(.form(
+        let token = try await send(.form(
             issuer + "/oauth2/token", [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect)],
             headers: [("Authorization", "Basic \(basic)")])).get()
         let object = try JSONSerialization.jsonObject(with: Data(token.body)) as? [String: Any]
@@ -86,8 +86,17 @@ final class OIDCProviderMock: Sendable {
 
     /// The mock's `/userinfo` status for an access token: 200 when it accepts it.
     func userinfoStatus(accessToken: String) async throws -> (Int, String) {
-        let answer = try await http.send(.get(issuer + "/userinfo", headers: [("Authorization", "Bearer \(accessToken)")])).get()
+        let answer = try await send(.get(issuer + "/userinfo", headers: [("Authorization", "Bearer \(accessToken)")])).get()
         return (answer.status, String(decoding: answer.body, as: UTF8.self))
+    }
+
+    /// One request to the mock, sent again once if the connection was closed under it: the
+    /// mock's development server closes connections the client's pool may be about to reuse
+    /// (seen on a loaded CI machine as `remoteConnectionClosed`). Every call here may be repeated.
+    func send(_ request: HTTPRequest) async -> Result<HTTPAnswer, TransportFailure> {
+        let first = await http.send(request)
+        if case .failure(let failure) = first, failure.kind == .network { return await http.send(request) }
+        return first
     }
 
     /// The mock's control plane: `subject`'s claims (a JSON object) from now on. PUT, which the
@@ -102,7 +111,7 @@ final class OIDCProviderMock: Sendable {
 
     /// The mock's control plane: every token of `subject` is revoked.
     func revokeTokens(of subject: String) async throws {
-        let answer = try await http.send(HTTPRequest(method: .post, url: issuer + "/users/\(subject)/revoke-tokens")).get()
+        let answer = try await send(HTTPRequest(method: .post, url: issuer + "/users/\(subject)/revoke-tokens")).get()
         guard (200...299).contains(answer.status) else { throw HarnessError("revoke-tokens answered \(answer.status)") }
     }
 }

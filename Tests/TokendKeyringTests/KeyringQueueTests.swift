@@ -36,7 +36,7 @@ struct KeyringQueueTests {
     @Test func operationsQueuedBehindAnUnansweredCallTimeOutTogether() async {
         // Long enough for the ten to be queued while the first call hangs, on a loaded machine
         // (3 s was not: on two busy cores the ten were queued only after it, and ran).
-        let queue = KeyringQueue(name: "test-keyring", timeout: 10)
+        let queue = KeyringQueue(name: "test-keyring", timeout: 20)
         defer { queue.stop() }
         let ran = Mutex(0)
         let started = Mutex(false)
@@ -59,6 +59,7 @@ struct KeyringQueueTests {
                 }
             })
         }
+        await waitUntil { queue.waitingCallers == 10 }
         #expect((await frozen.value).error?.code == .timedOut)
         for task in queued { #expect((await task.value).error?.code == .timedOut) }
         #expect(ran.withLock { $0 } == 0)
@@ -70,7 +71,9 @@ struct KeyringQueueTests {
     /// every caller gets its answer; a write queued after another operation on the same account
     /// stays behind it (a save, a read, a save: the read sees the first).
     @Test func queuedWritesOfOneAccountMergeIntoTheNewest() async {
-        let queue = KeyringQueue(name: "test-keyring", timeout: 10)
+        // No deadline is under test here: one far beyond the test, so a loaded machine (tasks
+        // that start seconds late on a busy cooperative pool) cannot time the writes out.
+        let queue = KeyringQueue(name: "test-keyring", timeout: 300)
         defer { queue.stop() }
         let gate = DispatchSemaphore(value: 0)
         let calls = Mutex<[String]>([])
@@ -158,8 +161,9 @@ struct KeyringQueueTests {
         #expect((try? (await second.value).get()) != nil)
     }
 
+    /// Polls `condition` for up to 60 s: a deadline for a broken test, not a measurement.
     private func waitUntil(_ condition: () -> Bool) async {
-        let limit = DispatchTime.now() + 10
+        let limit = DispatchTime.now() + 60
         while !condition(), DispatchTime.now() < limit { try? await Task.sleep(for: .milliseconds(5)) }
     }
 }

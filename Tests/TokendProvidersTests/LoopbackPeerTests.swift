@@ -25,14 +25,14 @@ import TokendTestSupport
         let peer = SocketAddress(clientAddress, host: "127.0.0.1")
         let local = SocketAddress(address, host: "127.0.0.1")
         #expect(LoopbackPeer.owner(peer: peer, local: local) == geteuid(), "sock_diag")
-        // /proc/net/tcp is read a page per read(2) and the kernel resumes by row number, so a
-        // row can be skipped while other tests' sockets come and go (hundreds at once on a busy
-        // CI machine): read it until the row shows, for up to 20 s (what is checked is its format).
+        // The fallback reads /proc/net/tcp to its end. The kernel resumes a read by row number,
+        // so a row can still be skipped while other tests' sockets come and go: read until the
+        // row shows, for up to 20 s (what is checked is the reading and the row's format).
         let peerKey = try #require(LoopbackPeer.key(peer)), localKey = try #require(LoopbackPeer.key(local))
         var owner: uid_t?
         let deadline = Date().addingTimeInterval(20)
         while owner == nil, Date() < deadline {
-            owner = LoopbackPeer.owner(in: try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8), local: peerKey, remote: localKey)
+            owner = LoopbackPeer.owner(in: try #require(LoopbackPeer.readTable("/proc/net/tcp")), local: peerKey, remote: localKey)
         }
         #expect(owner == geteuid(), "/proc/net/tcp")
         // A line of the table for a socket its process closed (inode 0): uid 0 there means unknown.
@@ -46,6 +46,30 @@ import TokendTestSupport
 }
 
 extension LoopbackPeerTests {
+    /// The table read to its end, past the first page: with 200 sockets open, the row of the
+    /// last one is found. Before, Foundation's read stopped after 27 rows.
+    @Test func theWholeTableIsRead() throws {
+        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // conversion: a C constant
+        defer { close(server) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, length) } } == 0)
+        try #require(listen(server, 256) == 0)
+        try #require(withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(server, $0, &length) } } == 0)
+        var clients: [Int32] = []
+        defer { for fd in clients { close(fd) } }
+        for _ in 0..<100 {
+            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            clients.append(client)
+            try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) } } == 0)
+        }
+        let table = try #require(LoopbackPeer.readTable("/proc/net/tcp"))
+        let rows = table.split(separator: "\n").count - 1
+        #expect(rows >= 200, "\(rows) rows read; 100 connections are 200 sockets")
+    }
+
     /// A peer that wrote and closed: its socket lingers (FIN_WAIT2, then TIME_WAIT) with no
     /// process behind it, and the kernel reports uid 0 for it. Unknown, so refused — before, a
     /// tokend running as root took such a forged redirect for its own (uid 0).
