@@ -8,20 +8,10 @@ import TokendTestSupport
 /// listener refuse other users' connections.
 @Suite struct LoopbackPeerTests {
     @Test func theOwnerOfALoopbackPeerIsFoundBothWays() throws {
-        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // conversion: a C constant
+        let (server, address) = try Self.listener()
         defer { close(server) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, length) } } == 0)
-        try #require(listen(server, 4) == 0)
-        try #require(withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(server, $0, &length) } } == 0)
-        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (client, clientAddress) = try Self.client(of: address)
         defer { close(client) }
-        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) } } == 0)
-        var clientAddress = sockaddr_in()
-        try #require(withUnsafeMutablePointer(to: &clientAddress) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(client, $0, &length) } } == 0)
         let peer = SocketAddress(clientAddress, host: "127.0.0.1")
         let local = SocketAddress(address, host: "127.0.0.1")
         #expect(LoopbackPeer.owner(peer: peer, local: local) == geteuid(), "sock_diag")
@@ -49,22 +39,11 @@ extension LoopbackPeerTests {
     /// The table read to its end, past the first page: with 200 sockets open, the row of the
     /// last one is found. Before, Foundation's read stopped after 27 rows.
     @Test func theWholeTableIsRead() throws {
-        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // conversion: a C constant
+        let (server, address) = try Self.listener(backlog: 256)
         defer { close(server) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, length) } } == 0)
-        try #require(listen(server, 256) == 0)
-        try #require(withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(server, $0, &length) } } == 0)
         var clients: [Int32] = []
         defer { for fd in clients { close(fd) } }
-        for _ in 0..<100 {
-            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            clients.append(client)
-            try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) } } == 0)
-        }
+        for _ in 0..<100 { clients.append(try Self.client(of: address).fd) }
         let table = try #require(LoopbackPeer.readTable("/proc/net/tcp"))
         let rows = table.split(separator: "\n").count - 1
         #expect(rows >= 200, "\(rows) rows read; 100 connections are 200 sockets")
@@ -74,19 +53,9 @@ extension LoopbackPeerTests {
     /// process behind it, and the kernel reports uid 0 for it. Unknown, so refused — before, a
     /// tokend running as root took such a forged redirect for its own (uid 0).
     @Test func aPeerThatClosedItsSocketHasNoOwner() async throws {
-        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // conversion: a C constant
+        let (server, address) = try Self.listener()
         defer { close(server) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, length) } } == 0)
-        try #require(listen(server, 4) == 0)
-        try #require(withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(server, $0, &length) } } == 0)
-        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) } } == 0)
-        var clientAddress = sockaddr_in()
-        try #require(withUnsafeMutablePointer(to: &clientAddress) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(client, $0, &length) } } == 0)
+        let (client, clientAddress) = try Self.client(of: address)
         let accepted = accept(server, nil, nil)
         defer { close(accepted) }
         let peer = SocketAddress(clientAddress, host: "127.0.0.1")
@@ -102,6 +71,44 @@ extension LoopbackPeerTests {
         }
         #expect(owner == nil, "a closed peer socket read as owned by uid \(owner.map(String.init) ?? "nil")")
     }
+}
+
+extension LoopbackPeerTests {
+    /// A socket listening on 127.0.0.1, on a port the kernel picked, and its address.
+    static func listener(backlog: Int32 = 4) throws -> (fd: Int32, address: sockaddr_in) {
+        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // conversion: a C constant
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, length) } }
+        let named = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(server, $0, &length) } }
+        guard server >= 0, bound == 0, listen(server, backlog) == 0, named == 0 else {
+            close(server)
+            throw LoopbackSocketError("cannot listen on 127.0.0.1: errno \(errno)")
+        }
+        return (server, address)
+    }
+
+    /// A client connected to `address`, and its own address.
+    static func client(of address: sockaddr_in) throws -> (fd: Int32, address: sockaddr_in) {
+        var target = address
+        var own = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let connected = withUnsafePointer(to: &target) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) } }
+        let named = withUnsafeMutablePointer(to: &own) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(client, $0, &length) } }
+        guard client >= 0, connected == 0, named == 0 else {
+            close(client)
+            throw LoopbackSocketError("cannot connect to 127.0.0.1: errno \(errno)")
+        }
+        return (client, own)
+    }
+}
+
+struct LoopbackSocketError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// The redirect listener's limits, on its own: a cap on open connections, and every accepted
