@@ -1,5 +1,5 @@
-/// The verbs of the `login` and `account` ops, named once for tokenctl and the daemon
-/// (docs/protocol.md, "login" and "account"): the raw values are the wire's strings.
+// The verbs of the `login` and `account` ops, named once for tokenctl and the daemon
+// (docs/protocol.md, "login" and "account"): the raw values are the wire's strings.
 
 /// How a `login` signs in. Which methods an account offers is its provider's descriptor's
 /// `loginMethods`; a new method is a case here, the provider's flow, and one tokenctl flag.
@@ -25,7 +25,6 @@ public enum LoginMethod: String, Sendable, CaseIterable, Codable {
         case .email, .anonymous, .customToken: false
         }
     }
-
 }
 
 /// What an `account` op does to the account's Firebase user.
