@@ -12,7 +12,7 @@ import TokendCore
 ///
 /// | endpoint | condition | answer | source |
 /// | --- | --- | --- | --- |
-/// | any | key in `invalidAPIKeys` / no key | 400 `API key not valid` (reason `API_KEY_INVALID`) / 403 | prod: firebase-rest.md "Errors" |
+/// | any | key in `invalidAPIKeys` / no key | 400 `API key not valid` (reason `API_KEY_INVALID`) / 403 | prod: docs/architecture.md "Firebase: refreshing" |
 /// | any | `productionRefusals[method]` | that message and status (quota, App Check 401) | prod: js-sdk error map (`QUOTA_EXCEEDED`, `RESET_PASSWORD_EXCEED_LIMIT`); App Check: apps' reports |
 /// | signUp | nothing given, anonymous off or `adminOnlySignUp` | `ADMIN_ONLY_OPERATION` | emulator `signUp` (`enableAnonymousUser`) |
 /// | signUp | `recaptchaEnforced` has `password` | `MISSING_RECAPTCHA_TOKEN` | prod: js-sdk `recaptcha_enterprise_verifier.ts` retries on it |
@@ -25,7 +25,7 @@ import TokendCore
 /// | signUp + idToken | linked | same `localId`, new tokens (`password`); older ID and refresh tokens void | emulator `signUp` (`validSince = now`); prod revokes refresh tokens (Google's docs) |
 /// | signInWithPassword | reCAPTCHA enforced / password provider off | `MISSING_RECAPTCHA_TOKEN` / `PASSWORD_LOGIN_DISABLED` | prod / emulator `signInWithPassword` |
 /// | signInWithPassword | email missing, malformed; password missing | `MISSING_EMAIL`, `INVALID_EMAIL`, `MISSING_PASSWORD` | emulator `signInWithPassword` |
-/// | signInWithPassword | `maximumFailedSignIns` reached | `TOO_MANY_ATTEMPTS_TRY_LATER : …` | prod: firebase-rest.md, js-sdk map |
+/// | signInWithPassword | `maximumFailedSignIns` reached | `TOO_MANY_ATTEMPTS_TRY_LATER : …` | prod: docs/architecture.md "Firebase: refreshing", js-sdk map |
 /// | signInWithPassword | unknown email / disabled / wrong password | protection on: `INVALID_LOGIN_CREDENTIALS`, `USER_DISABLED`, `INVALID_LOGIN_CREDENTIALS`; off: `EMAIL_NOT_FOUND`, `USER_DISABLED`, `INVALID_PASSWORD` | emulator `signInWithPassword` (disabled before the password) |
 /// | signInWithPassword | a second factor | 200 `mfaPendingCredential`, no tokens | emulator `signInWithPassword` |
 /// | signInWithCustomToken | missing / not a uid or JWT with one / user disabled | `MISSING_CUSTOM_TOKEN` / `INVALID_CUSTOM_TOKEN` / `USER_DISABLED` | emulator `signInWithCustomToken` |
@@ -178,7 +178,7 @@ extension FakeFirebase.Backend {
             linked.password = password
         }
         // A password set voids the user's older sessions (emulator: `validSince = now`;
-        // production revokes the refresh tokens too, firebase-rest.md "TOKEN_EXPIRED").
+        // production revokes the refresh tokens too, docs/architecture.md "Firebase: refreshing").
         _ = state.ledger.revokeTokens(of: user.uid, now: now)
         let minted = state.ledger.signIn(uid: user.uid, provider: "password", now: now, options: options)
         return .success(response("identitytoolkit#SignupNewUserResponse", minted))

@@ -12,7 +12,7 @@ import TokendTestSupport
 /// Identity Toolkit call, revocation — while the stand-in answers each request with seeded random
 /// and extreme JSON: huge, negative, NaN and infinite numbers, wrong types, deep nesting, 1 MiB
 /// strings, empty and non-JSON bodies, absurd `Retry-After`. The property: tokend never dies, and
-/// every command gets an answer with an exit code from DESIGN.md §6.
+/// every command gets an answer with an exit code from README.md, "Exit codes".
 ///
 /// Seeded: `TOKEND_PROPERTY_SEED=N` replays one seed; a failure names its seed and operation.
 /// (The browser login is left out: its code redemption is parsed by the same code as the device
