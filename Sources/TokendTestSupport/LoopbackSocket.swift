@@ -29,4 +29,29 @@ public enum LoopbackSocket {
         }
         return fd
     }
+
+    /// A socket listening on 127.0.0.1, on a port the kernel picked; the caller closes it.
+    public static func listen(backlog: Int32 = 4) throws -> (fd: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // conversion: a C constant
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard fd >= 0, bound == 0, Glibc.listen(fd, backlog) == 0, let local = try? localAddress(of: fd) else {
+            close(fd)
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
+        return (fd, Int(UInt16(bigEndian: local.sin_port)))  // conversion: a UInt16 always fits an Int
+    }
+
+    /// The address a socket is bound to (`getsockname`).
+    public static func localAddress(of fd: Int32) throws -> sockaddr_in {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        guard named == 0 else { throw POSIXError(.EBADF) }
+        return address
+    }
 }

@@ -49,10 +49,9 @@ import TokendTestSupport
 
     static let password = "right-password-1"
 
-    /// Signs `work` in as a new password user with `email`.
+    /// Signs `work` in as a new password user with `email` (FirebaseAccountTests' sign-up).
     static func signedIn(_ world: DaemonHarness, _ email: String) async throws {
-        let run = try await world.tokenctl(["login", "work", "--email", email, "--create"], stdin: password + "\n")
-        guard run.status == 0 else { throw HarnessError("sign-up of \(email) failed: \(run.stderr)") }
+        _ = try await FirebaseAccountTests().signUp(world, email, password: password)
     }
 
     static func anonymous(_ world: DaemonHarness) async throws {
@@ -157,8 +156,7 @@ import TokendTestSupport
             world.fake.update { $0.projectID = "another-project" }
         },
         "refresh work | `TOKEN_EXPIRED` (sessions revoked, or the password changed elsewhere)": Scenario { world, _ in
-            try await signedIn(world, "ned@example.com")
-            world.fake.revokeTokens(try #require(world.fake.requests.last { $0.path.hasSuffix("accounts:signUp") }?.uid))
+            world.fake.revokeTokens(try await FirebaseAccountTests().signUp(world, "ned@example.com", password: password))
         },
         "refresh work | `QUOTA_EXCEEDED`": Scenario(
             arrange: { world, _ in

@@ -76,39 +76,15 @@ extension LoopbackPeerTests {
 extension LoopbackPeerTests {
     /// A socket listening on 127.0.0.1, on a port the kernel picked, and its address.
     static func listener(backlog: Int32 = 4) throws -> (fd: Int32, address: sockaddr_in) {
-        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // conversion: a C constant
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, length) } }
-        let named = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(server, $0, &length) } }
-        guard server >= 0, bound == 0, listen(server, backlog) == 0, named == 0 else {
-            close(server)
-            throw LoopbackSocketError("cannot listen on 127.0.0.1: errno \(errno)")
-        }
-        return (server, address)
+        let (fd, _) = try LoopbackSocket.listen(backlog: backlog)
+        return (fd, try LoopbackSocket.localAddress(of: fd))
     }
 
     /// A client connected to `address`, and its own address.
     static func client(of address: sockaddr_in) throws -> (fd: Int32, address: sockaddr_in) {
-        var target = address
-        var own = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        let connected = withUnsafePointer(to: &target) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) } }
-        let named = withUnsafeMutablePointer(to: &own) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(client, $0, &length) } }
-        guard client >= 0, connected == 0, named == 0 else {
-            close(client)
-            throw LoopbackSocketError("cannot connect to 127.0.0.1: errno \(errno)")
-        }
-        return (client, own)
+        let fd = try LoopbackSocket.connect(port: Int(UInt16(bigEndian: address.sin_port)))
+        return (fd, try LoopbackSocket.localAddress(of: fd))
     }
-}
-
-struct LoopbackSocketError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// The redirect listener's limits, on its own: a cap on open connections, and every accepted
