@@ -81,7 +81,7 @@ final class BearerServer: Sendable {
              directory.appendingPathComponent("token").path, directory.appendingPathComponent("requests.log").path],
             environment: ProcessInfo.processInfo.environment)
         let portFile = directory.appendingPathComponent("port").path
-        try await poll(timeout: 30, "the bearer server's port") { FileManager.default.fileExists(atPath: portFile) && !((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").isEmpty }
+        try await poll("the bearer server's port") { FileManager.default.fileExists(atPath: portFile) && !((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").isEmpty }
         port = Int(try String(contentsOfFile: portFile, encoding: .utf8)) ?? 0
     }
 

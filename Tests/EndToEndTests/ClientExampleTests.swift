@@ -110,15 +110,15 @@ import TokendTestSupport
             defer { ChildProcess.stop(readable) }
             func text(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
             // Both watchers are subscribed once a forced refresh shows up in them.
-            try await poll(timeout: 30, "both watchers see a refresh") {
+            try await poll("both watchers see a refresh") {
                 _ = try await world.tokenctl(["refresh", "work"])
                 return text(piped).contains(#""event":"refreshed""#) && text(terminal).contains("  work  refreshed  expires ")
             }
             try world.keyring.lock()
             #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
-            try await poll(timeout: 30, "keyring_locked") { text(piped).contains(#""event":"keyring_locked""#) }
+            try await poll("keyring_locked") { text(piped).contains(#""event":"keyring_locked""#) }
             try world.keyring.unlock()
-            try await poll(timeout: 30, "keyring_unlocked") { text(piped).contains(#""event":"keyring_unlocked""#) }
+            try await poll("keyring_unlocked") { text(piped).contains(#""event":"keyring_unlocked""#) }
             let token = try await world.tokenctl(["token", "work"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             for line in text(piped).split(separator: "\n") {
                 #expect(line.hasPrefix("{") && line.hasSuffix("}"), "a JSON line: \(line)")

@@ -68,7 +68,7 @@ import TokendTestSupport
             #expect(status.state == "active")
             try "+40s".write(toFile: offsetFile, atomically: true, encoding: .utf8)
             // The recheck runs every 10 s of the daemon's (now jumped) clock.
-            try await poll(timeout: 20, "a refresh right after the jump") { world.fake.requests.count > before }
+            try await poll("a refresh right after the jump") { world.fake.requests.count > before }
             let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
             #expect(run.status == 0, "\(run.stderr)")
             #expect(run.stdout.trimmingCharacters(in: .newlines) == world.fake.requests.last?.issuedIDToken, "the token minted after the jump, not the old one")
@@ -89,7 +89,7 @@ import TokendTestSupport
             world.stopDaemon()
             let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
             try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false, offset: "-1h"))
-            try await poll(timeout: 20, "the stored token's death by real time") { Date() > storedExpiry.addingTimeInterval(0.5) }
+            try await poll("the stored token's death by real time") { Date() > storedExpiry.addingTimeInterval(0.5) }
             try "+0".write(toFile: offsetFile, atomically: true, encoding: .utf8)
             let asked = Date()
             let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
@@ -117,7 +117,7 @@ import TokendTestSupport
             let stored = try #require(try await world.storedSession()?.idToken)
             let storedExpiry = try #require(JWTClaims(token: stored)?.expiresAt)
             try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false, offset: "+0"))
-            try await poll(timeout: 20, "the stored token's death by real time") { Date() > storedExpiry.addingTimeInterval(0.5) }
+            try await poll("the stored token's death by real time") { Date() > storedExpiry.addingTimeInterval(0.5) }
             let asked = Date()
             let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
             #expect(run.status == 0, "\(run.stderr)")
@@ -141,7 +141,7 @@ import TokendTestSupport
             async let forced = world.tokenctl(["refresh", "work", "--timeout", "3"])
             // Once the account shows `refreshing`, the request's own timer is armed: the engine
             // arms it in the same step that starts the refresh.
-            try await poll(timeout: 20, "the forced refresh under way") { try await world.status().state == "refreshing" }
+            try await poll("the forced refresh under way") { try await world.status().state == "refreshing" }
             try "-2h".write(toFile: offsetFile, atomically: true, encoding: .utf8)
             let run = try await forced
             #expect(run.status == 75, "exit \(run.status): \(run.stderr)")

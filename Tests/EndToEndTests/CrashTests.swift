@@ -45,14 +45,14 @@ import TokendTestSupport
                     world.fake.update { $0.latency = 120 }
                     let logged = world.fake.requests.count
                     background = Task.detached { _ = try? await world.tokenctl(["refresh", "work"]) }
-                    #expect(await world.fake.waitForRequests(count: logged + 1, timeout: 30), "the refresh never reached the fake")
+                    #expect(await world.fake.waitForRequests(count: logged + 1, timeout: Patience.seconds), "the refresh never reached the fake")
                 case .afterResponseBeforeWrite:
                     try world.keyring.pauseKeyring()
                     background = Task.detached { _ = try? await world.tokenctl(["refresh", "work"]) }
-                    try await poll(timeout: 30, "the provider answered") { world.fake.requests.filter { $0.status == 200 }.count > answered }
+                    try await poll("the provider answered") { world.fake.requests.filter { $0.status == 200 }.count > answered }
                 case .afterWrite:
                     #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
-                    try await poll(timeout: 30, "rotated token stored") {
+                    try await poll("rotated token stored") {
                         try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
                     }
                 }
@@ -76,7 +76,7 @@ import TokendTestSupport
                     session = try await world.importNewUser()
                 } else {
                     #expect(refresh.status == 0, "round \(round): \(refresh.stderr)")
-                    try await poll(timeout: 30, "keyring holds the newest refresh token") {
+                    try await poll("keyring holds the newest refresh token") {
                         try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
                     }
                 }

@@ -232,7 +232,7 @@ struct HarnessError: Error, CustomStringConvertible {
 
 /// Polls `condition` until it holds or the deadline passes: how tests wait for events they
 /// cannot subscribe to, instead of sleeping a guessed amount.
-func poll(timeout: Double, interval: Double = 0.05, _ message: @autoclosure () -> String, _ condition: () async throws -> Bool) async throws {
+func poll(timeout: Double = Patience.seconds, interval: Double = 0.05, _ message: @autoclosure () -> String, _ condition: () async throws -> Bool) async throws {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if try await condition() { return }

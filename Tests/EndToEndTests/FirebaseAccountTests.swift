@@ -128,14 +128,14 @@ import TokendTestSupport
             let upgrade = try ChildProcess.start(
                 DaemonHarness.binDirectory + "/tokenctl", ["account", "upgrade", "work", "--email", "pia@example.com"],
                 environment: world.environment, stdin: password, output: output)
-            try await poll(timeout: 30, "the link request reaches the fake") {
+            try await poll("the link request reaches the fake") {
                 world.fake.requests.filter { $0.path.hasSuffix("accounts:signUp") }.count == 2
             }
             let refresh = try await world.tokenctl(["refresh", "work"])
             #expect(refresh.status == 75, "a refused old token is retried, not a needs-login verdict: \(refresh.status) \(refresh.stderr)")
             #expect(try await world.storedSession() != nil)
             var status: Int32?
-            try await poll(timeout: 30, "the upgrade finishes") {
+            try await poll("the upgrade finishes") {
                 status = ChildProcess.exitStatusIfEnded(upgrade)
                 return status != nil
             }

@@ -18,12 +18,12 @@ import Glibc
 
     /// Waits until the fake has logged a request whose path ends with `suffix`.
     func awaitRequest(_ world: DaemonHarness, _ suffix: String) async throws {
-        try await poll(timeout: 20, "a request to \(suffix)") { world.fake.requests.contains { $0.path.hasSuffix(suffix) } }
+        try await poll("a request to \(suffix)") { world.fake.requests.contains { $0.path.hasSuffix(suffix) } }
     }
 
     /// The slow refresh's answer reached the daemon, which dropped it as stale (its log says so).
     func awaitDroppedRefresh(_ world: DaemonHarness) async throws {
-        try await poll(timeout: 20, "the slow refresh's answer to be dropped; log:\n\(world.daemonLog)") {
+        try await poll("the slow refresh's answer to be dropped; log:\n\(world.daemonLog)") {
             world.daemonLog.contains("its result is dropped")
         }
     }
@@ -34,7 +34,7 @@ import Glibc
             world.fake.update { $0.refreshLatency = Self.slow }
             let seen = world.fake.requests.count
             async let refresh = world.tokenctl(["refresh", "work"])
-            try await poll(timeout: 20, "the slow refresh to arrive") { world.fake.requests.count > seen }
+            try await poll("the slow refresh to arrive") { world.fake.requests.count > seen }
             let login = try await world.tokenctl(["login", "work", "--anonymous"])
             #expect(login.status == 0, "\(login.stderr)")
             let signUp = try #require(world.fake.requests.last { $0.path.hasSuffix("accounts:signUp") })
@@ -74,7 +74,7 @@ import Glibc
             world.fake.update { $0.refreshLatency = Self.slow }
             let seen = world.fake.requests.count
             async let refresh = world.tokenctl(["refresh", "work"])
-            try await poll(timeout: 20, "the slow refresh to arrive") { world.fake.requests.count > seen }
+            try await poll("the slow refresh to arrive") { world.fake.requests.count > seen }
             let deleted = try await world.tokenctl(["account", "delete", "work", "--yes"])
             #expect(deleted.status == 0, "\(deleted.stderr)")
             _ = try await refresh

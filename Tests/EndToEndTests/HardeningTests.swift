@@ -27,7 +27,7 @@ import TokendTestSupport
             try await world.startDaemon()
             for name in names {
                 // Sessions are read in the background after the socket opens: wait for each read.
-                try await poll(timeout: 30, "\(name)'s item was read") { try await world.status(name).state != "waiting_for_keyring" }
+                try await poll("\(name)'s item was read") { try await world.status(name).state != "waiting_for_keyring" }
                 let status = try await world.status(name)
                 #expect(status.state == "needs_login", "\(name): \(status.state)")
                 #expect(status.message?.contains("tokenctl import \(name)") == true, "\(name): \(status.message ?? "")")
@@ -62,7 +62,7 @@ import TokendTestSupport
                 // A reload points the account at another emulator.
                 try world.writeConfig(world.firebaseAccount("work").replacingOccurrences(of: world.fake.emulatorHost, with: other.emulatorHost))
                 world.signalDaemon(SIGHUP)
-                try await poll(timeout: 20, "the reload applies") { try await world.status().state == "config_error" }
+                try await poll("the reload applies") { try await world.status().state == "config_error" }
                 let refused = try await world.tokenctl(["token", "work"])
                 #expect(refused.status == 78, "\(refused.stderr)")
                 #expect(refused.stderr.contains("nothing was sent"), "\(refused.stderr)")
@@ -78,7 +78,7 @@ import TokendTestSupport
                 // Pointing back (a reload) serves again without a new import.
                 try world.writeConfig(world.firebaseAccount("work"))
                 world.signalDaemon(SIGHUP)
-                try await poll(timeout: 20, "the reload back applies") { try await world.tokenctl(["token", "work"]).status == 0 }
+                try await poll("the reload back applies") { try await world.tokenctl(["token", "work"]).status == 0 }
             }
         }
     }
@@ -92,9 +92,9 @@ import TokendTestSupport
             await watcher.send(Array("{\"op\":\"watch\",\"account\":\"work\"}\n".utf8))
             let fd = try #require(watcher.descriptor)
             shutdown(fd, Int32(SHUT_WR))
-            #expect(try await watcher.response(timeout: 20).ok)
+            #expect(try await watcher.response(timeout: Patience.seconds).ok)
             #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
-            let event = try #require(try await watcher.readLine(timeout: 20), "the watch ended at the half-close")
+            let event = try #require(try await watcher.readLine(timeout: Patience.seconds), "the watch ended at the half-close")
             #expect(String(decoding: event, as: UTF8.self).contains("\"refreshed\""))
         }
     }
@@ -156,9 +156,9 @@ import TokendTestSupport
             defer { if !resumed { try? world.keyring.resumeKeyring() } }
             try world.writeConfig(world.firebaseAccount("work"))
             world.signalDaemon(SIGHUP)
-            try await poll(timeout: 30, "the reload adds the account") { (try? await world.status()) != nil }
+            try await poll("the reload adds the account") { (try? await world.status()) != nil }
             async let logout = world.tokenctl(["logout", "work"])
-            try await poll(timeout: 30, "the logout reaches the daemon") { try await world.status().message?.contains("logged out") == true }
+            try await poll("the logout reaches the daemon") { try await world.status().message?.contains("logged out") == true }
             try world.keyring.resumeKeyring()
             resumed = true
             #expect(try await logout.status == 0)
@@ -175,7 +175,7 @@ import TokendTestSupport
             try await world.importNewUser()
             try world.writeConfig("[account.work]\nprovider = \n")
             world.signalDaemon(SIGHUP)
-            try await poll(timeout: 20, "the reload is refused") { world.daemonLog.contains("config.toml:2") }
+            try await poll("the reload is refused") { world.daemonLog.contains("config.toml:2") }
             #expect(try await world.tokenctl(["token", "work"]).status == 0)
             #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
         }
@@ -189,14 +189,14 @@ import TokendTestSupport
             let probe = ServedProbe(world)
             let patient = try RawConnection(path: world.socketPath)
             await patient.send(Array("\n\n\r\n{\"op\":\"hello\",\"id\":\"after\"}\n".utf8))
-            #expect(try await patient.response(timeout: HostileClientTests.patience).id == .string("after"))
+            #expect(try await patient.response(timeout: Patience.seconds).id == .string("after"))
             let flooder = try RawConnection(path: world.socketPath)
             let flood = [UInt8](repeating: UInt8(ascii: "\n"), count: 16 * 1024 * 1024)
-            let (sent, outcome) = await flooder.sendNonBlocking(flood, stallLimit: HostileClientTests.patience)
+            let (sent, outcome) = await flooder.sendNonBlocking(flood, stallLimit: Patience.seconds)
             #expect(outcome == .closed, "the flood was not cut (\(sent) bytes taken, \(outcome))")
             // The refusal may be lost to a reset (the daemon closes with our bytes unread); if it
             // arrives, it says why.
-            if let refusal = try? await flooder.response(timeout: HostileClientTests.patience) {
+            if let refusal = try? await flooder.response(timeout: Patience.seconds) {
                 #expect(refusal.error?.code == .badRequest)
             }
             await probe.finish()
@@ -215,16 +215,16 @@ import TokendTestSupport
             world.fake.update { $0.latency = 2 }
             let before = world.fake.requests.count
             async let refresh = world.tokenctl(["refresh", "work"])
-            try await poll(timeout: 30, "the refresh reaches the provider") { world.fake.requests.count > before }
+            try await poll("the refresh reaches the provider") { world.fake.requests.count > before }
             try world.writeConfig("")
             world.signalDaemon(SIGHUP)
             _ = try await refresh
             let newest = try #require(world.fake.newestRefreshToken(uid: session.uid))
-            try await poll(timeout: 30, "the rotated token is saved") { try await world.storedSession()?.refreshToken == newest }
+            try await poll("the rotated token is saved") { try await world.storedSession()?.refreshToken == newest }
             world.fake.update { $0.latency = 0 }
             try world.writeConfig(world.firebaseAccount("work"))
             world.signalDaemon(SIGHUP)
-            try await poll(timeout: 20, "the account is back") { try await world.tokenctl(["token", "work", "--min-valid", "1"]).status == 0 }
+            try await poll("the account is back") { try await world.tokenctl(["token", "work", "--min-valid", "1"]).status == 0 }
         }
     }
 
@@ -235,7 +235,7 @@ import TokendTestSupport
             try await world.importNewUser()
             world.fake.inject(.hang, count: 1)
             async let forced = world.tokenctl(["refresh", "work", "--timeout", "20"])
-            try await poll(timeout: 20, "the forced refresh under way") { try await world.status().state == "refreshing" }
+            try await poll("the forced refresh under way") { try await world.status().state == "refreshing" }
             _ = try await offPool { world.stopDaemon() }
             let run = try await forced
             #expect(run.status == 75, "exit \(run.status): \(run.stderr)")

@@ -51,12 +51,12 @@ import TokendTestSupport
                 "DISPLAY": ":99", "PATH": stubs + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
             ])
             let session = try await world.importNewUser(into: "work")
-            try await poll(timeout: 30, "the imported hook ran") { Self.lines(events).contains("event=imported") }
+            try await poll("the imported hook ran") { Self.lines(events).contains("event=imported") }
             let imported = Self.lines(events)
             #expect(imported.contains("argv=first arg $HOME"), "argv as written, no shell: \(imported)")
             #expect(imported.contains("account=work"))
             #expect(imported.contains("0"), "no TOKEND_TOKEN* variable")
-            try await poll(timeout: 30, "the hook's output in the log") { world.daemonLog.contains("hook says hi") }
+            try await poll("the hook's output in the log") { world.daemonLog.contains("hook says hi") }
             let environments = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("env-") }
             for name in environments {
                 let text = try String(contentsOfFile: directory.appending(name), encoding: .utf8)
@@ -70,7 +70,7 @@ import TokendTestSupport
             _ = try await world.tokenctl(["import", "home"], stdin: world.fake.createUser().refreshToken + "\n")
             // Notifications run before the hook of the same event: three hook runs mean every
             // notification that was going to be sent has been.
-            try await poll(timeout: 30, "three needs_login hooks") { Self.lines(events).filter { $0 == "event=needs_login" }.count == 3 }
+            try await poll("three needs_login hooks") { Self.lines(events).filter { $0 == "event=needs_login" }.count == 3 }
             // One at a time per event: each run's start is followed by its own end.
             let runs = Self.lines(order + "-needs_login")
             #expect(runs.count >= 5, "\(runs)")
@@ -79,7 +79,7 @@ import TokendTestSupport
                 #expect(index % 2 == 0 ? line.hasPrefix(expected) : line == expected, "\(runs)")
             }
             // A failing hook is logged with its output.
-            try await poll(timeout: 30, "the failing hook logged") {
+            try await poll("the failing hook logged") {
                 world.daemonLog.contains("hook failed with exit status 7") && world.daemonLog.contains("complaint")
             }
             let sent = Self.lines(notifications)
@@ -132,7 +132,7 @@ import TokendTestSupport
                 try world.writeConfig("[hooks]\n" + hooks + "\n" + world.firebaseAccount("work"))
                 try await world.startDaemon()
                 try await world.importNewUser()
-                try await poll(timeout: 30, "the hook started") { !lines(pids).isEmpty }
+                try await poll("the hook started") { !lines(pids).isEmpty }
                 try await body(world, HangingHook(directory: directory, pids: pids))
             }
         }
@@ -143,7 +143,7 @@ import TokendTestSupport
         let processes = (lines(hook.pids).first ?? "").split(separator: " ").compactMap { Int32($0) }
         #expect(processes.count == 2)
         for pid in processes {
-            try await poll(timeout: 30, "process \(pid) gone") { kill(pid, 0) != 0 || isZombieOrGone(pid) }
+            try await poll("process \(pid) gone") { kill(pid, 0) != 0 || isZombieOrGone(pid) }
         }
     }
 

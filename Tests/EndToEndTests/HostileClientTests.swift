@@ -15,9 +15,6 @@ import Glibc
 /// tested byte by byte against the handler (TokendServerTests' CommandDecodingTests).
 @Suite(.serialized) struct HostileClientTests {
     static let cap = LineFramer.maximumLineLength
-    /// How long any single expected event (a reply, a close) may take: generous for two shared
-    /// cores, and only ever the limit of a poll, never a wait.
-    static let patience: Double = 30
     /// Growth of the daemon's resident memory that still counts as bounded: far above what a
     /// few connections' buffers need, far below what buffering a flood would take.
     static let memoryBound = 64 * 1024 * 1024
@@ -29,10 +26,10 @@ import Glibc
             let connection = try RawConnection(path: world.socketPath)
             let line = Array(#"{"op":"hello","pad":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: Self.cap) + Array("\"}\n".utf8)
             await connection.send(line)  // the daemon may close before taking all of it
-            let reply = try await connection.response(timeout: Self.patience)
+            let reply = try await connection.response(timeout: Patience.seconds)
             #expect(reply.ok == false)
             #expect(reply.error?.code == .tooLarge)
-            #expect(await connection.waitForClose(timeout: Self.patience), "the connection is closed after too_large")
+            #expect(await connection.waitForClose(timeout: Patience.seconds), "the connection is closed after too_large")
             await probe.finish()
         }
     }
@@ -50,7 +47,7 @@ import Glibc
             var sent = 0
             var outcome = RawConnection.SendOutcome.sent
             while sent < total, outcome == .sent {
-                let result = await connection.sendNonBlocking(chunk, stallLimit: Self.patience)
+                let result = await connection.sendNonBlocking(chunk, stallLimit: Patience.seconds)
                 sent += result.count
                 outcome = result.outcome
             }
@@ -58,7 +55,7 @@ import Glibc
             #expect(outcome == .closed, "the daemon closed the connection (sent \(sent) bytes, outcome \(outcome))")
             #expect(sent < total)
             // Whatever it managed to say before closing is too_large.
-            if let line = try await connection.readLine(timeout: Self.patience) {
+            if let line = try await connection.readLine(timeout: Patience.seconds) {
                 #expect(try JSONDecoder().decode(Response.self, from: Data(line)).error?.code == .tooLarge)
             }
             #expect(after - before < Self.memoryBound, "resident memory grew by \(after - before) bytes")
@@ -75,16 +72,16 @@ import Glibc
             let probe = ServedProbe(world)
             let idle = try RawConnection(path: world.socketPath)
             await idle.send(Array("{\"op\":\"hello\"}\n".utf8))
-            #expect(try await idle.response(timeout: Self.patience).ok)
+            #expect(try await idle.response(timeout: Patience.seconds).ok)
             let stalled = try RawConnection(path: world.socketPath)
             await stalled.send(Array(#"{"op":"hel"#.utf8))
             // The timeout is 10 s; allow it plenty to happen, but do not wait a fixed time.
-            let cut = await stalled.waitForClose(timeout: 10 + Self.patience)
+            let cut = await stalled.waitForClose(timeout: 10 + Patience.seconds)
             #expect(cut, "the stalled client was disconnected")
             #expect(stalled.receivedBytes == 0, "and got no reply for its half line")
             // The idle client, connected before the stalled one, is still served.
             await idle.send(Array("{\"op\":\"hello\",\"id\":2}\n".utf8))
-            #expect(try await idle.response(timeout: Self.patience).id == .number(2))
+            #expect(try await idle.response(timeout: Patience.seconds).id == .number(2))
             await probe.finish()
         }
     }
@@ -140,7 +137,7 @@ import Glibc
                 held.append(connection)
             }
             for (index, connection) in held.enumerated() {
-                #expect(try await connection.response(timeout: Self.patience).id == .number(Double(index)))
+                #expect(try await connection.response(timeout: Patience.seconds).id == .number(Double(index)))
             }
             let during = try descriptorCount(pid)
             // Less one or two: the baseline may still have counted the harness's start-up connection.
@@ -148,7 +145,7 @@ import Glibc
             let rssDuring = try residentBytes(pid)
             #expect(try await world.call(Request(op: "hello", id: .string("501st"))).id == .string("501st"))
             held.removeAll()  // closes all 500
-            try await poll(timeout: Self.patience, "descriptors back to \(baseline)") { try descriptorCount(pid) <= baseline }
+            try await poll(timeout: Patience.seconds, "descriptors back to \(baseline)") { try descriptorCount(pid) <= baseline }
             #expect(try await world.call(Request(op: "list")).ok)
             print("500 connections: descriptors \(baseline) -> \(during) -> \(try descriptorCount(pid)); VmRSS \(rssBefore / 1024) KiB -> \(rssDuring / 1024) KiB")
             await probe.finish()
@@ -174,12 +171,12 @@ import Glibc
                 held.append(connection)
             }
             // Some are served now; the first is, at least.
-            #expect(try await held[0].response(timeout: Self.patience).ok)
+            #expect(try await held[0].response(timeout: Patience.seconds).ok)
             let waiting = try RawConnection(path: world.socketPath)
             await waiting.send(Array("{\"op\":\"hello\",\"id\":\"late\"}\n".utf8))
             held.removeAll()
             // The one that waited is served once descriptors are free, and so is a new client.
-            #expect(try await waiting.response(timeout: Self.patience).id == .string("late"))
+            #expect(try await waiting.response(timeout: Patience.seconds).id == .string("late"))
             #expect(try await world.call(Request(op: "hello")).ok)
             #expect(kill(pid, 0) == 0, "the daemon is still running")
             #expect(world.daemonLog.contains("Fatal error") == false)
@@ -208,7 +205,7 @@ import Glibc
             #expect(run.status == 69, "exit \(run.status): \(run.stdout) \(run.stderr)")
             #expect(!run.stdout.contains("work"), "and nothing about the accounts")
             #expect(run.stderr.contains("nothing was sent"), "\(run.stderr)")
-            try await poll(timeout: Self.patience, "the daemon logs the refusal") {
+            try await poll(timeout: Patience.seconds, "the daemon logs the refusal") {
                 world.daemonLog.contains("refused a client of another user")
             }
             // Root's clients are still served.
@@ -250,7 +247,7 @@ final class ServedProbe: Sendable {
             while !state.withLock({ $0.stop }) {
                 do {
                     let client = try BlockingClient(path: path)
-                    client.setReadTimeout(seconds: HostileClientTests.patience)
+                    client.setReadTimeout(seconds: Patience.seconds)
                     let reply = try client.call(Request(op: "hello"))
                     state.withLock { reply.ok ? ($0.answered += 1) : $0.failures.append("\(reply)") }
                 } catch {
@@ -266,7 +263,7 @@ final class ServedProbe: Sendable {
     func finish(sourceLocation: SourceLocation = #_sourceLocation) async {
         state.withLock { $0.stop = true }
         let done = done
-        let stopped = (try? await offPool { done.wait(timeout: .now() + HostileClientTests.patience * 2) == .success }) ?? false
+        let stopped = (try? await offPool { done.wait(timeout: .now() + Patience.seconds * 2) == .success }) ?? false
         let (answered, failures) = state.withLock { ($0.answered, $0.failures) }
         #expect(stopped, "the probe thread ended", sourceLocation: sourceLocation)
         #expect(answered > 0, "the probe was answered at all", sourceLocation: sourceLocation)

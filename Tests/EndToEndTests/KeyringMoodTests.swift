@@ -33,13 +33,13 @@ import TokendTestSupport
             try world.keyring.lock()
             try await world.startDaemon()
             // The socket opens before the keyring is read: the first read's answer comes a moment later.
-            try await poll(timeout: 20, "the keyring is found locked") { try await world.status().keyring == "locked" }
+            try await poll("the keyring is found locked") { try await world.status().keyring == "locked" }
             #expect(try await world.status().state == "waiting_for_keyring")
             let token = try await world.tokenctl(["token", "work"])
             #expect(token.status == 75, "\(token.stderr)")
             #expect(token.stderr.contains("unlock"), "\(token.stderr)")
             try world.keyring.unlock()
-            try await poll(timeout: 20, "the stored session loads after unlocking") { try await world.status().state == "active" }
+            try await poll("the stored session loads after unlocking") { try await world.status().state == "active" }
             #expect(try await world.tokenctl(["token", "work"]).status == 0)
             #expect(try await world.storedSession() == stored, "locked was never mistaken for empty: the item is untouched")
         }
@@ -60,11 +60,11 @@ import TokendTestSupport
             #expect(status.unsaved == true)
             let requests = world.fake.requests.count
             try world.keyring.unlock()
-            try await poll(timeout: 20, "written back after unlock") {
+            try await poll("written back after unlock") {
                 try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
             }
             #expect(world.fake.requests.count == requests, "written back without waiting for a refresh")
-            try await poll(timeout: 30, "status clears") { try await world.status().unsaved == nil }
+            try await poll("status clears") { try await world.status().unsaved == nil }
         }
     }
 
@@ -82,10 +82,10 @@ import TokendTestSupport
             #expect(try await world.status().unsaved == true)
             try world.writeConfig("")
             world.signalDaemon(SIGHUP)
-            try await poll(timeout: 20, "the account removed") { world.daemonLog.contains("account removed from the configuration") }
+            try await poll("the account removed") { world.daemonLog.contains("account removed from the configuration") }
             try world.keyring.unlock()
             let newest = try #require(world.fake.newestRefreshToken(uid: session.uid))
-            try await poll(timeout: 20, "the rotated token written back though its account is gone") {
+            try await poll("the rotated token written back though its account is gone") {
                 try await world.storedSession()?.refreshToken == newest
             }
         }
@@ -99,7 +99,7 @@ import TokendTestSupport
             let session = try await world.importNewUser()
             try world.keyring.restart()
             #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
-            try await poll(timeout: 20, "the rotated token reaches the restarted keyring") {
+            try await poll("the rotated token reaches the restarted keyring") {
                 try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
             }
             #expect(try await world.status().keyring == "available")
@@ -129,9 +129,9 @@ import TokendTestSupport
             #expect(try await refresh.value.status == 0, "the refresh completes despite the frozen keyring")
             let sorted = latencies.sorted()
             print("frozen keyring: token p50 \(sorted[100]) ms, p99 \(sorted[197]) ms, max \(sorted.last!) ms over 200 requests")
-            try await poll(timeout: 20, "the keyring write times out and is noted") { try await world.status().unsaved == true }
+            try await poll("the keyring write times out and is noted") { try await world.status().unsaved == true }
             try world.keyring.resumeKeyring()
-            try await poll(timeout: 20, "written back after the keyring thaws") {
+            try await poll("written back after the keyring thaws") {
                 try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
             }
         }

@@ -139,7 +139,7 @@ import TokendTestSupport
         var printed: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
         var url: String? { printed.split(separator: "\n").map(String.init).first { $0.hasPrefix("http") && $0.contains("authorize") } }
         do {
-            try await poll(timeout: 30, "tokenctl prints the authorization URL") { url != nil }
+            try await poll("tokenctl prints the authorization URL") { url != nil }
         } catch {
             ChildProcess.stop(pid)
             throw error

@@ -38,7 +38,7 @@ final class OIDCProviderMock: Sendable {
         var issuer: String?
         var reaped = false
         do {
-            try await poll(timeout: 30, "oidc-provider-mock did not announce its port") {
+            try await poll("oidc-provider-mock did not announce its port") {
                 if let status = ChildProcess.exitStatusIfEnded(pid) {
                     reaped = true
                     throw HarnessError("oidc-provider-mock exited (\(status)): \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")

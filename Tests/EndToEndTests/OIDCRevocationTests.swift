@@ -44,12 +44,12 @@ import TokendTestSupport
             let output = world.keyring.root.appendingPathComponent("logout.out").path
             let logout = try ChildProcess.start(IntegrationTests.tokenctlPath, ["logout", "corp"], environment: world.environment, output: output)
             defer { ChildProcess.stop(logout) }
-            try await poll(timeout: 20, "the logout reached the provider's revocation") { fake.requests.contains { $0.path == "/revoke" } }
+            try await poll("the logout reached the provider's revocation") { fake.requests.contains { $0.path == "/revoke" } }
             let new = "new-refresh-\(fake.port)"
             let imported = try await world.tokenctl(["import", "corp"], stdin: new + "\n")
             #expect(imported.status == 0, "\(imported.stderr)")
             var status: Int32?
-            try await poll(timeout: 30, "the logout finished") {
+            try await poll("the logout finished") {
                 status = ChildProcess.exitStatusIfEnded(logout)
                 return status != nil
             }
@@ -79,14 +79,14 @@ import TokendTestSupport
                 let original = "[account.corp]\nprovider = \"oidc\"\nissuer = \"\(fake.issuer)\"\nclient_id = \"cli\"\n"
                 try world.writeConfig(original + "token_endpoint = \"\(elsewhere.issuer)/token\"\n")
                 world.signalDaemon(SIGHUP)
-                try await poll(timeout: 30, "the reload sets the session aside") { (try? await world.status("corp"))?.state != "active" }
+                try await poll("the reload sets the session aside") { (try? await world.status("corp"))?.state != "active" }
                 let refresh = try await world.tokenctl(["refresh", "corp"])
                 #expect(refresh.status == 78, "\(refresh.status) \(refresh.stderr)")
                 #expect(elsewhere.requests.isEmpty, "the new token endpoint got \(elsewhere.requests.map(\.path))")
                 #expect(try await world.storedSession("corp")?.refreshToken == refreshToken, "nothing is deleted")
                 try world.writeConfig(original)
                 world.signalDaemon(SIGHUP)
-                try await poll(timeout: 30, "the session serves again") { try await world.tokenctl(["refresh", "corp"]).status == 0 }
+                try await poll("the session serves again") { try await world.tokenctl(["refresh", "corp"]).status == 0 }
                 #expect(elsewhere.requests.isEmpty)
             }
         }

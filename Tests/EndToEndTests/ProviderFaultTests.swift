@@ -58,7 +58,7 @@ import TokendTestSupport
             world.fake.inject(fault, forSeconds: Self.faultWindow)
             let windowEnd = injectedAt.addingTimeInterval(Self.faultWindow)
             var baseline: TokenSet?
-            try await poll(timeout: 30, "the keyring holds the newest refresh token the fake issued") {
+            try await poll("the keyring holds the newest refresh token the fake issued") {
                 baseline = try await world.storedSession()
                 return baseline != nil && baseline?.refreshToken == world.fake.newestRefreshToken(uid: user.uid)
             }
@@ -94,7 +94,7 @@ import TokendTestSupport
             }
             let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
             #expect(run.status == 0, "\(run.stderr)")
-            try await poll(timeout: 30, "keyring catches up") {
+            try await poll("keyring catches up") {
                 try await world.storedSession()?.refreshToken != stored.refreshToken
             }
         }
@@ -117,7 +117,7 @@ import TokendTestSupport
             // belongs to the endpoint that issued it, so nothing is sent there and nothing deleted.
             try world.writeConfig(world.firebaseAccount("work"))
             world.signalDaemon(SIGHUP)
-            try await poll(timeout: 30, interval: 0.25, "the reload is applied") {
+            try await poll(interval: 0.25, "the reload is applied") {
                 try await world.tokenctl(["token", "work", "--timeout", "1"]).status == 78
             }
             #expect(world.fake.requests.isEmpty, "the session went to an endpoint that did not issue it")
@@ -141,7 +141,7 @@ import TokendTestSupport
         try await withWorld(options: options) { world in
             try await world.importNewUser()
             world.fake.inject(fault, count: 100)
-            try await poll(timeout: 30, "needs_login after \(fault)") { try await world.status().state == "needs_login" }
+            try await poll("needs_login after \(fault)") { try await world.status().state == "needs_login" }
             let requests = world.fake.requests.count
             for _ in 0..<3 {
                 let run = try await world.tokenctl(["token", "work"])

@@ -10,9 +10,6 @@ import Glibc
 /// the socket 0600; a directory it did not make is never chmod'ed, and refused when others could
 /// write to it or it belongs to someone else; a stale socket is replaced, a live one is not.
 @Suite struct SocketDirectoryTests {
-    /// Generous for two shared cores: only ever the limit of a poll or of a child's run.
-    static let patience: Double = 30
-
     /// A scratch directory with an empty configuration (no accounts: no keyring traffic).
     struct Scratch {
         let directory: TemporaryDirectory
@@ -32,7 +29,7 @@ import Glibc
         func runToExit(socket: String) throws -> ChildProcess.Result {
             try ChildProcess.run(
                 DaemonHarness.binDirectory + "/tokend", ["--socket", socket, "--config", config], environment: environment,
-                timeout: SocketDirectoryTests.patience)
+                timeout: Patience.seconds)
         }
 
         /// Starts tokend and waits until it answers `hello` on `socket`.
@@ -41,7 +38,7 @@ import Glibc
             let pid = try ChildProcess.start(
                 DaemonHarness.binDirectory + "/tokend", ["--socket", socket, "--config", config], environment: environment)
             spawnedDaemons.withLock { _ = $0.insert(pid) }
-            try await poll(timeout: SocketDirectoryTests.patience, "tokend did not answer on \(socket)") {
+            try await poll(timeout: Patience.seconds, "tokend did not answer on \(socket)") {
                 if let status = ChildProcess.exitStatusIfEnded(pid) {
                     spawnedDaemons.withLock { _ = $0.remove(pid) }
                     throw HarnessError("tokend exited with \(status)")
@@ -52,7 +49,7 @@ import Glibc
         }
 
         func stop(_ pid: pid_t) {
-            _ = try? ChildProcess.terminate(pid, timeout: SocketDirectoryTests.patience)
+            _ = try? ChildProcess.terminate(pid, timeout: Patience.seconds)
             spawnedDaemons.withLock { _ = $0.remove(pid) }
         }
     }

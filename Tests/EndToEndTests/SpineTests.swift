@@ -79,8 +79,8 @@ import TokendTestSupport
             // After the next refresh (a 5-second token makes one due within seconds), the keyring
             // holds the newest refresh token the fake issued.
             let seen = world.fake.requests.count
-            try await poll(timeout: 30, "a refresh after the restart") { world.fake.requests.count > seen }
-            try await poll(timeout: 30, "keyring catches up with the fake") {
+            try await poll("a refresh after the restart") { world.fake.requests.count > seen }
+            try await poll("keyring catches up with the fake") {
                 try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid)
             }
         }
@@ -96,7 +96,7 @@ import TokendTestSupport
             // the keyring once it holds the newest token the fake issued, and none can follow.
             world.fake.inject(.status(503), forSeconds: 20)
             let outageEnd = Date().addingTimeInterval(20)
-            try await poll(timeout: 30, "the keyring holds the newest refresh token the fake issued") {
+            try await poll("the keyring holds the newest refresh token the fake issued") {
                 try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: user.uid)
             }
             let stored = try #require(try await world.storedSession()?.refreshToken)
@@ -114,7 +114,7 @@ import TokendTestSupport
             try await poll(timeout: 300, interval: 0.5, "a successful refresh after the outage") {
                 world.fake.requests.contains { $0.status == 200 && $0.at > outageEnd }
             }
-            try await poll(timeout: 30, "rotated token saved") { try await world.storedSession()?.refreshToken != stored }
+            try await poll("rotated token saved") { try await world.storedSession()?.refreshToken != stored }
             #expect(try await world.status().state == "active")
         }
     }
@@ -172,7 +172,7 @@ import TokendTestSupport
             #expect(badRequest.error?.code == .badRequest)
             #expect(try garbage.call(Request(op: "hello", id: .number(2))).ok, "the connection survives a bad line")
 
-            try await poll(timeout: 30, "the busy client is served") { served.load(ordering: .relaxed) > 20 }
+            try await poll("the busy client is served") { served.load(ordering: .relaxed) > 20 }
             stop.store(true, ordering: .relaxed)
             try await busy.value
             #expect(failed.load(ordering: .relaxed) == 0)

@@ -528,7 +528,7 @@ struct FakeFirebaseTests {
         try await withFake { fake in
             #expect(await fake.waitForRequests(count: 1, timeout: 0.05) == false)
             let session = fake.createUser()
-            async let waited = fake.waitForRequests(count: 2, timeout: 30)
+            async let waited = fake.waitForRequests(count: 2, timeout: Patience.seconds)
             _ = await refresh(fake, session.refreshToken)
             _ = await refresh(fake, session.refreshToken)
             #expect(await waited)

@@ -43,7 +43,7 @@ struct EngineFixture {
 
     func importSession() async throws -> FakeFirebase.Session {
         let session = fake.createUser()
-        _ = try await engine.install(account: "work", tokens: TokenSet(refreshToken: session.refreshToken), timeout: 10).get()
+        _ = try await engine.install(account: "work", tokens: TokenSet(refreshToken: session.refreshToken), timeout: Patience.seconds).get()
         return session
     }
 
