@@ -77,8 +77,9 @@ let package = Package(
             ]),
         // The manual clock alone, so that pure-logic tests link nothing but the core.
         .target(name: "TokendTestClock", dependencies: ["TokendCore"]),
-        // Child processes, the private keyring, temporary directories: no HTTP, no NIO.
-        .target(name: "TokendTestSupport", dependencies: ["TokendCore", "CTokendShims", "TokendTestClock"]),
+        // Child processes, the private keyring, an in-memory secret store, temporary directories:
+        // no HTTP, no NIO.
+        .target(name: "TokendTestSupport", dependencies: ["TokendCore", "CTokendShims", "TokendTestClock", "TokendKeyring"]),
         // The fake servers tests and the demo talk to over real HTTP (Firebase, and an OpenID
         // provider beside it): one module, as they share the server scaffold.
         .target(
@@ -103,7 +104,7 @@ let package = Package(
         // libFuzzer, and TokendFuzzingTests replays the corpus in every test run.
         .target(
             name: "TokendFuzzing",
-            dependencies: ["TokendCore", "TokendProtocol", "TokendKeyring", "TokendServer", "TokendProviders"]),
+            dependencies: ["TokendCore", "TokendProtocol", "TokendKeyring", "TokendServer", "TokendProviders", "TokendTestSupport"]),
         .testTarget(name: "TokendFuzzingTests", dependencies: ["TokendFuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "TokendCoreTests", dependencies: ["TokendCore", "TokendTestClock"]),
         .testTarget(name: "TokendProtocolTests", dependencies: ["TokendProtocol", "TokendTestSupport"]),

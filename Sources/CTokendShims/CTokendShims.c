@@ -31,11 +31,9 @@ int tokend_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }
 
-int tokend_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
-    return posix_spawn_file_actions_addclosefrom_np(actions, from);
-}
-
-int tokend_spawnattr_clean(posix_spawnattr_t *attributes, int own_process_group) {
+/* Spawn attributes for a child that starts clean: no blocked signals, default dispositions for
+ * the signals a parent commonly ignores, and optionally a process group of its own. */
+static int tokend_spawnattr_clean(posix_spawnattr_t *attributes, int own_process_group) {
     sigset_t empty, defaults;
     sigemptyset(&empty);
     sigemptyset(&defaults);
@@ -51,6 +49,38 @@ int tokend_spawnattr_clean(posix_spawnattr_t *attributes, int own_process_group)
         result = posix_spawnattr_setpgroup(attributes, 0);
     }
     if (result == 0) result = posix_spawnattr_setflags(attributes, flags);
+    return result;
+}
+
+int tokend_spawn(pid_t *pid, const char *file, int search_path, char *const argv[], char *const envp[],
+                 int in_fd, int out_fd, int err_fd, int own_process_group) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    int result = posix_spawn_file_actions_init(&actions);
+    if (result != 0) return result;
+    result = posix_spawnattr_init(&attributes);
+    if (result != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        return result;
+    }
+    const int sources[3] = { in_fd, out_fd, err_fd };
+    for (int target = 0; target < 3 && result == 0; target++) {
+        if (sources[target] < 0) {
+            result = posix_spawn_file_actions_addopen(&actions, target, "/dev/null", target == 0 ? O_RDONLY : O_WRONLY, 0);
+        } else {
+            result = posix_spawn_file_actions_adddup2(&actions, sources[target], target);
+        }
+    }
+    /* Every descriptor from 3 on is closed in the child, including ones other threads open
+     * while we spawn (a GNU extension, glibc 2.34+). */
+    if (result == 0) result = posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    if (result == 0) result = tokend_spawnattr_clean(&attributes, own_process_group);
+    if (result == 0) {
+        result = search_path ? posix_spawnp(pid, file, &actions, &attributes, argv, envp)
+                             : posix_spawn(pid, file, &actions, &attributes, argv, envp);
+    }
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
     return result;
 }
 

@@ -29,6 +29,9 @@ public struct ScopedTokenCache: Sendable {
     /// refresh waits for it rather than taking its outcome for the session's.
     public var inFlight: TokenScope?
 
+    /// Nothing minted, refused or in flight: the account never asked for a narrowed token.
+    public var isEmpty: Bool { entries.isEmpty && refusals.isEmpty && inFlight == nil }
+
     public init() {}
 
     /// The held token for `key` if it is from `generation` and still valid for `minValid` seconds.

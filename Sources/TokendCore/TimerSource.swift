@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Arms one-shot wake-ups at wall-clock instants.
 ///
 /// The engine never sleeps or arms a system timer itself: it asks a timer source, so the daemon
@@ -17,4 +19,58 @@ public struct TimerHandle: Sendable {
     }
 
     public func cancel() { onCancel() }
+}
+
+extension TimerSource {
+    /// `sleep(until:)` the instant `seconds` after `clock`'s now.
+    public func sleep(seconds: Double, from clock: any WallClock) async -> Bool {
+        await sleep(until: clock.now().addingTimeInterval(seconds))
+    }
+
+    /// Suspends until `deadline` (true), or until the task is cancelled (false, at once). How
+    /// async code waits on the clock: a manual clock's test decides when it returns.
+    public func sleep(until deadline: Date) async -> Bool {
+        let wait = TimerWait()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                wait.start(continuation, timer: schedule(at: deadline) { wait.end(true) })
+            }
+        } onCancel: {
+            wait.end(false)
+        }
+    }
+}
+
+/// One `sleep(until:)`: resumed exactly once, by the timer or by cancellation, whichever is
+/// first (cancellation may come before the continuation exists).
+private final class TimerWait: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Bool, Never>?
+        var timer: TimerHandle?
+        var outcome: Bool?
+    }
+
+    private let state = Mutex(State())
+
+    func start(_ continuation: CheckedContinuation<Bool, Never>, timer: TimerHandle) {
+        let early = state.withLock { state -> Bool? in
+            if let outcome = state.outcome { return outcome }
+            state.continuation = continuation
+            state.timer = timer
+            return nil
+        }
+        if let early {
+            timer.cancel()
+            continuation.resume(returning: early)
+        }
+    }
+
+    func end(_ fired: Bool) {
+        let (continuation, timer) = state.withLock { state in
+            if state.outcome == nil { state.outcome = fired }
+            return (state.continuation.take(), state.timer.take())
+        }
+        timer?.cancel()
+        continuation?.resume(returning: fired)
+    }
 }

@@ -385,7 +385,7 @@ extension FakeFirebase {
     /// An ID token as Google's issuer would mint it for `audience` (a client id), unsigned
     /// like the fake's own: what a Google sign-in hands over for `signInWithIdp`.
     public static func googleIDToken(
-        subject: String, email: String?, audience: String, emailVerified: Bool = true, lifetime: Int = 3600, now: Date = Date()
+        subject: String, email: String?, audience: String, emailVerified: Bool = true, lifetime: Int = 3600, now: Date = SystemWallClock().now()
     ) -> String {
         struct Claims: Encodable {
             var iss = "https://accounts.google.com"

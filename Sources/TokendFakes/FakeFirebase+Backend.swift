@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokendCore
 
 extension FakeFirebase {
     /// Everything the fake knows and decides, behind one lock; no sockets. The connection layer
@@ -11,7 +12,7 @@ extension FakeFirebase {
             var count: Int
             var continuation: CheckedContinuation<Bool, Never>
             /// Answers false at the deadline; cancelled when the log gets there first.
-            var timer: Task<Void, Never>
+            var timer: TimerHandle
         }
 
         struct State: Sendable {
@@ -29,9 +30,18 @@ extension FakeFirebase {
         }
 
         let state: Mutex<State>
+        /// The fake's waits (latency, hangs, trickles, `waitForRequests`): real delays, armed on
+        /// `Options.clock` (a manual clock's instants turn into the same real delays).
+        let timers: DispatchTimerSource
 
         init(options: Options) {
             state = Mutex(State(options: options))
+            timers = DispatchTimerSource(clock: options.clock)
+        }
+
+        /// Waits `seconds` of real time; throws when the task is cancelled (its connection closed).
+        func pause(_ seconds: Double) async throws {
+            guard await timers.sleep(seconds: seconds, from: options.clock) else { throw CancellationError() }
         }
 
         /// Runs `body` under the lock. What it logs is appended to the request log, and waiters
@@ -90,8 +100,7 @@ extension FakeFirebase {
                     guard locked.log.count < count, !locked.isShutDown else { return false }
                     let id = locked.nextWaiterID
                     locked.nextWaiterID += 1
-                    let timer = Task { [self] in
-                        guard (try? await Task.sleep(for: .bounded(seconds: max(timeout, 0)))) != nil else { return }
+                    let timer = timers.schedule(at: locked.options.clock.now().addingTimeInterval(max(timeout, 0))) { [self] in
                         let expired = state.withLock { $0.waiters.removeValue(forKey: id) }
                         expired?.continuation.resume(returning: false)
                     }

@@ -97,9 +97,9 @@ extension FakeFirebase.Backend {
             outcome = .failure(.firebase(refusal.message, status: refusal.status))
         } else {
             switch method {
-            case "signUp": outcome = signUp(request.body, now: now, state: &state).map(signedIn)
+            case "signUp": outcome = signUp(request.body, now: now, state: &state).map { signedIn($0, at: now) }
             case "signInWithPassword": outcome = signInWithPassword(request.body, now: now, state: &state)
-            case "signInWithCustomToken": outcome = signInWithCustomToken(request.body, now: now, state: &state).map(signedIn)
+            case "signInWithCustomToken": outcome = signInWithCustomToken(request.body, now: now, state: &state).map { signedIn($0, at: now) }
             case "signInWithIdp": outcome = signInWithIdp(request.body, now: now, state: &state)
             case "lookup": outcome = lookup(request.body, now: now, state: &state)
             case "sendOobCode": outcome = sendOobCode(request.body, now: now, state: &state)
@@ -129,12 +129,12 @@ extension FakeFirebase.Backend {
         return Decision(action: .reply(reply), delay: state.options.latency + extra)
     }
 
-    private func signedIn(_ response: SignInResponse) -> ToolkitAnswer {
+    private func signedIn(_ response: SignInResponse, at now: Date) -> ToolkitAnswer {
         ToolkitAnswer(
             reply: .json(200, response), uid: response.localId,
             minted: Ledger.Minted(
                 uid: response.localId, email: response.email, refreshToken: response.refreshToken, idToken: response.idToken,
-                expiresAt: Date(), lifetime: Int(response.expiresIn) ?? 0))  // conversion: a failable parse of a String
+                expiresAt: now, lifetime: Int(response.expiresIn) ?? 0))  // conversion: a failable parse of a String
     }
 
     /// `accounts:signUp`, in the emulator's order (firebase-tools `src/emulator/auth/operations.ts`,
@@ -234,7 +234,7 @@ extension FakeFirebase.Backend {
         let minted = state.ledger.signIn(uid: user.uid, provider: "password", now: now, options: state.options)
         var answer = response("identitytoolkit#VerifyPasswordResponse", minted)
         answer.registered = true
-        return .success(signedIn(answer))
+        return .success(signedIn(answer, at: now))
     }
 
     /// A password sign-in of a user with a second factor: no tokens, only what continues it.

@@ -71,7 +71,7 @@ struct Ledger: Sendable {
     }
 
     /// Adds a user; the caller has checked that the email is free.
-    mutating func addUser(email: String?, password: String?, uid: String = FakeIdentifiers.uid(), now: Date = Date()) -> User {
+    mutating func addUser(email: String?, password: String?, uid: String = FakeIdentifiers.uid(), now: Date) -> User {
         var user = User(uid: uid, email: email, password: password)
         user.createdAt = Int64(saturating: now.timeIntervalSince1970 * 1000)
         users[uid] = user

@@ -48,7 +48,7 @@ struct FakeFirebaseResponder: Sendable {
             contentType: request.headers[.contentType],
             body: Array(buffer: body))
         let decision = backend.handle(incoming, fault: fault)
-        if decision.delay > 0 { try await Task.sleep(for: .bounded(seconds: decision.delay)) }
+        if decision.delay > 0 { try await backend.pause(decision.delay) }
         switch decision.action {
         case .reply(let reply):
             try await write(reply, closing: closeAfter, to: writer)
@@ -56,7 +56,7 @@ struct FakeFirebaseResponder: Sendable {
             try await channel.close()
             throw Abandoned()
         case .hang:
-            try await Task.sleep(for: .bounded(seconds: Self.hangSeconds))
+            try await backend.pause(Self.hangSeconds)
             throw Abandoned()
         case .dropMidResponse(let reply):
             // The head announces the full length; half the body follows, then the connection closes.
@@ -68,7 +68,7 @@ struct FakeFirebaseResponder: Sendable {
             var body = try await writer.writeHead(Self.head(of: reply, closing: false))
             for byte in reply.body {
                 try await body.write(ByteBuffer(bytes: [byte]))
-                try await Task.sleep(for: .bounded(seconds: FakeFirebase.trickleInterval))
+                try await backend.pause(FakeFirebase.trickleInterval)
             }
             // Never reached within a test's deadline; the client gives up first.
             throw Abandoned()

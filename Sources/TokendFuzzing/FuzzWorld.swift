@@ -3,6 +3,7 @@ import TokendCore
 import TokendKeyring
 import TokendProtocol
 import TokendServer
+import TokendTestSupport
 
 /// The daemon minus its socket, built once per process (libFuzzer runs millions of inputs in one)
 /// and put back into a known state before each input.
@@ -38,10 +39,12 @@ final class FuzzWorld: Sendable {
             invariantBroken("the fuzz configuration does not parse: \(error)")
         }
         let ledger = ledger
+        let clock = ForwardClock()  // the daemon's
+        let timers = DispatchTimerSource(clock: clock)
         // A fixed jitter draw: the same input must take the same backoff every time it replays.
         engine = AccountEngine(
-            store: store, hub: hub, logger: Logger(label: "tokend.fuzz") { _ in SwiftLogNoOpLogHandler() },
-            random: { 0.5 }, makeProvider: { StubProvider(kind: $0.kind, ledger: ledger) })
+            store: store, clock: clock, timers: timers, hub: hub, logger: Logger(label: "tokend.fuzz") { _ in SwiftLogNoOpLogHandler() },
+            random: { 0.5 }, makeProvider: { StubProvider(kind: $0.kind, ledger: ledger, clock: clock, timers: timers) })
         handler = RequestHandler(engine: engine, hub: hub, version: "fuzz")
     }
 
@@ -53,7 +56,7 @@ final class FuzzWorld: Sendable {
         store.simulatedState = .available
         for name in configuration.accounts.keys { _ = await store.delete(account: name) }
         ledger.forget()
-        let now = Date()
+        let now = engine.clock.now()
         // The stored refresh token's first byte picks the stub's answer (StubProvider).
         let lead = Character(String(random.below(8)))
         switch random.below(4) {
@@ -82,11 +85,11 @@ final class FuzzWorld: Sendable {
     /// False if one is still running after `limit` seconds: a refresh that never ends is a bug
     /// (every request waiting on it would wait out its timeout forever after).
     func settle(limit: Double) async -> Bool {
-        let deadline = ContinuousClock.now + .bounded(seconds: limit)
-        while ContinuousClock.now < deadline {
+        let deadline = engine.clock.now().addingTimeInterval(limit)
+        while engine.clock.now() < deadline {
             let statuses = (try? await engine.statuses(account: nil).get()) ?? []
             if !statuses.contains(where: { $0.state == "refreshing" }) { return true }
-            try? await Task.sleep(for: .milliseconds(1))
+            _ = await engine.timers.sleep(seconds: 0.001, from: engine.clock)
         }
         return false
     }

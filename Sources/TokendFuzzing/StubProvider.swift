@@ -50,16 +50,18 @@ final class SecretLedger: Sendable {
 struct StubProvider: TokenProvider {
     let kind: ProviderKind
     let ledger: SecretLedger
+    let clock: any WallClock
+    let timers: any TimerSource
 
     /// Longer than the fuzz requests' 0.02 s timeout, so the "refresh outlasted timeout" paths run;
     /// short enough that an input full of them still takes well under a second.
-    static let slowAnswer: Duration = .milliseconds(30)
+    static let slowAnswer: Double = 0.03
 
     func refresh(refreshToken: String) async -> RefreshOutcome {
         ledger.countRefresh()
         let lead = refreshToken.utf8.first ?? 0
         // Bytes from 0xF0 (4-byte UTF-8 leads) answer late; the rest pick the answer below.
-        if lead >= 0xF0 { try? await Task.sleep(for: Self.slowAnswer) }
+        if lead >= 0xF0 { _ = await timers.sleep(seconds: Self.slowAnswer, from: clock) }
         let keep = refreshToken.first ?? "0"
         switch lead % 8 {
         case 0: return .refreshed(issue(id: true, access: true, lifetime: 3600, rotate: keep))

@@ -1,6 +1,6 @@
 import CLibsecret
-import Dispatch
 import Synchronization
+import TokendCore
 
 /// The keyring operations of one store, on their own thread, in the order they were asked for,
 /// each with a deadline on the Secret Service's own answer.
@@ -18,6 +18,9 @@ import Synchronization
 final class KeyringQueue: Sendable {
     /// Per-operation deadline, in seconds, counted from the operation's start on the thread.
     let timeout: Double
+    /// Where the deadlines are armed and read: the daemon's timers, or a test's manual clock.
+    private let clock: any WallClock
+    private let timers: any TimerSource
     private let thread: KeyringThread
 
     /// A write waiting in the queue that a newer write for its account may still replace: none
@@ -39,8 +42,12 @@ final class KeyringQueue: Sendable {
     /// How many callers wait for an operation that has not started yet (tests wait on it).
     var waitingCallers: Int { waiting.withLock { $0 } }
 
-    init(name: String, timeout: Double, tearDown: @escaping @Sendable () -> Void = {}) {
+    init(
+        name: String, timeout: Double, clock: any WallClock, timers: any TimerSource, tearDown: @escaping @Sendable () -> Void = {}
+    ) {
         self.timeout = timeout
+        self.clock = clock
+        self.timers = timers
         thread = KeyringThread(name: name, tearDown: tearDown)
     }
 
@@ -62,9 +69,8 @@ final class KeyringQueue: Sendable {
     ) async -> Result<Success, KeyringError> {
         await withCheckedContinuation(isolation: isolation) { continuation in
             let pending = PendingOperation(continuation)
-            if !waitsOutTheQueue { Self.armQueueDeadline(timeout, for: pending, "the operation is dropped") }
+            if !waitsOutTheQueue { armQueueDeadline(for: pending, "the operation is dropped") }
             if let account { replaceableWrites.withLock { _ = $0.removeValue(forKey: account) } }
-            let timeout = self.timeout
             waiting.withLock { $0 += 1 }
             thread.enqueue(
                 KeyringThread.Job(
@@ -72,12 +78,12 @@ final class KeyringQueue: Sendable {
                         waiting.withLock { $0 -= 1 }
                         let cancellable = CancellableHandle()
                         guard pending.begin(cancellable) else { return true }
-                        Self.armDeadline(timeout, for: [pending])
+                        armDeadline(for: [pending])
                         return pending.finish(body(cancellable.pointer))
                     },
                     abandon: { [self] in
                         waiting.withLock { $0 -= 1 }
-                        pending.expire(Self.queuedBehindTimeout(timeout))
+                        pending.expire(queuedBehindTimeout)
                     }))
         }
     }
@@ -105,8 +111,7 @@ final class KeyringQueue: Sendable {
                 writes[account] = write
                 return write
             }
-            let timeout = self.timeout
-            Self.armQueueDeadline(timeout, for: pending, "the write stays queued and will still happen")
+            armQueueDeadline(for: pending, "the write stays queued and will still happen")
             guard let queued else { return }
             thread.enqueue(
                 KeyringThread.Job(
@@ -118,37 +123,38 @@ final class KeyringQueue: Sendable {
                         let cancellable = CancellableHandle()
                         // Written even when every caller stopped waiting: these are the newest tokens.
                         let live = callers.filter { $0.begin(cancellable) }
-                        let deadline = DispatchTime.now() + timeout
-                        Self.armDeadline(timeout, for: live)
+                        let deadline = clock.now().addingTimeInterval(timeout)
+                        armDeadline(for: live)
                         // The call's own deadline, whether or not anyone still waits for it.
-                        DispatchQueue.global().asyncAfter(deadline: deadline) { cancellable.cancel() }
+                        let cancelAtDeadline = timers.schedule(at: deadline) { cancellable.cancel() }
                         let result = body(payload, cancellable.pointer)
                         for caller in live { caller.finish(result) }
-                        return DispatchTime.now() < deadline
+                        let inTime = clock.now() < deadline
+                        if inTime { cancelAtDeadline.cancel() }
+                        return inTime
                     },
                     abandon: { [self] in
                         replaceableWrites.withLock { if $0[account] === queued { $0[account] = nil } }
                         let callers = queued.state.withLock { $0.callers }
                         waiting.withLock { $0 -= callers.count }
-                        for caller in callers { caller.expire(Self.queuedBehindTimeout(timeout)) }
+                        for caller in callers { caller.expire(queuedBehindTimeout) }
                     }))
         }
     }
 
-    private static func armQueueDeadline<Success>(_ timeout: Double, for caller: PendingOperation<Success>, _ outcome: String) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
-            caller.expireIfWaiting(KeyringError(.queued, "still queued behind other keyring operations after \(timeout) s; \(outcome)"))
-        }
+    private func armQueueDeadline<Success>(for caller: PendingOperation<Success>, _ outcome: String) {
+        let refusal = KeyringError(.queued, "still queued behind other keyring operations after \(timeout) s; \(outcome)")
+        _ = timers.schedule(at: clock.now().addingTimeInterval(timeout)) { caller.expireIfWaiting(refusal) }
     }
 
-    private static func armDeadline<Success>(_ timeout: Double, for callers: [PendingOperation<Success>]) {
+    private func armDeadline<Success>(for callers: [PendingOperation<Success>]) {
         let timedOut = KeyringError(.timedOut, "the Secret Service did not answer within \(timeout) s")
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+        _ = timers.schedule(at: clock.now().addingTimeInterval(timeout)) {
             for caller in callers { caller.expire(timedOut) }
         }
     }
 
-    private static func queuedBehindTimeout(_ timeout: Double) -> KeyringError {
+    private var queuedBehindTimeout: KeyringError {
         KeyringError(.timedOut, "queued behind a keyring call the Secret Service did not answer within \(timeout) s")
     }
 }

@@ -19,10 +19,13 @@ public final class LibsecretStore: SecretStore {
     private let client: LibsecretClient
     private let queue: KeyringQueue
 
-    public init(timeout: Double = 5) {
+    /// Deadlines are armed on `timers` (real Dispatch timers unless a test passes a manual clock).
+    public init(timeout: Double = 5, clock: any WallClock = SystemWallClock(), timers: (any TimerSource)? = nil) {
         let client = LibsecretClient()
         self.client = client
-        queue = KeyringQueue(name: "tokend-keyring", timeout: timeout, tearDown: { client.close() })
+        queue = KeyringQueue(
+            name: "tokend-keyring", timeout: timeout, clock: clock, timers: timers ?? DispatchTimerSource(clock: clock),
+            tearDown: { client.close() })
     }
 
     deinit { queue.stop() }

@@ -2,7 +2,8 @@
 // (docs/protocol.md, "login" and "account"): the raw values are the wire's strings.
 
 /// How a `login` signs in. Which methods an account offers is its provider's descriptor's
-/// `loginMethods`; a new method is a case here, the provider's flow, and one tokenctl flag.
+/// `loginMethods`; a new method is a case here (with what its request must carry), the
+/// provider's flow, and one tokenctl flag.
 public enum LoginMethod: String, Sendable, CaseIterable, Codable {
     /// OpenID Connect: authorization code with PKCE S256, redirected to a loopback listener.
     case browser
@@ -25,6 +26,27 @@ public enum LoginMethod: String, Sendable, CaseIterable, Codable {
         case .email, .anonymous, .customToken: false
         }
     }
+
+    /// The request must carry `email` (the daemon refuses it before any provider is asked).
+    public var needsEmail: Bool {
+        switch self {
+        case .email: true
+        case .browser, .device, .anonymous, .customToken, .google: false
+        }
+    }
+
+    /// What the request's `secret` must hold, in words for the refusal; nil: none is needed.
+    public var neededSecret: String? {
+        switch self {
+        case .email: "the password"
+        case .customToken: "the custom token"
+        case .browser, .device, .anonymous, .google: nil
+        }
+    }
+
+    /// The secret is a token pasted or piped (surrounding whitespace dropped), not a password
+    /// (taken as it is).
+    public var secretIsToken: Bool { self == .customToken }
 }
 
 /// What an `account` op does to the account's Firebase user.

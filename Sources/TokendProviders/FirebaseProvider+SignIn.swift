@@ -91,7 +91,7 @@ extension FirebaseProvider {
                 .flatMap { Self.signedIn($0, provider: "custom", call: .customToken) }
         case .google:
             return await signInWithGoogle(request) { _ in }
-        case .browser, .device:
+        default:
             return .failure(LoginFailure(
                 .badRequest, code: "unsupported_method",
                 message: "Firebase accounts sign in with --email ADDRESS, --anonymous, --custom-token or --google"))

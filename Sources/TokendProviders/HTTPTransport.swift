@@ -81,13 +81,21 @@ public final class HTTPTransport: Sendable {
     /// Seconds for one whole exchange: connect, head and body. A body trickled a byte at a time
     /// must not hold an account in `refreshing` for longer than this.
     public let deadline: Double
+    /// The time of every wait around provider calls: this deadline, device-grant polling, a
+    /// browser login's wait, an ID token's validity. A test passes a manual clock.
+    public let clock: any WallClock
+    public let timers: any TimerSource
     let direct: HTTPClient
     /// Only for https URLs to hosts outside `NO_PROXY`: a loopback server is never proxied.
     let proxied: HTTPClient?
     let noProxy: [String]
 
-    public init(environment: [String: String], deadline: Double = defaultDeadline) {
+    public init(
+        environment: [String: String], deadline: Double = defaultDeadline, clock: any WallClock = SystemWallClock(), timers: (any TimerSource)? = nil
+    ) {
         self.deadline = deadline
+        self.clock = clock
+        self.timers = timers ?? DispatchTimerSource(clock: clock)
         func client(proxy: HTTPClient.Configuration.Proxy?) -> HTTPClient {
             var configuration = HTTPClient.Configuration()
             configuration.timeout = .init(connect: .seconds(5), read: .milliseconds(Int64(saturating: deadline * 1000)))
@@ -136,6 +144,7 @@ public final class HTTPTransport: Sendable {
         let prepared = outgoing
         let client = client(for: request.url)
         let seconds = deadline
+        let (clock, timers) = (clock, timers)
         let timedOut = TransportFailure(kind: .timeout, message: "the provider did not answer within \(Int(saturating: seconds)) s")
         do {
             // The exchange races a timer; whichever ends first cancels the other, and cancelling
@@ -149,7 +158,7 @@ public final class HTTPTransport: Sendable {
                     return HTTPAnswer(status: Int(response.status.code), headers: headers, body: Array(buffer: bytes))  // conversion: widening UInt to Int (status codes are < 1000)
                 }
                 group.addTask {
-                    try await Task.sleep(for: .bounded(seconds: seconds))
+                    _ = await timers.sleep(until: clock.now().addingTimeInterval(seconds))
                     return nil
                 }
                 defer { group.cancelAll() }

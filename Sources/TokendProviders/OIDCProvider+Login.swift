@@ -51,7 +51,7 @@ extension OIDCProvider {
             // A provider that refuses the redirect URI says so only in the browser, and never
             // redirects: the line names what to register (README.md, "Signing in").
             progress(.waiting("waiting for the sign-in in the browser (the provider must allow the redirect URI http://127.0.0.1\(LoopbackRedirectListener.callbackPath), any port)"))
-            redirect = try await Self.first(of: listener.redirects, within: request.timeout)
+            redirect = try await first(of: listener.redirects, within: request.timeout)
             await listener.close()
         } catch {
             await listener.close()
@@ -100,14 +100,14 @@ extension OIDCProvider {
         progress(.waiting("waiting for the code to be entered at \(verificationURI)"))
         // RFC 8628 §3.5: poll at `interval` (default 5 s); each slow_down adds 5 s for good.
         let lifetime = min(request.timeout, codeLife ?? request.timeout)
-        let deadline = ContinuousClock.now + .bounded(seconds: lifetime)
+        let deadline = transport.clock.now().addingTimeInterval(lifetime)
         guard let tokenEndpoint = try await requiredEndpoint({ $0.token }, "token_endpoint") else {
             throw LoginFailure(.misconfigured, code: "no_token_endpoint", message: "the provider names no token_endpoint; set one in the account")
         }
         let fields = [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", grant.device_code)]
         while true {
-            try await Task.sleep(for: .bounded(seconds: interval))
-            guard ContinuousClock.now < deadline else {
+            guard await transport.timers.sleep(until: transport.clock.now().addingTimeInterval(interval)) else { throw CancellationError() }
+            guard transport.clock.now() < deadline else {
                 throw LoginFailure(.timedOut, code: "timeout", message: "the code was not entered within \(Int(saturating: lifetime)) s; run tokenctl login --device again")
             }
             let poll: HTTPAnswer
@@ -181,7 +181,7 @@ extension OIDCProvider {
         case .success(let got): jwks = got
         }
         try await IDTokenCheck.verifySignature(token, jwks: jwks.body)
-        let now = Date()
+        let now = transport.clock.now()
         let providerTime = (answer?.headers["date"] ?? jwks.headers["date"]).flatMap(HTTPDate.parse)
         try IDTokenCheck(issuer: settings.issuer, clientID: settings.clientID, nonce: nonce, now: now, providerTime: providerTime).check(token)
     }
@@ -203,14 +203,15 @@ extension OIDCProvider {
     }
 
     /// The stream's first element, or `timedOut` after `seconds`.
-    static func first<Element: Sendable>(of stream: AsyncStream<Element>, within seconds: Double) async throws -> Element {
-        try await withThrowingTaskGroup(of: Element?.self) { group in
+    func first<Element: Sendable>(of stream: AsyncStream<Element>, within seconds: Double) async throws -> Element {
+        let (clock, timers) = (transport.clock, transport.timers)
+        return try await withThrowingTaskGroup(of: Element?.self) { group in
             group.addTask {
                 for await element in stream { return element }
                 return nil
             }
             group.addTask {
-                try await Task.sleep(for: .bounded(seconds: seconds))
+                _ = await timers.sleep(until: clock.now().addingTimeInterval(seconds))
                 return nil
             }
             defer { group.cancelAll() }

@@ -1,12 +1,13 @@
 import CTokendShims
 import Foundation
+import TokendCore
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The one way tests start programs: `run` runs a short-lived one to completion, posix_spawn with
-/// stdin, stdout and stderr redirected to files the child opens itself; `start` starts a
-/// background one that `stop` (SIGKILL) or `terminate` (SIGTERM) ends.
+/// The one way tests start programs: `run` runs a short-lived one to completion, with stdin,
+/// stdout and stderr redirected to files; `start` starts a background one that `stop` (SIGKILL)
+/// or `terminate` (SIGTERM) ends. Both spawn through `tokend_spawn`, the daemon's spawner.
 /// Foundation's `Process` proved unfit here: it
 /// leaks pipe ends into unrelated children (so end-of-file never comes), passes on a signal mask
 /// that blocks SIGTERM, and under heavy parallel spawning its `terminationStatus` can trap.
@@ -39,13 +40,10 @@ public enum ChildProcess {
                 throw ChildProcessError("cannot write \(input)")
             }
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, directory + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, directory + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        let pid = try spawn(path, arguments, environment: environment, actions: &actions)
+        let files = try [(input, O_RDONLY), (directory + "/out", O_WRONLY | O_CREAT | O_TRUNC), (directory + "/err", O_WRONLY | O_CREAT | O_TRUNC)]
+            .map { try openForChild($0.0, $0.1) }
+        defer { files.forEach { close($0) } }
+        let pid = try spawn(path, arguments, environment: environment, descriptors: (files[0], files[1], files[2]))
         let status = try wait(for: pid, timeout: timeout)
         let stdout = (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? ""
         let stderr = (try? String(contentsOfFile: directory + "/err", encoding: .utf8)) ?? ""
@@ -67,17 +65,9 @@ public enum ChildProcess {
     public static func start(
         _ path: String, _ arguments: [String], environment: [String: String], stdin: Int32? = nil, output: String = "/dev/null"
     ) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if let stdin {
-            posix_spawn_file_actions_adddup2(&actions, stdin, 0)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        }
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        return try spawn(path, arguments, environment: environment, actions: &actions)
+        let log = try openForChild(output, O_WRONLY | O_CREAT | O_APPEND)
+        defer { close(log) }
+        return try spawn(path, arguments, environment: environment, descriptors: (stdin ?? -1, log, log))
     }
 
     /// SIGKILLs and reaps what `start` started.
@@ -104,23 +94,17 @@ public enum ChildProcess {
         return result == pid ? decode(status) : nil
     }
 
+    /// Opens `path` for a child's stdin, stdout or stderr (0600 when created), close-on-exec so
+    /// that no other test's child inherits it.
+    private static func openForChild(_ path: String, _ flags: Int32) throws -> Int32 {
+        let fd = open(path, flags | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ChildProcessError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        return fd
+    }
+
     private static func spawn(
-        _ path: String, _ arguments: [String], environment: [String: String], actions: inout posix_spawn_file_actions_t
+        _ path: String, _ arguments: [String], environment: [String: String], descriptors: (in: Int32, out: Int32, err: Int32)
     ) throws -> pid_t {
-        // Only stdin, stdout and stderr: an inherited pipe end (another test's) would keep that
-        // pipe from ever reaching end-of-file, and an inherited socket its port busy.
-        if let closeFrom = closeFromAction {
-            _ = closeFrom(&actions, 3)
-        } else {
-            // Racy (a descriptor opened meanwhile leaks), but glibc before 2.34 has no better.
-            // It ignores closing a descriptor that is no longer open by then.
-            for fd in openDescriptors() where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
-        }
-        // A clean signal state: the spawning thread may block signals the child must receive.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        _ = tokend_spawnattr_clean(&attributes, 0)
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -128,33 +112,21 @@ public enum ChildProcess {
             envp.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        let spawned = tokend_spawn(&pid, path, 0, argv, envp, descriptors.in, descriptors.out, descriptors.err, 0)
         guard spawned == 0 else { throw ChildProcessError("posix_spawn \(path): \(String(cString: strerror(spawned)))") }
         return pid
     }
 
-    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+): closes every descriptor
-    /// from 3 up in the child, including ones other threads open while we spawn. Looked up at
-    /// run time because Swift's Glibc module leaves out the _GNU_SOURCE declarations.
-    private static let closeFromAction: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
-        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
-    }()
-
-    private static func openDescriptors() -> [Int32] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return names.compactMap { Int32($0) }  // conversion: a failable parse of a String
-    }
-
     /// The child's exit status (128 + signal when killed), SIGKILLing it past the timeout.
     static func wait(for pid: pid_t, timeout: Double) throws -> Int32 {
-        let deadline = Date().addingTimeInterval(timeout)
+        let clock = SystemWallClock()
+        let deadline = clock.now().addingTimeInterval(timeout)
         var status: Int32 = 0
         while true {
             let result = waitpid(pid, &status, WNOHANG)
             if result == pid { break }
             if result < 0, errno != EINTR { throw ChildProcessError("waitpid: \(String(cString: strerror(errno)))") }
-            if Date() > deadline { kill(pid, SIGKILL) }
+            if clock.now() > deadline { kill(pid, SIGKILL) }
             usleep(2_000)  // 2 ms: short tools finish in tens of milliseconds
         }
         return decode(status)

@@ -1,5 +1,6 @@
 import CTokendShims
 import Foundation
+import TokendCore
 import Glibc
 import Synchronization
 
@@ -366,10 +367,10 @@ public final class PrivateKeyring: Sendable {
 
     /// Polls `condition` until it holds; throws `.timedOut` after `readyTimeout`.
     private func waitUntil(_ what: String, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(Self.readyTimeout)
+        let deadline = SystemWallClock().now().addingTimeInterval(Self.readyTimeout)
         while true {
             if try condition() { return }
-            if Date() >= deadline {
+            if SystemWallClock().now() >= deadline {
                 throw PrivateKeyringError(.timedOut, "\(what) not ready within \(Self.readyTimeout) s (logs in \(root.path))")
             }
             Thread.sleep(forTimeInterval: Self.pollInterval)
@@ -462,9 +463,9 @@ extension PrivateKeyring {
         }
 
         mutating func waitForExit(timeout: Double) -> Bool {
-            let deadline = Date().addingTimeInterval(timeout)
+            let deadline = SystemWallClock().now().addingTimeInterval(timeout)
             while !hasExited() {
-                if Date() >= deadline { return false }
+                if SystemWallClock().now() >= deadline { return false }
                 Thread.sleep(forTimeInterval: PrivateKeyring.pollInterval)
             }
             return true

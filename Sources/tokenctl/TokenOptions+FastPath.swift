@@ -1,4 +1,5 @@
 import ArgumentParser
+import TokendProtocol
 
 /// A command whose plain forms skip ArgumentParser: `token`, `header` and `exec`, which shell
 /// loops and tools call over and over. ArgumentParser's first parse costs about 1.5 ms of type
@@ -22,17 +23,9 @@ extension FastParsedCommand {
     /// ArgumentParser path, which owns every error message; tests check both paths agree.
     static func parseFast(_ arguments: [String]) -> Self? {
         guard let fast = FastArguments(arguments, name: fastName) else { return nil }
-        // Every property wrapper must be assigned: a default-made command has only definitions.
-        var connection = ConnectionOptions()
-        connection.socket = fast.socket
-        connection.timeoutOption = fast.timeout
         var options = TokenOptions()
         options.account = fast.account
-        options.minValid = fast.minValid
-        options.kind = fast.kind
-        options.scope = fast.scope
-        options.audience = fast.audience
-        options.connection = connection
+        options.fields = fast.fields
         var command = Self()
         command.token = options
         guard command.takeTrailing(fast.trailing) else { return nil }
@@ -45,27 +38,63 @@ extension FastParsedCommand {
     }
 }
 
-/// The fast path's reading of `NAME ACCOUNT [options] [-- CMD…]` as plain values, validated as
-/// `TokenOptions` and `ConnectionOptions` validate them; nil for anything else.
-struct FastArguments {
-    var account: String
+/// The options of `token`, `header`, `exec` and `exec-credential` as plain values, and the one
+/// table of them that both paths read: ArgumentParser fills `TokenOptions` and hands its values
+/// on as these (`TokenOptions.fields`), the fast path reads argv with `take`, and `request`
+/// turns them into the one `token` request. A new field is a property, a row in `take` and a
+/// line in `request` here, and its `@Option` in `TokenOptions`.
+struct TokenFields: Equatable {
     var minValid: Double?
     var kind: Tokenctl.KindArgument?
     var scope: String?
     var audience: String?
     var socket: String?
     var timeout: Double?
+
+    /// Takes `flag`'s `value`; false for an unknown flag, a value that does not parse or a flag
+    /// given twice (ArgumentParser then says what is wrong).
+    mutating func take(_ flag: String, _ value: String) -> Bool {
+        switch flag {
+        case "--min-valid": Self.fill(&minValid, Double(value))
+        case "--kind": Self.fill(&kind, Tokenctl.KindArgument(rawValue: value))
+        case "--scope": Self.fill(&scope, value)
+        case "--audience": Self.fill(&audience, value)
+        case "--socket": Self.fill(&socket, value)
+        case "--timeout": Self.fill(&timeout, Double(value))
+        default: false
+        }
+    }
+
+    private static func fill<Value>(_ slot: inout Value?, _ value: Value?) -> Bool {
+        guard slot == nil, let value else { return false }
+        slot = value
+        return true
+    }
+
+    /// The `token` request these fields make for `account`.
+    func request(account: String) -> Request {
+        var request = Request(op: Op.token.rawValue, account: account, minValid: minValid, kind: kind?.tokenKind)
+        request.scope = scope
+        request.audience = audience
+        return request
+    }
+
+    var connection: ConnectionSettings {
+        ConnectionSettings(socket: socket, timeout: timeout ?? ConnectionOptions.defaultTimeout)
+    }
+}
+
+/// The fast path's reading of `NAME ACCOUNT [options] [-- CMD…]` as plain values, validated as
+/// `TokenOptions` and `ConnectionOptions` validate them; nil for anything else.
+struct FastArguments {
+    var account: String
+    var fields = TokenFields()
     var trailing: [String]?
 
     /// The values of options ArgumentParser has parsed.
     init(_ options: TokenOptions) {
         account = options.account
-        minValid = options.minValid
-        kind = options.kind
-        scope = options.scope
-        audience = options.audience
-        socket = options.connection.socket
-        timeout = options.connection.timeoutOption
+        fields = options.fields
     }
 
     init?(_ arguments: [String], name: String) {
@@ -89,39 +118,15 @@ struct FastArguments {
                 index += 2
             }
             // A value that looks like an option is ArgumentParser's to diagnose.
-            guard !value.hasPrefix("-") else { return nil }
-            switch name {
-            case "--min-valid":
-                guard minValid == nil, let seconds = Double(value) else { return nil }
-                minValid = seconds
-            case "--kind":
-                guard kind == nil, let value = Tokenctl.KindArgument(rawValue: value) else { return nil }
-                kind = value
-            case "--socket":
-                guard socket == nil else { return nil }
-                socket = value
-            case "--timeout":
-                guard timeout == nil, let seconds = Double(value) else { return nil }
-                timeout = seconds
-            case "--scope":
-                guard scope == nil else { return nil }
-                scope = value
-            case "--audience":
-                guard audience == nil else { return nil }
-                audience = value
-            default:
-                return nil
-            }
+            guard !value.hasPrefix("-"), fields.take(name, value) else { return nil }
         }
         do {
             try ConnectionSettings.validate(timeout: connection.timeout)
-            try TokenOptions.validate(account: account, minValid: minValid)
+            try TokenOptions.validate(account: account, minValid: fields.minValid)
         } catch {
             return nil
         }
     }
 
-    var connection: ConnectionSettings {
-        ConnectionSettings(socket: socket, timeout: timeout ?? ConnectionOptions.defaultTimeout)
-    }
+    var connection: ConnectionSettings { fields.connection }
 }

@@ -26,6 +26,25 @@ struct TokenOptions: ParsableArguments {
 
     @OptionGroup var connection: ConnectionOptions
 
+    /// The options as the plain values both paths share (`TokenFields`). Setting them assigns
+    /// every property wrapper: a command the fast path builds has only their definitions.
+    var fields: TokenFields {
+        get {
+            TokenFields(
+                minValid: minValid, kind: kind, scope: scope, audience: audience, socket: connection.socket, timeout: connection.timeoutOption)
+        }
+        set {
+            minValid = newValue.minValid
+            kind = newValue.kind
+            scope = newValue.scope
+            audience = newValue.audience
+            var connection = ConnectionOptions()
+            connection.socket = newValue.socket
+            connection.timeoutOption = newValue.timeout
+            self.connection = connection
+        }
+    }
+
     func validate() throws {
         try Self.validate(account: account, minValid: minValid)
     }
@@ -45,11 +64,7 @@ struct TokenOptions: ParsableArguments {
     /// The same from plain values, for the fast path that never builds a `TokenOptions`.
     static func fetch(_ arguments: FastArguments, _ context: CommandContext) throws(TokenctlError) -> TokenGrant {
         let daemon = try DaemonConnection(settings: arguments.connection, context: context)
-        var request = Request(
-            op: Op.token.rawValue, account: arguments.account, minValid: arguments.minValid, kind: arguments.kind?.tokenKind)
-        request.scope = arguments.scope
-        request.audience = arguments.audience
-        let (response, _) = try daemon.call(request)
+        let (response, _) = try daemon.call(arguments.fields.request(account: arguments.account))
         return try TokenGrant(response)
     }
 }

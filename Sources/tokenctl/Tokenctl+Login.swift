@@ -224,7 +224,8 @@ final class BrowserOpener {
         var pid: pid_t = 0
         let arguments: [UnsafeMutablePointer<CChar>?] = ["xdg-open", page].map { (text: String) in strdup(text) } + [nil]
         defer { for argument in arguments { free(argument) } }
-        _ = posix_spawnp(&pid, "xdg-open", nil, nil, arguments, environ)
+        // Its stdout is not tokenctl's (a script may be reading that); its stderr is.
+        _ = tokend_spawn(&pid, "xdg-open", 1, arguments, environ, -1, -1, 2, 0)
     }
 
     /// A page that sends the browser on to `url`, readable by the user alone; its path.

@@ -1,6 +1,7 @@
 import Testing
 import TokendCore
 import TokendKeyring
+import TokendTestSupport
 
 @Suite
 struct InMemorySecretStoreTests {

@@ -3,23 +3,30 @@ import Dispatch
 import Glibc
 import Synchronization
 import Testing
+import TokendTestSupport
 @testable import TokendKeyring
 
 /// The keyring queue's deadlines and write merging, with operations that stand in for a slow, a
-/// frozen and a healthy Secret Service (the queue never looks inside them).
+/// frozen and a healthy Secret Service (the queue never looks inside them). Deadlines run on a
+/// manual clock: a test decides when time passes, so a loaded machine cannot move them.
 @Suite
 struct KeyringQueueTests {
+    static func queue(timeout: Double) -> (KeyringQueue, ManualClock) {
+        let clock = ManualClock()
+        return (KeyringQueue(name: "test-keyring", timeout: timeout, clock: clock, timers: clock), clock)
+    }
+
     /// A restore queues one read per stored account. Behind a keyring that answers each in 60 ms,
     /// 50 reads take 3 s in all, longer than the 2-second deadline: each read's deadline counts
     /// from its own start, so every one answers, and none is reported timed out.
     @Test func readsQueuedBehindASlowKeyringAllAnswer() async {
-        let queue = KeyringQueue(name: "test-keyring", timeout: 2)
+        let (queue, clock) = Self.queue(timeout: 2)
         defer { queue.stop() }
         let results = await withTaskGroup(of: Result<String, KeyringError>.self) { group in
             for index in 0..<50 {
                 group.addTask {
                     await queue.perform(account: "account\(index)", waitsOutTheQueue: true, isolation: nil) { _ in
-                        usleep(60_000)
+                        clock.advance(by: 0.06)  // a keyring that takes 60 ms to answer
                         return .success("account\(index)")
                     }
                 }
@@ -34,9 +41,7 @@ struct KeyringQueueTests {
     /// operations queued behind it answer `.timedOut` at once without running, and the next
     /// operation runs again.
     @Test func operationsQueuedBehindAnUnansweredCallTimeOutTogether() async {
-        // Long enough for the ten to be queued while the first call hangs, on a loaded machine
-        // (3 s was not: on two busy cores the ten were queued only after it, and ran).
-        let queue = KeyringQueue(name: "test-keyring", timeout: 20)
+        let (queue, clock) = Self.queue(timeout: 20)
         defer { queue.stop() }
         let ran = Mutex(0)
         let started = Mutex(false)
@@ -60,6 +65,7 @@ struct KeyringQueueTests {
             })
         }
         await waitUntil { queue.waitingCallers == 10 }
+        clock.advance(by: 20)
         #expect((await frozen.value).error?.code == .timedOut)
         for task in queued { #expect((await task.value).error?.code == .timedOut) }
         #expect(ran.withLock { $0 } == 0)
@@ -71,9 +77,8 @@ struct KeyringQueueTests {
     /// every caller gets its answer; a write queued after another operation on the same account
     /// stays behind it (a save, a read, a save: the read sees the first).
     @Test func queuedWritesOfOneAccountMergeIntoTheNewest() async {
-        // No deadline is under test here: one far beyond the test, so a loaded machine (tasks
-        // that start seconds late on a busy cooperative pool) cannot time the writes out.
-        let queue = KeyringQueue(name: "test-keyring", timeout: 300)
+        // No deadline is under test here: the clock never moves.
+        let (queue, _) = Self.queue(timeout: 300)
         defer { queue.stop() }
         let gate = DispatchSemaphore(value: 0)
         let calls = Mutex<[String]>([])
@@ -110,35 +115,20 @@ struct KeyringQueueTests {
     /// A write that waits its whole deadline behind operations the keyring is still answering
     /// (a busy keyring, not a frozen one) is answered `.queued`, and still happens afterwards;
     /// any other operation but a read (here a probe) is answered `.queued` and dropped.
-    @Test(.disabled("its one-second margins around real deadlines fail when the whole suite loads both cores; to be rewritten on the manual clock"))
-    func aWriteQueuedPastItsDeadlineIsAnsweredQueuedAndStillWritten() async {
-        // Margins of a second either side of each deadline, for a loaded machine.
-        let queue = KeyringQueue(name: "test-keyring", timeout: 3)
+    @Test func aWriteQueuedPastItsDeadlineIsAnsweredQueuedAndStillWritten() async {
+        let (queue, clock) = Self.queue(timeout: 3)
         defer { queue.stop() }
-        let started = Mutex(false)
-        let writeAnswered = DispatchSemaphore(value: 0)
+        let firstGate = DispatchSemaphore(value: 0)
+        let secondGate = DispatchSemaphore(value: 0)
+        let started = Mutex(0)
         let written = Mutex(false)
-        // The first operation ends a second after the other three are queued, within its own
-        // deadline; the second holds the thread until the write has been answered (two seconds
-        // into its own deadline).
-        let first = Task {
-            await queue.perform(account: nil, isolation: nil) { _ -> Result<Void, KeyringError> in
-                started.withLock { $0 = true }
-                let limit = DispatchTime.now() + 1
-                while queue.waitingCallers < 3, DispatchTime.now() < limit { usleep(2_000) }
-                usleep(1_000_000)  // a keyring that takes a second to answer
-                return .success(())
-            }
-        }
-        await waitUntil { started.withLock { $0 } }
-        let second = Task {
-            await queue.perform(account: nil, isolation: nil) { _ -> Result<Void, KeyringError> in
-                _ = writeAnswered.wait(timeout: .now() + 10)
-                return .success(())
-            }
-        }
-        await waitUntil { queue.waitingCallers == 1 }
         let probeRan = Mutex(false)
+        // Two operations the keyring answers slowly, each within its own deadline.
+        let first = Self.slowOperation(on: queue, until: firstGate) { started.withLock { $0 += 1 } }  // starts at 0 s; its deadline is at 3 s
+        await waitUntil { started.withLock { $0 } == 1 }
+        clock.advance(by: 1)
+        let second = Self.slowOperation(on: queue, until: secondGate) { started.withLock { $0 += 1 } }
+        await waitUntil { queue.waitingCallers == 1 }
         let probe = Task {
             await queue.perform(account: nil, isolation: nil) { _ -> Result<Void, KeyringError> in
                 probeRan.withLock { $0 = true }
@@ -146,19 +136,39 @@ struct KeyringQueueTests {
             }
         }
         await waitUntil { queue.waitingCallers == 2 }
-        let write = await queue.write(account: "work", payload: "newest", isolation: nil) { payload, _ in
-            written.withLock { $0 = true }
-            return .success(())
+        let write = Task {
+            await queue.write(account: "work", payload: "newest", isolation: nil) { _, _ in
+                written.withLock { $0 = true }
+                return .success(())
+            }
         }
-        writeAnswered.signal()
-        #expect(write.error?.code == .queued)
-        // Awaited, not a semaphore wait: blocking a cooperative thread here could starve the queue.
+        await waitUntil { queue.waitingCallers == 3 }  // the probe's and the write's queue deadlines: 4 s
+        clock.advance(by: 1)
+        firstGate.signal()  // answered at 2 s, in time; the second starts (its deadline: 5 s)
+        await waitUntil { started.withLock { $0 } == 2 }
+        clock.advance(by: 2)  // 4 s: the probe and the write have waited a whole deadline
+        #expect((await write.value).error?.code == .queued)
+        #expect((await probe.value).error?.code == .queued)
+        #expect(written.withLock { $0 } == false, "the write is still queued")
+        secondGate.signal()  // answered at 4 s, in time
         await waitUntil { written.withLock { $0 } }
         #expect(written.withLock { $0 }, "the write happens after its caller was answered")
-        #expect((await probe.value).error?.code == .queued)
         #expect(probeRan.withLock { $0 } == false)
         #expect((try? (await first.value).get()) != nil)
         #expect((try? (await second.value).get()) != nil)
+    }
+
+    /// An operation the keyring answers only once `gate` is signalled; `onStart` as it starts.
+    static func slowOperation(
+        on queue: KeyringQueue, until gate: DispatchSemaphore, onStart: @escaping @Sendable () -> Void
+    ) -> Task<Result<Void, KeyringError>, Never> {
+        Task {
+            await queue.perform(account: nil, isolation: nil) { _ -> Result<Void, KeyringError> in
+                onStart()
+                _ = gate.wait(timeout: .now() + 60)  // a broken test's limit, not a wait
+                return .success(())
+            }
+        }
     }
 
     /// Polls `condition` for up to 60 s: a deadline for a broken test, not a measurement.

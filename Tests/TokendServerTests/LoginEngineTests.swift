@@ -5,6 +5,7 @@ import TokendCore
 import TokendKeyring
 import TokendProtocol
 import TokendProviders
+import TokendTestSupport
 @testable import TokendServer
 
 /// The engine's side of `login`: one interactive login per account, cancelled with its client.

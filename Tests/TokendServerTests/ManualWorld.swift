@@ -98,7 +98,7 @@ struct ManualWorld {
 
     /// The instant the account's timer is armed for, if any.
     func armed(_ name: String) async -> Date? {
-        await engine.scheduler.wakes[name]?.deadline
+        await engine.accounts[name]?.wake?.deadline
     }
 
     func state(_ name: String) async -> String? {

@@ -18,8 +18,9 @@ import TokendTestSupport
 
     @Test func armsAtTheMachinesInstantAndFiresOnlyWhenTheClockGetsThere() {
         var scheduler = RefreshScheduler(timers: clock)
+        var wake: RefreshScheduler.Wake?
         let fired = Atomic<Int>(0)
-        let deadline = scheduler.arm("a", machine: machine(), now: t0) { fired.add(1, ordering: .relaxed) }
+        let deadline = scheduler.arm(&wake, machine: machine(), now: t0) { fired.add(1, ordering: .relaxed) }
         #expect(deadline == t0.addingTimeInterval(3300))
         clock.advance(by: 3299.9)
         #expect(fired.load(ordering: .relaxed) == 0)
@@ -30,17 +31,19 @@ import TokendTestSupport
     /// A short token's margin is a third of its life, not the configured 300 s.
     @Test func aShortTokensMarginIsAThirdOfItsLife() {
         var scheduler = RefreshScheduler(timers: clock)
-        #expect(scheduler.arm("a", machine: machine(expiresIn: 30), now: t0) {} == t0.addingTimeInterval(20))
+        var wake: RefreshScheduler.Wake?
+        #expect(scheduler.arm(&wake, machine: machine(expiresIn: 30), now: t0) {} == t0.addingTimeInterval(20))
     }
 
     @Test func disarmCancelsTheTimer() {
         var scheduler = RefreshScheduler(timers: clock)
+        var wake: RefreshScheduler.Wake?
         let fired = Atomic<Int>(0)
-        scheduler.arm("a", machine: machine(), now: t0) { fired.add(1, ordering: .relaxed) }
-        scheduler.disarm("a")
+        scheduler.arm(&wake, machine: machine(), now: t0) { fired.add(1, ordering: .relaxed) }
+        scheduler.disarm(&wake)
         #expect(clock.advance(by: 7200) == 0)
         #expect(fired.load(ordering: .relaxed) == 0)
-        #expect(scheduler.wakes["a"] == nil)
+        #expect(wake == nil)
     }
 
     /// Spreading moves a full second's extra refreshes earlier, and a timer that fires at the
@@ -48,11 +51,13 @@ import TokendTestSupport
     @Test func aSpreadRefreshIsDueAtItsMovedInstant() {
         var scheduler = RefreshScheduler(timers: clock)
         let same = machine()
-        for index in 0..<RefreshSpreading.perSecond { scheduler.arm("a\(index)", machine: same, now: t0) {} }
-        let moved = scheduler.arm("late", machine: same, now: t0) {}
+        var full = [RefreshScheduler.Wake?](repeating: nil, count: RefreshSpreading.perSecond)
+        for index in full.indices { scheduler.arm(&full[index], machine: same, now: t0) {} }
+        var late: RefreshScheduler.Wake?
+        let moved = scheduler.arm(&late, machine: same, now: t0) {}
         #expect(moved == t0.addingTimeInterval(3299))
-        #expect(scheduler.isDue("late", machine: same, at: t0.addingTimeInterval(3299)))
-        #expect(!scheduler.isDue("a0", machine: same, at: t0.addingTimeInterval(3299)))
+        #expect(scheduler.isDue(late, machine: same, at: t0.addingTimeInterval(3299)))
+        #expect(!scheduler.isDue(full[0], machine: same, at: t0.addingTimeInterval(3299)))
     }
 
     /// A backoff's end is armed as it is: it is not a proactive refresh, so it is never moved.
@@ -61,7 +66,7 @@ import TokendTestSupport
         var backingOff = machine()
         let ticket = backingOff.startRefresh(at: t0)!
         _ = backingOff.finish(ticket, .transient(RefreshFailure(code: "x", message: "x"), retryAfter: 60), at: t0, unit: 0)
-        let wake = scheduler.nextWake("a", machine: backingOff, now: t0)
+        let wake = scheduler.nextWake(nil, machine: backingOff, now: t0)
         #expect(wake?.deadline == t0.addingTimeInterval(60))
         #expect(wake?.proactive == false)
     }
@@ -69,9 +74,10 @@ import TokendTestSupport
     /// Nothing is armed while a refresh is in flight: its outcome arms the next wake-up.
     @Test func nothingIsArmedWhileRefreshing() {
         var scheduler = RefreshScheduler(timers: clock)
+        var wake: RefreshScheduler.Wake?
         var refreshing = machine()
         _ = refreshing.startRefresh(at: t0)
-        #expect(scheduler.arm("a", machine: refreshing, now: t0) {} == nil)
+        #expect(scheduler.arm(&wake, machine: refreshing, now: t0) {} == nil)
         #expect(clock.armedDeadlines.isEmpty)
     }
 }

@@ -27,15 +27,15 @@ int tokend_is_dumpable(void);
 /// pipe2(O_CLOEXEC): a pipe no other child spawned meanwhile inherits (GNU, hence here).
 int tokend_pipe_cloexec(int fds[2]);
 
-/// posix_spawn_file_actions_addclosefrom_np: the child closes every descriptor from `from` on,
-/// so a hook inherits none of the daemon's sockets (a GNU extension, hence here).
-int tokend_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
-
-/// Spawn attributes for a child that starts clean: no blocked signals, default dispositions for
-/// the signals a parent commonly ignores (SIGPIPE, SIGHUP, SIGINT, SIGTERM), and, when
-/// `own_process_group` is set, a process group of its own so the whole group can be killed.
-/// `attributes` must be initialised. Returns 0, or an errno value.
-int tokend_spawnattr_clean(posix_spawnattr_t *attributes, int own_process_group);
+/// The one way tokend's programs start another (hooks, xdg-open, the tests' children):
+/// posix_spawn of `file` (posix_spawnp when `search_path`) with `argv` and `envp`; descriptors
+/// 0, 1 and 2 are `in_fd`, `out_fd` and `err_fd` (-1: /dev/null) and every other one is closed,
+/// so no child inherits a socket or a pipe end; no blocked signals and default dispositions for
+/// SIGPIPE, SIGHUP, SIGINT and SIGTERM (which a parent commonly ignores or blocks); a process
+/// group of its own when `own_process_group`, so the whole group can be killed. Returns 0 or an
+/// errno value; `*pid` is the child's.
+int tokend_spawn(pid_t *pid, const char *file, int search_path, char *const argv[], char *const envp[],
+                 int in_fd, int out_fd, int err_fd, int own_process_group);
 
 /// The uid owning the IPv4 TCP socket whose local end is `local_address:local_port` and whose
 /// remote end is `remote_address:remote_port` (addresses and ports in network byte order), asked

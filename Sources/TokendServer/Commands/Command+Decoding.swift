@@ -127,18 +127,11 @@ private struct FieldReader {
         let timeout = try loginTimeout()
         let email = request.email?.trimmed
         if request.create == true, method != .email { throw failure("create", "only goes with method email") }
-        switch method {
-        case .email:
-            guard let email, !email.isEmpty else { throw failure("email", "is required for method email") }
-            guard request.secret?.isEmpty == false else { throw failure("secret", "(the password) is required for method email") }
-        case .customToken:
-            guard let secret = request.secret?.trimmed, !secret.isEmpty else {
-                throw failure("secret", "(the custom token) is required for method custom_token")
-            }
-        case .browser, .device, .anonymous, .google:
-            break
+        if method.needsEmail, email?.isEmpty != false { throw failure("email", "is required for method \(method.rawValue)") }
+        let secret = method.secretIsToken ? request.secret?.trimmed : request.secret
+        if let needed = method.neededSecret, secret?.isEmpty != false {
+            throw failure("secret", "(\(needed)) is required for method \(method.rawValue)")
         }
-        let secret = method == .customToken ? request.secret?.trimmed : request.secret
         return LoginRequest(method: method, email: email, create: request.create ?? false, secret: secret, scopes: request.scopes, timeout: timeout)
     }
 

@@ -47,17 +47,6 @@ public struct AccountConfiguration: Sendable, Equatable {
     public var policy: RefreshPolicy { RefreshPolicy(refreshBefore: refreshBefore) }
 }
 
-extension AnyProviderSettings {
-    /// Shorthands for tests and callers that build configurations in code.
-    public static func firebase(apiKey: String, emulatorHost: String?) -> AnyProviderSettings {
-        AnyProviderSettings(FirebaseProvider.Settings(apiKey: apiKey, emulatorHost: emulatorHost))
-    }
-
-    public static func oidc(_ settings: OIDCProvider.Settings) -> AnyProviderSettings {
-        AnyProviderSettings(settings)
-    }
-}
-
 /// A configuration problem, located: file, line where known, key.
 public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     public var path: String

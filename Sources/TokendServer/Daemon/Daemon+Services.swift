@@ -68,7 +68,8 @@ struct ReloadService: Service {
 /// WATCHDOG=1 to systemd while every part that serves clients answers.
 struct WatchdogService: Service {
     let daemon: Daemon
-    let interval: Duration
+    /// Seconds between pings.
+    let interval: Double
 
     func run() async {
         await cancelWhenGracefulShutdown { await daemon.feedWatchdog(every: interval) }
@@ -98,7 +99,7 @@ struct HookService: Service {
         await withGracefulShutdownHandler {
             await cancelWhenGracefulShutdown { await daemon.hooks.run(events) }
         } onGracefulShutdown: {
-            HookProcess.killRunning()
+            daemon.hooks.killRunning()
         }
         // The events end early when the engine stops; the service still ends only in its turn.
         try? await gracefulShutdown()

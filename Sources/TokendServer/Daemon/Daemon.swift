@@ -180,7 +180,7 @@ public final class Daemon: Service, Sendable {
     /// is in flight completes (the keyring thread runs jobs in order, so one more call returns
     /// after all earlier ones, or after the keyring timeout), then HTTP shuts down.
     func finish() async {
-        HookProcess.killRunning()
+        hooks.killRunning()
         await engine.shutdown()
         _ = await store.state()
         await transport.shutdown()  // AsyncHTTPClient traps if its client is dropped unshut
@@ -200,14 +200,14 @@ public final class Daemon: Service, Sendable {
     /// readiness past systemd's start timeout; the reads go on in the background).
     func startRestoring(_ names: [String]) async {
         let engine = engine
-        let keyringTimeout = options.keyringTimeout
+        let readyBy = engine.clock.now().addingTimeInterval(options.keyringTimeout)
         await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 await engine.restore(names)
                 return true
             }
             group.addTask {
-                try? await Task.sleep(for: .bounded(seconds: keyringTimeout))
+                _ = await engine.timers.sleep(until: readyBy)
                 return false
             }
             if await group.next() == true { group.cancelAll() }
@@ -239,10 +239,10 @@ public final class Daemon: Service, Sendable {
     /// WATCHDOG=1 only when each part that serves clients has just answered: every NIO event
     /// loop (sockets), the engine actor (requests, refreshes) and its timer queue (proactive
     /// refreshes). If any one is wedged the ping stops and systemd restarts the daemon.
-    func feedWatchdog(every interval: Duration) async {
+    func feedWatchdog(every interval: Double) async {
         let timerQueue = engine.timerQueue
         // Ends when the task is cancelled (graceful shutdown), without one last ping.
-        while (try? await Task.sleep(for: interval)) != nil {
+        while await engine.timers.sleep(until: engine.clock.now().addingTimeInterval(interval)) {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 timerQueue.async { continuation.resume() }
             }

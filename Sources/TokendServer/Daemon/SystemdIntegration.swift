@@ -52,12 +52,12 @@ public enum SystemdIntegration {
         return "RELOADING=1\nMONOTONIC_USEC=\(UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000)"  // conversion: CLOCK_MONOTONIC is never negative
     }
 
-    /// How often to send `WATCHDOG=1`: half of `WATCHDOG_USEC` (sd_watchdog_enabled(3)'s advice),
-    /// or nil when systemd runs no watchdog for this very process.
-    public static func watchdogInterval(environment: [String: String]) -> Duration? {
+    /// How often to send `WATCHDOG=1`, in seconds: half of `WATCHDOG_USEC` (sd_watchdog_enabled(3)'s
+    /// advice), or nil when systemd runs no watchdog for this very process.
+    public static func watchdogInterval(environment: [String: String]) -> Double? {
         guard let usec = environment["WATCHDOG_USEC"].flatMap({ UInt64($0) }), usec > 0 else { return nil }  // conversion: a failable parse of a String
         if let pid = environment["WATCHDOG_PID"].flatMap({ Int32($0) }), pid != getpid() { return nil }  // conversion: a failable parse of a String
-        return .microseconds(Int64(clamping: usec / 2))
+        return Double(usec / 2) / 1_000_000  // conversion: UInt64 to Double never traps
     }
 
     /// The listening socket systemd passed to this very process, checked before it is trusted:

@@ -87,15 +87,13 @@ extension AccountEngine {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         account.issuedUserActions += 1
         account.passwordChangesInFlight += 1
-        let serial = account.issuedUserActions
+        let ticket = account.ticket(userAction: account.issuedUserActions)
         accounts[name] = account
         // Until the new session is installed (or the upgrade failed), a refresh refused with the
         // old token is not taken as the end of the session (see `passwordChangesInFlight`).
-        let incarnation = account.incarnation
         defer {
-            if accounts[name]?.incarnation == incarnation { accounts[name]?.passwordChangesInFlight -= 1 }
+            if self.account(name, holding: ticket, unless: .removed) != nil { accounts[name]?.passwordChangesInFlight -= 1 }
         }
-        let origin = LoginOrigin(incarnation: account.incarnation, endpoint: account.configuration.endpoint)
         let start = clock.now()
         let signedIn: SignedIn
         switch await manager.upgrade(idToken: idToken, email: email, password: password) {
@@ -107,7 +105,7 @@ extension AccountEngine {
         }
         let tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
         return await installLogin(
-            name, tokens, serial: serial, origin: origin, signInProvider: signedIn.signInProvider, provider: account.provider,
+            name, tokens, ticket: ticket, signInProvider: signedIn.signInProvider, provider: account.provider,
             announce: .userChanged, reason: "upgraded")
     }
 
@@ -162,20 +160,20 @@ extension AccountEngine {
         }
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         account.issuedUserActions += 1
-        let serial = account.issuedUserActions
+        let ticket = account.ticket(userAction: account.issuedUserActions)
         accounts[name] = account
         if case .failure(let failure) = await manager.deleteUser(idToken: idToken) {
             return .failure(Advice.management(failure, account: name))
         }
         logger.info("user deleted at the provider", metadata: ["account": "\(name)"])
-        guard var current = accounts[name], serial > current.committedUserAction else {
+        guard var current = self.account(name, holding: ticket, unless: .overtaken) else {
             logger.notice("a newer session arrived while the user was deleted; it is kept", metadata: ["account": "\(name)"])
             return .success(())
         }
-        current.committedUserAction = serial
+        current.committedUserAction = ticket.userAction
         accounts[name] = current
         let deleted = await forgetSession(
-            name, session: current.machine.tokens?.refreshToken, serial: serial, reason: "the user was deleted; sign in again: tokenctl login \(name)")
+            name, session: current.machine.tokens?.refreshToken, ticket: ticket, reason: "the user was deleted; sign in again: tokenctl login \(name)")
         publishSignedOut(name, reason: "deleted")
         return deleted.result.mapError { Advice.deletedNotForgotten($0, account: name) }
     }

@@ -13,15 +13,14 @@ extension AccountEngine {
     /// sessions `restore(_:)` then reads (the added ones, and changed ones holding nothing) — the
     /// daemon does that after it listens, so a stuck Secret Service can never keep the socket closed.
     public func adopt(_ configuration: Configuration) -> [String] {
-        for name in accounts.keys where configuration.accounts[name] == nil {
+        for name in accounts.names where configuration.accounts[name] == nil {
             // A session the keyring has not taken yet (it was locked) is still written: with a
             // provider that rotates, the stored refresh token may be dead already.
+            disarm(name)
             if let removed = accounts.removeValue(forKey: name), removed.unsaved, let held = removed.machine.tokens {
-                setAsideWrites[name] = held
+                accounts[setAside: name] = held
                 startKeyringPoll()
             }
-            scopedTokens[name] = nil
-            scheduler.disarm(name)
             wake(name)
             logger.info("account removed from the configuration; its keyring item stays", metadata: ["account": "\(name)"])
         }
@@ -31,7 +30,7 @@ extension AccountEngine {
                 guard account.configuration != accountConfiguration else { continue }
                 account.configuration = accountConfiguration
                 account.provider = makeProvider(accountConfiguration)
-                scopedTokens[name] = nil  // minted under the old configuration
+                account.scopedTokens = ScopedTokenCache()  // minted under the old configuration
                 account.machine.policy = accountConfiguration.policy
                 account.machine.clearMisconfiguration()
                 var setAside: TokenSet? = nil
@@ -48,7 +47,7 @@ extension AccountEngine {
                 wake(name)
                 logger.info("account configuration changed", metadata: ["account": "\(name)"])
                 // Written before the account's next read, so the keyring keeps what rotated in memory.
-                if let setAside { setAsideWrites[name] = setAside }
+                if let setAside { accounts[setAside: name] = setAside }
                 // Nothing held (set aside, or never loaded): the stored session may fit the new endpoint.
                 if reload { added.append(name) }
             } else {
@@ -57,8 +56,7 @@ extension AccountEngine {
                 machine.markKeyringUnreadable(Advice.notReadYet(name))
                 accounts[name] = Account(
                     configuration: accountConfiguration, machine: machine,
-                    provider: makeProvider(accountConfiguration), incarnation: nextIncarnation)
-                restoring.insert(name)
+                    provider: makeProvider(accountConfiguration), incarnation: nextIncarnation, restoring: true)
                 added.append(name)
             }
         }

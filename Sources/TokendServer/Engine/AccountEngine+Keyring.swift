@@ -18,13 +18,11 @@ extension AccountEngine {
     /// otherwise be undone by what the read found.
     func restore(_ name: String) async {
         await writeSetAside(name)
-        guard let before = accounts[name] else { return }
+        guard let ticket = accounts[name]?.ticket() else { return }
         let loaded = await store.load(account: name)
         // Only this incarnation's read ends its wait: a re-added account has a read of its own.
-        defer { if accounts[name]?.incarnation == before.incarnation { restoring.remove(name) } }
-        guard var account = accounts[name], account.incarnation == before.incarnation,
-            account.machine.generation == before.machine.generation
-        else {
+        defer { if self.account(name, holding: ticket, unless: .removed) != nil { accounts[name]?.restoring = false } }
+        guard var account = self.account(name, holding: ticket, unless: [.removed, .session]) else {
             logger.info("a keyring read finished after the account changed; its result is dropped", metadata: ["account": "\(name)"])
             return
         }
@@ -76,8 +74,8 @@ extension AccountEngine {
     }
 
     var hasKeyringWork: Bool {
-        setAsideWrites.keys.contains { accounts[$0] == nil }
-            || accounts.values.contains { account in
+        !accounts.setAsideOfRemoved.isEmpty
+            || accounts.configured.contains { _, account in
                 if account.unsaved { return true }
                 if case .awaitingKeyring = account.machine.phase { return true }
                 return false
@@ -111,7 +109,7 @@ extension AccountEngine {
             if state != keyringState { _ = noteKeyring(.failure(KeyringError(state == .locked ? .locked : .unavailable, "keyring \(state.rawValue)")), account: "-") }
             return
         }
-        for name in accounts.keys.sorted() {
+        for name in accounts.names {
             guard let account = accounts[name] else { continue }
             if case .awaitingKeyring = account.machine.phase {
                 await restore(name)
@@ -127,7 +125,7 @@ extension AccountEngine {
             }
         }
         // Sessions of removed accounts; a re-added one's is written by its `restore` instead.
-        for name in setAsideWrites.keys.sorted() where accounts[name] == nil {
+        for name in accounts.setAsideOfRemoved {
             if await writeSetAside(name) {
                 logger.info("the session of a removed account was written back to the keyring", metadata: ["account": "\(name)"])
             }
@@ -139,9 +137,9 @@ extension AccountEngine {
     /// set aside for the next read or poll.
     @discardableResult
     func writeSetAside(_ name: String) async -> Bool {
-        guard let tokens = setAsideWrites[name] else { return false }
+        guard let tokens = accounts[setAside: name] else { return false }
         guard noteKeyring(await store.save(tokens, account: name), account: name) else { return false }
-        if setAsideWrites[name] == tokens { setAsideWrites[name] = nil }
+        if accounts[setAside: name] == tokens { accounts[setAside: name] = nil }
         return true
     }
 }

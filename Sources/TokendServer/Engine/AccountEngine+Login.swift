@@ -13,13 +13,6 @@ public struct LoginSummary: Sendable, Equatable {
     public var replacedOtherUser = false
 }
 
-/// Where a login began: its session may only be installed into the same account, bound to the
-/// same endpoint.
-struct LoginOrigin: Sendable, Equatable {
-    var incarnation: UInt64
-    var endpoint: String
-}
-
 extension AccountEngine.Account {
     /// Numbers and commits a user action that takes effect at once (import, logout).
     mutating func commitNewUserAction() {
@@ -77,16 +70,15 @@ extension AccountEngine {
             account.interactiveLogin = true
         }
         account.issuedUserActions += 1
-        let serial = account.issuedUserActions
+        let ticket = account.ticket(userAction: account.issuedUserActions)
         accounts[name] = account
         defer { if interactive { accounts[name]?.interactiveLogin = false } }
 
         let provider = account.provider
-        let origin = LoginOrigin(incarnation: account.incarnation, endpoint: account.configuration.endpoint)
         let start = clock.now()
         logger.info("login started", metadata: ["account": "\(name)", "method": "\(request.method.rawValue)"])
         let signedIn: SignedIn
-        switch await Self.runFlow(provider, request, progress: progress) {
+        switch await Self.runFlow(provider, request, until: clock.now().addingTimeInterval(request.timeout + Self.loginGrace), on: timers, progress: progress) {
         case .success(let done):
             signedIn = done
         case .failure(let failure):
@@ -106,13 +98,14 @@ extension AccountEngine {
         var tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
         tokens.scopes = signedIn.grantedScopes
         return await installLogin(
-            name, tokens, serial: serial, origin: origin, signInProvider: signedIn.signInProvider, provider: provider, announce: kind,
+            name, tokens, ticket: ticket, signInProvider: signedIn.signInProvider, provider: provider, announce: kind,
             reason: reason)
     }
 
-    /// The provider's flow, bounded by the request's timeout plus `loginGrace`.
+    /// The provider's flow, bounded by `deadline` (the request's timeout plus `loginGrace`).
     static func runFlow(
-        _ provider: any TokenProvider, _ request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void
+        _ provider: any TokenProvider, _ request: LoginRequest, until deadline: Date, on timers: any TimerSource,
+        progress: @escaping @Sendable (LoginStep) -> Void
     ) async -> Result<SignedIn, LoginFailure> {
         await withTaskGroup(of: Result<SignedIn, LoginFailure>?.self) { group in
             group.addTask {
@@ -130,8 +123,8 @@ extension AccountEngine {
                 }
             }
             group.addTask {
-                try? await Task.sleep(for: .bounded(seconds: request.timeout + loginGrace))
-                return Task.isCancelled ? nil : .failure(LoginFailure(
+                guard await timers.sleep(until: deadline) else { return nil }
+                return .failure(LoginFailure(
                     .timedOut, code: "timeout", message: "the sign-in did not finish within \(Int(saturating: request.timeout)) s; run the login again"))
             }
             var outcome: Result<SignedIn, LoginFailure> = .failure(LoginFailure(.timedOut, code: "cancelled", message: "the login was cancelled"))
@@ -144,25 +137,26 @@ extension AccountEngine {
     /// Replaces the account's session with a login's, unless a newer user action has already
     /// taken effect (then the login's session is dropped, and revoked where the provider can).
     func installLogin(
-        _ name: String, _ tokens: TokenSet, serial: UInt64, origin: LoginOrigin, signInProvider: String?, provider: any TokenProvider,
+        _ name: String, _ tokens: TokenSet, ticket: AccountTicket, signInProvider: String?, provider: any TokenProvider,
         announce kind: Event.Kind = .signedIn, reason: String? = nil
     ) async -> Result<LoginSummary, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
+        let changes = account.changes(since: ticket)
         // The session belongs to the endpoint that issued it: a reload that removed the account
         // or pointed it elsewhere meanwhile makes it unusable here.
-        guard account.incarnation == origin.incarnation, account.configuration.endpoint == origin.endpoint else {
+        guard changes.isDisjoint(with: [.removed, .repointed]) else {
             logger.notice("a login finished after the account's configuration changed; its session is dropped", metadata: ["account": "\(name)"])
             return .failure(TokendError(.configError, "\(name)'s configuration changed while this sign-in ran, so its session was not kept; run tokenctl login \(name) again"))
         }
         var tokens = tokens
-        tokens.endpoint = origin.endpoint
-        guard serial > account.committedUserAction else {
+        tokens.endpoint = ticket.endpoint
+        guard !changes.contains(.overtaken) else {
             logger.notice("a login finished after a newer command changed the account; its session is dropped", metadata: ["account": "\(name)"])
             _ = await provider.revoke(refreshToken: tokens.refreshToken)
             return .failure(TokendError(
                 .unavailable, "a newer command changed \(name) while this sign-in ran, so its session was not kept; see tokenctl status \(name)"))
         }
-        account.committedUserAction = serial
+        account.committedUserAction = ticket.userAction
         let previous = account.machine.tokens
         account.machine.install(tokens, unit: random())
         account.unsaved = false

@@ -4,37 +4,45 @@ import TokendKeyring
 import TokendProtocol
 
 extension AccountEngine {
-    /// Starts a refresh unless one is in flight (then callers simply wait for that one).
+    /// Takes the account's refresh slot and runs a refresh in the background, or with `scope` a
+    /// grant of a token narrowed to it (AccountEngine+ScopedTokens.swift; `requested`: a `token`
+    /// request asked for it now). False when the slot is taken (callers wait for that one) or
+    /// nothing can be refreshed.
     @discardableResult
-    func startRefresh(_ name: String, force: Bool = false) -> Bool {
+    func startRefresh(_ name: String, force: Bool = false, narrowedTo scope: TokenScope? = nil, requested: Bool = false) -> Bool {
         guard var account = accounts[name] else { return false }
-        let startedAt = clock.now()
-        guard let ticket = account.machine.startRefresh(at: startedAt, force: force) else { return false }
-        scheduler.disarm(name)
+        guard let refresh = account.machine.startRefresh(at: clock.now(), force: force) else { return false }
+        scheduler.disarm(&account.wake)
+        if let scope { account.scopedTokens.inFlight = scope }
         accounts[name] = account
         wake(name)
         let provider = account.provider
-        let incarnation = account.incarnation
+        let ticket = account.ticket(refresh: refresh)
         // The machine as the refresh left it: the answer is merged against its tokens even if
         // the account is gone by then.
         let started = account.machine
         tasks.spawn {
-            let outcome = await provider.refresh(refreshToken: ticket.refreshToken).bounded
-            await self.finishRefresh(name, ticket: ticket, outcome: outcome, incarnation: incarnation, started: started)
+            guard let scope else {
+                let outcome = await provider.refresh(refreshToken: refresh.refreshToken).bounded
+                return await self.finishRefresh(name, ticket: ticket, outcome: outcome, started: started)
+            }
+            let outcome = await provider.refresh(refreshToken: refresh.refreshToken, narrowedTo: scope).bounded
+            await self.finishScopedGrant(name, scope, ticket: ticket, outcome: outcome, started: started, requested: requested)
         }
         return true
     }
 
-    func finishRefresh(_ name: String, ticket: AccountMachine.Ticket, outcome: RefreshOutcome, incarnation: UInt64, started: AccountMachine) async {
+    func finishRefresh(_ name: String, ticket: AccountTicket, outcome: RefreshOutcome, started: AccountMachine) async {
+        guard let refresh = ticket.refresh else { return }
         let now = clock.now()
-        guard var account = accounts[name], account.incarnation == incarnation else {
+        guard var account = self.account(name, holding: ticket, unless: .removed) else {
             // The account was removed (or removed and added again) by a reload while this refresh
             // ran. A rotated refresh token may be the only live one now: it still goes to the
             // keyring, unless the stored session is no longer the one this refresh started from.
-            if case .refreshed(let issued) = outcome, let rotated = issued.refreshToken, rotated != ticket.refreshToken,
-                let next = started.tokensAfter(ticket, issued, at: now)
+            if case .refreshed(let issued) = outcome, let rotated = issued.refreshToken, rotated != refresh.refreshToken,
+                let next = started.tokensAfter(refresh, issued, at: now)
             {
-                await saveOrphanedRotation(next, account: name, replacing: ticket.refreshToken)
+                await saveOrphanedRotation(next, account: name, replacing: refresh.refreshToken)
             }
             return
         }
@@ -46,17 +54,17 @@ extension AccountEngine {
             logger.notice("a refresh was refused while the user's password was being set; retried", metadata: ["account": "\(name)"])
             outcome = .transient(failure, retryAfter: nil)
         }
-        var completion = account.machine.finish(ticket, outcome, at: now, unit: random())
+        var completion = account.machine.finish(refresh, outcome, at: now, unit: random())
         accounts[name] = account
         var saved: Result<Void, KeyringError>? = nil
         if case .persist(let next) = completion {
             // A rotated refresh token reaches the keyring before anyone is handed the new tokens:
             // a crash from here on cannot leave the keyring with a superseded one.
             saved = await store.save(next, account: name)
-            guard accounts[name]?.incarnation == incarnation else { return }
-            completion = accounts[name]!.machine.persisted(ticket, next, at: now, unit: random())
+            guard self.account(name, holding: ticket, unless: .removed) != nil else { return }
+            completion = accounts[name]!.machine.persisted(refresh, next, at: now, unit: random())
         }
-        let took = Int(saturating: now.timeIntervalSince(ticket.startedAt) * 1000)
+        let took = Int(saturating: now.timeIntervalSince(refresh.startedAt) * 1000)
         switch completion {
         case .stale, .persist:
             logger.info("a refresh finished after a newer session arrived; its result is dropped", metadata: ["account": "\(name)"])
@@ -104,13 +112,13 @@ extension AccountEngine {
             if noteKeyring(saved, account: name) {
                 logger.info("a refresh that finished after its account was removed had its rotated token saved", metadata: ["account": "\(name)"])
             } else if accounts[name] == nil {
-                setAsideWrites[name] = tokens
+                accounts[setAside: name] = tokens
             }
         case .success:
             return  // the keyring holds another session (or none): this one is not the newest
         case .failure(let error):
             _ = noteKeyring(.failure(error), account: name)
-            if accounts[name] == nil { setAsideWrites[name] = tokens }
+            if accounts[name] == nil { accounts[setAside: name] = tokens }
         }
     }
 
@@ -118,13 +126,20 @@ extension AccountEngine {
 
     /// Arms the account's timer for its next wake-up (the scheduler decides when).
     func schedule(_ name: String) {
-        guard let account = accounts[name], !isShutDown else { return scheduler.disarm(name) }
-        scheduler.arm(name, machine: account.machine, now: clock.now(), fire: hop { await $0.timerFired(name) })
+        guard var account = accounts[name], !isShutDown else { return disarm(name) }
+        scheduler.arm(&account.wake, machine: account.machine, now: clock.now(), fire: hop { await $0.timerFired(name) })
+        accounts[name] = account
+    }
+
+    /// No timer armed for the account.
+    func disarm(_ name: String) {
+        guard accounts[name]?.wake != nil else { return }
+        scheduler.disarm(&accounts[name]!.wake)
     }
 
     func timerFired(_ name: String) {
         guard let account = accounts[name] else { return }
-        if scheduler.isDue(name, machine: account.machine, at: clock.now()) {
+        if scheduler.isDue(account.wake, machine: account.machine, at: clock.now()) {
             startRefresh(name)
         } else {
             schedule(name)  // woke early (the clock moved back): sleep again until the true instant
@@ -147,7 +162,7 @@ extension AccountEngine {
     /// Starts every refresh that is due by the wall clock now.
     public func recheck() {
         let now = clock.now()
-        for (name, account) in accounts where account.machine.isRefreshDue(at: now) {
+        for (name, account) in accounts.configured where account.machine.isRefreshDue(at: now) {
             startRefresh(name)
         }
         refreshDueScopedTokens(at: now)

@@ -33,12 +33,12 @@ extension AccountEngine {
                 let missing = scope.notGranted(by: granted)
                 guard missing.isEmpty else { return .failure(Self.neverGranted(missing, granted: granted, account: name)) }
             }
-            if let entry = scopedTokens[name]?.token(for: scope, generation: generation, minValid: minValid, at: now) {
-                scopedTokens[name]?.noteUse(of: scope, at: now)
+            if let entry = account.scopedTokens.token(for: scope, generation: generation, minValid: minValid, at: now) {
+                accounts[name]?.scopedTokens.noteUse(of: scope, at: now)
                 return .success(TokenGrant(token: entry.token, kind: .access, expiresAt: entry.expiresAt))
             }
-            if let refusal = scopedTokens[name]?.refusal(of: scope, since: start) { return .failure(refusal) }
-            if let entry = scopedTokens[name]?.entries[scope], entry.generation == generation, entry.issuedAt >= start {
+            if let refusal = account.scopedTokens.refusal(of: scope, since: start) { return .failure(refusal) }
+            if let entry = account.scopedTokens.entries[scope], entry.generation == generation, entry.issuedAt >= start {
                 // Minted during this request and still too short-lived for it.
                 let minted = TokenSet(refreshToken: "", accessToken: entry.token, accessTokenExpiresAt: entry.expiresAt)
                 return .failure(AccountMachine.unsatisfiable(kind: .access, minValid: minValid, tokens: minted, now: now))
@@ -47,15 +47,15 @@ extension AccountEngine {
             case .needsLogin, .misconfigured:
                 return .failure(account.machine.phaseError!)
             case .awaitingKeyring(let error):
-                guard restoring.contains(name), now < deadline else { return .failure(error) }
+                guard account.restoring, now < deadline else { return .failure(error) }
             case .backingOff(let until, _):
                 if until <= now {
-                    startScopedGrant(name, scope, requested: true)
+                    startRefresh(name, narrowedTo: scope, requested: true)
                 } else if until > deadline {
                     return .failure(Advice.unavailable(lastError: account.machine.lastError, retryAt: until))
                 }
             case .idle:
-                startScopedGrant(name, scope, requested: true)
+                startRefresh(name, narrowedTo: scope, requested: true)
             case .refreshing:
                 break  // the account's single flight: this key's grant starts once it is free
             }
@@ -70,32 +70,11 @@ extension AccountEngine {
         TokendError(.badRequest, "the session of \(name) was never granted \"\(missing.joined(separator: " "))\" (it holds \"\(granted.joined(separator: " "))\"), and a narrowed token cannot be wider: ask for a subset, or add the scope to the account's scopes in config.toml and run: tokenctl login \(name)")
     }
 
-    /// Takes the account's refresh slot for a grant narrowed to `scope`; false when the slot is
-    /// taken or nothing can be refreshed. `requested`: a `token` request asked for it now.
-    @discardableResult
-    func startScopedGrant(_ name: String, _ scope: TokenScope, requested: Bool) -> Bool {
-        guard var account = accounts[name] else { return false }
-        let startedAt = clock.now()
-        guard let ticket = account.machine.startRefresh(at: startedAt) else { return false }
-        scheduler.disarm(name)
-        accounts[name] = account
-        scopedTokens[name, default: ScopedTokenCache()].inFlight = scope
-        wake(name)
-        let provider = account.provider
-        let incarnation = account.incarnation
-        let started = account.machine
-        tasks.spawn {
-            let outcome = await provider.refresh(refreshToken: ticket.refreshToken, narrowedTo: scope).bounded
-            await self.finishScopedGrant(name, scope, ticket: ticket, outcome: outcome, incarnation: incarnation, started: started, requested: requested)
-        }
-        return true
-    }
-
     func finishScopedGrant(
-        _ name: String, _ scope: TokenScope, ticket: AccountMachine.Ticket, outcome: RefreshOutcome, incarnation: UInt64,
-        started: AccountMachine, requested: Bool
+        _ name: String, _ scope: TokenScope, ticket: AccountTicket, outcome: RefreshOutcome, started: AccountMachine, requested: Bool
     ) async {
-        if scopedTokens[name]?.inFlight == scope { scopedTokens[name]?.inFlight = nil }
+        guard let refresh = ticket.refresh else { return }
+        if self.account(name, holding: ticket, unless: .removed)?.scopedTokens.inFlight == scope { accounts[name]?.scopedTokens.inFlight = nil }
         // A refusal of this scope or audience says nothing against the refresh token: the grant
         // counts as a success that minted nothing, and only the requests for this key fail.
         var outcome = outcome
@@ -108,40 +87,40 @@ extension AccountEngine {
             outcome = .refreshed(IssuedTokens())
         default:
             // Failures mean for the session what they mean after a refresh, and are handled so.
-            return await finishRefresh(name, ticket: ticket, outcome: outcome, incarnation: incarnation, started: started)
+            return await finishRefresh(name, ticket: ticket, outcome: outcome, started: started)
         }
         guard case .refreshed(let issued) = outcome else { return }
         let now = clock.now()
-        guard let before = accounts[name], before.incarnation == incarnation else {
-            if let next = started.tokensAfterRotation(ticket, to: issued.refreshToken) {
-                await saveOrphanedRotation(next, account: name, replacing: ticket.refreshToken)
+        guard let before = self.account(name, holding: ticket, unless: .removed) else {
+            if let next = started.tokensAfterRotation(refresh, to: issued.refreshToken) {
+                await saveOrphanedRotation(next, account: name, replacing: refresh.refreshToken)
             }
             return
         }
         var saved: Result<Void, KeyringError>? = nil
-        if let next = before.machine.tokensAfterRotation(ticket, to: issued.refreshToken) {
+        if let next = before.machine.tokensAfterRotation(refresh, to: issued.refreshToken) {
             // As after a refresh: the rotated refresh token is stored before anything is served.
             saved = await store.save(next, account: name)
         }
         guard var account = accounts[name] else { return }
-        guard case .refreshed = account.machine.finishScopedGrant(ticket, outcome, at: now, unit: random()) else {
+        guard case .refreshed = account.machine.finishScopedGrant(refresh, outcome, at: now, unit: random()) else {
             logger.info("a scoped grant finished after a newer session arrived; its result is dropped", metadata: ["account": "\(name)"])
             return
         }
         if let saved { account.unsaved = !noteKeyring(saved, account: name) }
-        accounts[name] = account
-        let took = Int(saturating: now.timeIntervalSince(ticket.startedAt) * 1000)
+        let took = Int(saturating: now.timeIntervalSince(refresh.startedAt) * 1000)
         if let refusal {
-            scopedTokens[name, default: ScopedTokenCache()].refuse(scope, refusal, at: now)
+            account.scopedTokens.refuse(scope, refusal, at: now)
             logger.warning("a scoped token was refused", metadata: ["account": "\(name)", "scope": "\(scope)", "error": "\(refusal.message)", "took_ms": "\(took)"])
-        } else if let minted = TokenSet(refreshToken: ticket.refreshToken).merging(issued, sentAt: ticket.startedAt, at: now).token(.access) {
-            scopedTokens[name, default: ScopedTokenCache()].store(
-                minted.value, expiresAt: minted.expiresAt, issuedAt: ticket.startedAt, for: scope, generation: account.machine.generation,
+        } else if let minted = TokenSet(refreshToken: refresh.refreshToken).merging(issued, sentAt: refresh.startedAt, at: now).token(.access) {
+            account.scopedTokens.store(
+                minted.value, expiresAt: minted.expiresAt, issuedAt: refresh.startedAt, for: scope, generation: account.machine.generation,
                 requested: requested, at: now)
             logger.info("scoped token minted", metadata: [
                 "account": "\(name)", "scope": "\(scope)", "expires_at": "\(Timestamp.format(minted.expiresAt))", "took_ms": "\(took)",
             ])
         }
+        accounts[name] = account
         schedule(name)
         wake(name)
     }
@@ -162,7 +141,7 @@ extension AccountEngine {
     /// Waits (until `deadline`) while a scoped grant holds the account's refresh slot: a refresh
     /// asked for then must run after it, not take the grant's outcome for its own.
     func waitOutScopedGrant(_ name: String, until deadline: Date) async {
-        while scopedTokens[name]?.inFlight != nil, clock.now() < deadline {
+        while accounts[name]?.scopedTokens.inFlight != nil, clock.now() < deadline {
             await waitForChange(name, until: deadline)
         }
     }
@@ -170,15 +149,12 @@ extension AccountEngine {
     /// The recheck's part for scoped tokens: drops what no longer serves and starts the most
     /// urgent due proactive refresh of each account (one at a time: they share the refresh slot).
     func refreshDueScopedTokens(at now: Date) {
-        for name in Array(scopedTokens.keys) {
-            guard let account = accounts[name] else {
-                scopedTokens[name] = nil
-                continue
-            }
+        for name in accounts.names {
+            guard let account = accounts[name], !account.scopedTokens.isEmpty else { continue }
             let generation = account.machine.generation
-            scopedTokens[name]?.prune(at: now, generation: generation)
-            if let key = scopedTokens[name]?.due(at: now, generation: generation, policy: account.machine.policy).first {
-                startScopedGrant(name, key, requested: false)
+            accounts[name]?.scopedTokens.prune(at: now, generation: generation)
+            if let key = accounts[name]?.scopedTokens.due(at: now, generation: generation, policy: account.machine.policy).first {
+                startRefresh(name, narrowedTo: key)
             }
         }
     }

@@ -17,7 +17,7 @@ extension AccountEngine {
         account.commitNewUserAction()
         account.machine.install(tokens, unit: random())
         if let backoff { account.machine.holdBackoff(until: backoff) }
-        scheduler.disarm(name)
+        scheduler.disarm(&account.wake)
         accounts[name] = account
         wake(name)
         let saved = await store.save(tokens, account: name)
@@ -41,7 +41,7 @@ extension AccountEngine {
         accounts[name] = account
         let held = account.machine.tokens?.refreshToken
         let provider = account.provider
-        let deleted = await forgetSession(name, session: held, serial: account.committedUserAction, reason: "logged out; run: tokenctl login \(name)") {
+        let deleted = await forgetSession(name, session: held, ticket: account.ticket(), reason: "logged out; run: tokenctl login \(name)") {
             // Revoked before the keyring item goes: should revocation fail, that is reported,
             // and the local session still goes.
             guard let held else { return nil }
@@ -75,18 +75,18 @@ extension AccountEngine {
     /// between (a logout revokes there), once nothing in memory can use the session any more.
     /// The delete names what it deletes: the item goes only if it still holds `session` (the
     /// refresh token forgotten; any item when none was held), and not at all when a user action
-    /// issued after `serial` (an import, a login) committed meanwhile: its session is newer.
+    /// issued after `ticket`'s (an import, a login) committed meanwhile: its session is newer.
     func forgetSession(
-        _ name: String, session: String?, serial: UInt64, reason: String, beforeDeleting: (() async -> RevocationOutcome?)? = nil
+        _ name: String, session: String?, ticket: AccountTicket, reason: String, beforeDeleting: (() async -> RevocationOutcome?)? = nil
     ) async -> (result: Result<Void, KeyringError>, revocation: RevocationOutcome?, superseded: Bool) {
         guard var account = accounts[name] else { return (.success(()), nil, false) }
         account.machine.forget(reason: reason)
         account.unsaved = false
-        scheduler.disarm(name)
+        scheduler.disarm(&account.wake)
         accounts[name] = account
         wake(name)
         let revocation = await beforeDeleting?()
-        guard let current = accounts[name], current.committedUserAction == serial else { return (.success(()), revocation, true) }
+        guard self.account(name, holding: ticket, unless: .overtaken) != nil else { return (.success(()), revocation, true) }
         let deleted = await store.delete(account: name, ifRefreshToken: session).map { _ in () }
         _ = noteKeyring(deleted, account: name)
         return (deleted, revocation, false)

@@ -10,7 +10,7 @@ extension AccountEngine {
         if let configurationProblem { return .failure(TokendError(.configError, configurationProblem.description)) }
         if let name, accounts[name] == nil { return .failure(missingAccount(name)) }
         let now = clock.now()
-        let names = name.map { [$0] } ?? accounts.keys.sorted()
+        let names = name.map { [$0] } ?? accounts.names
         return .success(names.compactMap { name in
             accounts[name].map { Self.report(of: $0, named: name, keyring: keyringState, at: now) }
         })

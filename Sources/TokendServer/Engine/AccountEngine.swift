@@ -47,6 +47,14 @@ public actor AccountEngine {
         /// refresh tokens (Firebase's `validSince`), so a refresh answered `TOKEN_EXPIRED`
         /// meanwhile is no verdict on the account: the upgrade's answer brings the new session.
         var passwordChangesInFlight = 0
+        /// The stored session is being read for the first time: a `token` request waits for that
+        /// read (within its timeout) instead of being told the keyring is unreadable.
+        var restoring = false
+        /// Down-scoped access tokens (AccountEngine+ScopedTokens.swift); dropped with the account
+        /// and when its configuration changes.
+        var scopedTokens = ScopedTokenCache()
+        /// The timer armed for the account's next wake-up (`RefreshScheduler`).
+        var wake: RefreshScheduler.Wake?
     }
 
     /// Default wait for a refresh when a request names no `timeout`: long enough for a slow
@@ -60,6 +68,8 @@ public actor AccountEngine {
     public nonisolated let heldTokens: HeldTokens
     let store: any SecretStore
     public nonisolated let clock: any WallClock
+    /// Every wait the engine and the daemon keep is a timer here (docs/architecture.md, "Time").
+    public nonisolated let timers: any TimerSource
     let hub: EventHub
     let logger: Logger
     let makeProvider: @Sendable (AccountConfiguration) -> any TokenProvider
@@ -74,15 +84,6 @@ public actor AccountEngine {
     var keyringPollRunning = false
     var nextIncarnation: UInt64 = 0
     var configurationProblem: ConfigurationError?
-    /// Accounts whose stored session is being read for the first time: a `token` request waits
-    /// for that read (within its timeout) instead of being told the keyring is unreadable.
-    var restoring: Set<String> = []
-    /// Sessions that must still reach the keyring but that no configured account holds: set
-    /// aside by an endpoint change, or held unsaved by an account a reload removed. `restore`
-    /// writes one before it reads its account again; the keyring poll writes the removed ones.
-    var setAsideWrites: [String: TokenSet] = [:]
-    /// Each account's down-scoped access tokens (AccountEngine+ScopedTokens.swift).
-    var scopedTokens: [String: ScopedTokenCache] = [:]
     /// Set by `shutdown()`: no timer is armed and no background work starts after it.
     var isShutDown = false
 
@@ -100,20 +101,23 @@ public actor AccountEngine {
         self.store = store
         self.clock = clock
         self.timerQueue = timerQueue
-        self.scheduler = RefreshScheduler(timers: timers ?? DispatchTimerSource(clock: clock, queue: timerQueue))
+        let timers = timers ?? DispatchTimerSource(clock: clock, queue: timerQueue)
+        self.timers = timers
+        self.scheduler = RefreshScheduler(timers: timers)
         self.hub = hub
         self.logger = logger
         self.random = random
         self.makeProvider = makeProvider
     }
 
-    public var accountNames: [String] { accounts.keys.sorted() }
+    public var accountNames: [String] { accounts.names }
 
     /// Stops every timer, releases every waiting request and takes no new background work
     /// (daemon shutdown). A refresh in flight still finishes and reaches the keyring.
     public func shutdown() {
         isShutDown = true
-        scheduler.disarmAll()
+        for name in accounts.names { disarm(name) }
+        scheduler.disarmRecheck()
         keyringPoll?.cancel()
         keyringPoll = nil
         waiters.wakeEveryone()
@@ -154,7 +158,7 @@ public actor AccountEngine {
             case .token(let token, let expiresAt):
                 return .success(TokenGrant(token: token, kind: kind, expiresAt: expiresAt))
             case .refuse(let error):
-                guard restoring.contains(name), now < deadline else { return .failure(error) }
+                guard account.restoring, now < deadline else { return .failure(error) }
             case .refresh:
                 startRefresh(name)
             case .wait:
@@ -202,7 +206,7 @@ public actor AccountEngine {
     /// Suspends until the account's state changes or the deadline passes.
     func waitForChange(_ name: String, until deadline: Date) async {
         let id = waiters.nextID()
-        let timeout = scheduler.timers.schedule(at: deadline, hop { await $0.resumeWaiter(name, id) })
+        let timeout = timers.schedule(at: deadline, hop { await $0.resumeWaiter(id) })
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             guard accounts[name] != nil, !isShutDown else { return continuation.resume() }
             waiters.add(continuation, id: id, account: name)
@@ -210,8 +214,8 @@ public actor AccountEngine {
         timeout.cancel()
     }
 
-    func resumeWaiter(_ name: String, _ id: UInt64) {
-        waiters.resume(id, account: name)
+    func resumeWaiter(_ id: UInt64) {
+        waiters.resume(id)
     }
 
     /// Every state change wakes the account's waiters; each re-reads the state and decides.

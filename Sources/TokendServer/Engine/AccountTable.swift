@@ -1,9 +1,24 @@
-/// The engine's accounts by name: a dictionary that keeps `census` and `held` in step with every
-/// change, so the state counts never need a pass over all accounts and the event loop never
-/// serves a token the engine has dropped.
-struct AccountTable: Sequence {
-    private var storage: [String: AccountEngine.Account] = [:]
+import TokendCore
+
+/// Everything the engine keeps per account name, in one collection: each configured account's
+/// `Account`, and the session set aside for a name that must still reach the keyring (an
+/// account a reload removed while its session was unsaved, or pointed at another endpoint). It
+/// keeps `census` and `held` in step with every change, so the state counts never need a pass
+/// over all accounts and the event loop never serves a token the engine has dropped.
+struct AccountTable {
+    struct Entry {
+        var account: AccountEngine.Account?
+        /// A session no configured account holds that the keyring has not taken yet: written
+        /// before the account's next read, or by the keyring poll once the account is gone.
+        var setAside: TokenSet?
+
+        var isEmpty: Bool { account == nil && setAside == nil }
+    }
+
+    private var entries: [String: Entry] = [:]
     private(set) var census = AccountCensus()
+    /// How many accounts are configured (entries holding only a set-aside session do not count).
+    private(set) var count = 0
     let held: HeldTokens
 
     init(held: HeldTokens = HeldTokens()) {
@@ -11,38 +26,73 @@ struct AccountTable: Sequence {
     }
 
     subscript(name: String) -> AccountEngine.Account? {
-        get { storage[name] }
+        get { entries[name]?.account }
         set {
-            if let old = storage[name] { census.remove(old.machine) }
-            if let newValue { census.add(newValue.machine) }
-            storage[name] = newValue
-            publish(name)
+            var entry = entries[name] ?? Entry()
+            replace(&entry.account, with: newValue)
+            store(entry, name)
         }
-        // In place, as a dictionary's own subscript: `accounts[name]?.machine.x = y` must not copy.
+        // In place: `accounts[name]?.machine.x = y` must not copy the account out and back.
         _modify {
-            if let old = storage[name] { census.remove(old.machine) }
+            var entry = entries.removeValue(forKey: name) ?? Entry()
+            let old = entry.account
             defer {
-                if let new = storage[name] { census.add(new.machine) }
-                publish(name)
+                note(old, replacedBy: entry.account)
+                store(entry, name)
             }
-            yield &storage[name]
+            yield &entry.account
         }
     }
 
-    private func publish(_ name: String) {
-        held.set(name, storage[name].map { HeldTokens.Entry(tokens: $0.machine.servableTokens, defaultKind: $0.configuration.defaultTokenKind) })
+    /// The session set aside for `name`, if any (see `Entry.setAside`).
+    subscript(setAside name: String) -> TokenSet? {
+        get { entries[name]?.setAside }
+        set {
+            var entry = entries[name] ?? Entry()
+            entry.setAside = newValue
+            if entry.isEmpty { entries[name] = nil } else { entries[name] = entry }
+        }
+    }
+
+    /// Names whose set-aside session belongs to no configured account any more, sorted.
+    var setAsideOfRemoved: [String] {
+        entries.compactMap { $0.value.account == nil && $0.value.setAside != nil ? $0.key : nil }.sorted()
     }
 
     @discardableResult
     mutating func removeValue(forKey name: String) -> AccountEngine.Account? {
-        let old = storage[name]
+        let old = self[name]
         self[name] = nil
         return old
     }
 
-    var count: Int { storage.count }
-    var keys: Dictionary<String, AccountEngine.Account>.Keys { storage.keys }
-    var values: Dictionary<String, AccountEngine.Account>.Values { storage.values }
+    /// The configured accounts' names, sorted.
+    var names: [String] {
+        entries.compactMap { $0.value.account == nil ? nil : $0.key }.sorted()
+    }
 
-    func makeIterator() -> Dictionary<String, AccountEngine.Account>.Iterator { storage.makeIterator() }
+    var configured: some Sequence<(name: String, account: AccountEngine.Account)> {
+        entries.lazy.compactMap { name, entry in entry.account.map { (name: name, account: $0) } }
+    }
+
+    private mutating func replace(_ slot: inout AccountEngine.Account?, with new: AccountEngine.Account?) {
+        note(slot, replacedBy: new)
+        slot = new
+    }
+
+    private mutating func note(_ old: AccountEngine.Account?, replacedBy new: AccountEngine.Account?) {
+        if let old {
+            census.remove(old.machine)
+            count -= 1
+        }
+        if let new {
+            census.add(new.machine)
+            count += 1
+        }
+    }
+
+    private mutating func store(_ entry: Entry, _ name: String) {
+        if entry.isEmpty { entries[name] = nil } else { entries[name] = entry }
+        held.set(name, entry.account.map { HeldTokens.Entry(tokens: $0.machine.servableTokens, defaultKind: $0.configuration.defaultTokenKind) })
+    }
 }

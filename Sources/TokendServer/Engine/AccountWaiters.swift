@@ -1,10 +1,16 @@
-/// Requests waiting for an account's state to change (a refresh to finish, mostly).
+/// Requests waiting for an account's state to change (a refresh to finish, mostly), by request:
+/// what an account is waited on for belongs to the requests, not to the account's state.
 ///
 /// Every change wakes all of an account's waiters; each re-reads the state and decides whether
 /// to wait again. A waiter also wakes at its own deadline (`resume`), so none waits past its
 /// request's timeout. Owned by the engine actor, so it needs no lock.
 struct AccountWaiters {
-    private var waiting: [String: [UInt64: CheckedContinuation<Void, Never>]] = [:]
+    private struct Waiter {
+        var account: String
+        var continuation: CheckedContinuation<Void, Never>
+    }
+
+    private var waiting: [UInt64: Waiter] = [:]
     private var lastID: UInt64 = 0
 
     /// A number for the next waiter, unique for the engine's life.
@@ -14,24 +20,25 @@ struct AccountWaiters {
     }
 
     mutating func add(_ continuation: CheckedContinuation<Void, Never>, id: UInt64, account name: String) {
-        waiting[name, default: [:]][id] = continuation
+        waiting[id] = Waiter(account: name, continuation: continuation)
     }
 
     /// Wakes one waiter (its deadline came); nothing if it was woken already.
-    mutating func resume(_ id: UInt64, account name: String) {
-        waiting[name]?.removeValue(forKey: id)?.resume()
+    mutating func resume(_ id: UInt64) {
+        waiting.removeValue(forKey: id)?.continuation.resume()
     }
 
-    /// Wakes every waiter of `name`.
+    /// Wakes every waiter of `name`. A pass over every waiting request: there are at most as
+    /// many as open connections, and most wait on the account that changed.
     mutating func wakeAll(_ name: String) {
-        guard let waiters = waiting.removeValue(forKey: name) else { return }
-        for waiter in waiters.values { waiter.resume() }
+        let ids = waiting.compactMap { $0.value.account == name ? $0.key : nil }
+        for id in ids { resume(id) }
     }
 
     /// Wakes every waiter of every account (shutdown).
     mutating func wakeEveryone() {
-        for name in Array(waiting.keys) { wakeAll(name) }
+        for id in Array(waiting.keys) { resume(id) }
     }
 
-    func count(account name: String) -> Int { waiting[name]?.count ?? 0 }
+    func count(account name: String) -> Int { waiting.values.count(where: { $0.account == name }) }
 }

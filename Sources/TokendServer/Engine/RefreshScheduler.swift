@@ -5,8 +5,9 @@ import TokendCore
 /// The machine says when it wants attention (`nextWake`: a proactive refresh, or the end of a
 /// backoff); the scheduler moves a proactive refresh away from seconds other accounts' refreshes
 /// already fill (`RefreshSpreading`) and arms one timer per account on the injected timer
-/// source. It never starts a refresh itself: a timer only calls back into the engine, which asks
-/// the wall clock again.
+/// source. Each account's armed `Wake` lives in the account (`AccountEngine.Account.wake`); the
+/// scheduler keeps only what spans accounts. It never starts a refresh itself: a timer only
+/// calls back into the engine, which asks the wall clock again.
 struct RefreshScheduler {
     /// How often every account is re-checked against the wall clock, whatever its timer says:
     /// bounds how late a refresh can be after a clock jump or a suspend a timer slept through.
@@ -21,7 +22,6 @@ struct RefreshScheduler {
     }
 
     let timers: any TimerSource
-    private(set) var wakes: [String: Wake] = [:]
     /// The armed proactive refreshes per second (`RefreshSpreading.second(of:)`), kept as wakes
     /// are armed and disarmed: placing one refresh then costs a few look-ups, not a pass over
     /// every account's wake (which dominated the daemon's CPU at 10,000 accounts).
@@ -33,13 +33,13 @@ struct RefreshScheduler {
         self.timers = timers
     }
 
-    /// The instant to wake `name` at, given the other accounts' armed proactive refreshes; nil
-    /// when the machine wants nothing (refreshing, needs a login, waiting for the keyring).
-    func nextWake(_ name: String, machine: AccountMachine, now: Date) -> (deadline: Date, proactive: Bool)? {
+    /// The instant to wake an account at, given the other accounts' armed proactive refreshes
+    /// (its own armed `current` one does not count against it); nil when the machine wants
+    /// nothing (refreshing, needs a login, waiting for the keyring).
+    func nextWake(_ current: Wake?, machine: AccountMachine, now: Date) -> (deadline: Date, proactive: Bool)? {
         guard let wake = machine.nextWake else { return nil }
         guard wake > now, let window = machine.proactiveWindow else { return (wake, false) }
-        // `name`'s own armed refresh does not count against it.
-        let own = wakes[name].flatMap { $0.proactive ? RefreshSpreading.second(of: $0.deadline) : nil }
+        let own = current.flatMap { $0.proactive ? RefreshSpreading.second(of: $0.deadline) : nil }
         let slot = RefreshSpreading.slot(
             desired: wake, earliest: max(now, window.earliest), takenCount: proactiveCount - (own == nil ? 0 : 1)
         ) { second in
@@ -48,13 +48,13 @@ struct RefreshScheduler {
         return (slot, true)
     }
 
-    /// Arms `name`'s timer for its next wake-up (replacing any armed one); `fire` runs then.
-    /// Returns the deadline armed.
+    /// Arms an account's timer for its next wake-up, replacing its armed one in `wake`; `fire`
+    /// runs then. Returns the deadline armed.
     @discardableResult
-    mutating func arm(_ name: String, machine: AccountMachine, now: Date, fire: @escaping @Sendable () -> Void) -> Date? {
-        disarm(name)
-        guard let (deadline, proactive) = nextWake(name, machine: machine, now: now) else { return nil }
-        wakes[name] = Wake(deadline: deadline, proactive: proactive, timer: timers.schedule(at: deadline, fire))
+    mutating func arm(_ wake: inout Wake?, machine: AccountMachine, now: Date, fire: @escaping @Sendable () -> Void) -> Date? {
+        disarm(&wake)
+        guard let (deadline, proactive) = nextWake(nil, machine: machine, now: now) else { return nil }
+        wake = Wake(deadline: deadline, proactive: proactive, timer: timers.schedule(at: deadline, fire))
         if proactive {
             proactivePerSecond[RefreshSpreading.second(of: deadline), default: 0] += 1
             proactiveCount += 1
@@ -62,9 +62,9 @@ struct RefreshScheduler {
         return deadline
     }
 
-    /// No timer for `name`, and its claimed refresh second is free for others.
-    mutating func disarm(_ name: String) {
-        guard let wake = wakes.removeValue(forKey: name) else { return }
+    /// No timer armed in `wake`, and its claimed refresh second is free for others.
+    mutating func disarm(_ armed: inout Wake?) {
+        guard let wake = armed.take() else { return }
         wake.timer.cancel()
         guard wake.proactive else { return }
         let second = RefreshSpreading.second(of: wake.deadline)
@@ -73,11 +73,11 @@ struct RefreshScheduler {
         proactiveCount -= 1
     }
 
-    /// Whether a timer that fired at `now` should start `name`'s refresh: the machine's own
-    /// instant has come, or the earlier one spreading moved it to.
-    func isDue(_ name: String, machine: AccountMachine, at now: Date) -> Bool {
+    /// Whether a timer that fired at `now` should start the account's refresh: the machine's own
+    /// instant has come, or the earlier one spreading moved it to (`wake`).
+    func isDue(_ wake: Wake?, machine: AccountMachine, at now: Date) -> Bool {
         if machine.isRefreshDue(at: now) { return true }
-        guard let wake = wakes[name], wake.proactive else { return false }
+        guard let wake, wake.proactive else { return false }
         return wake.deadline <= now
     }
 
@@ -92,10 +92,9 @@ struct RefreshScheduler {
         recheck = nil
     }
 
-    /// Cancels every timer (shutdown).
-    mutating func disarmAll() {
+    /// Cancels the recheck (shutdown; the engine disarms each account's wake).
+    mutating func disarmRecheck() {
         recheck?.cancel()
         recheck = nil
-        for name in wakes.keys { disarm(name) }
     }
 }

@@ -29,58 +29,54 @@ enum HookProcess {
     /// chatty hook can neither block on a full pipe nor flood the journal.
     static let outputLimit = 64 * 1024
 
-    /// Process groups of the hooks running now: the daemon kills them when it stops, so that no
-    /// hook (or a child it left behind) outlives the daemon that started it.
-    private static let running = Mutex<Set<pid_t>>([])
+    /// Process groups of the hooks one daemon runs now: it kills them when it stops, so that no
+    /// hook (or a child it left behind) outlives the daemon that started it. One per daemon, so
+    /// that a daemon a test stops never kills another's hooks.
+    final class Running: Sendable {
+        private let groups = Mutex<Set<pid_t>>([])
 
-    /// Kills every running hook's process group (daemon shutdown).
-    static func killRunning() {
-        running.withLock { groups in
-            for group in groups { kill(-group, SIGKILL) }
+        init() {}
+
+        /// Kills every running hook's process group (daemon shutdown).
+        func killAll() {
+            groups.withLock { groups in
+                for group in groups { kill(-group, SIGKILL) }
+            }
         }
+
+        fileprivate func insert(_ group: pid_t) { groups.withLock { _ = $0.insert(group) } }
+        fileprivate func remove(_ group: pid_t) { groups.withLock { _ = $0.remove(group) } }
     }
 
     /// Runs `argv` (argv[0] looked up on PATH) with exactly `environment`, off the caller's thread.
-    static func run(_ argv: [String], environment: [String: String], timeout: Double) async -> Outcome {
+    static func run(_ argv: [String], environment: [String: String], timeout: Double, running: Running) async -> Outcome {
         await withCheckedContinuation { continuation in
             DispatchQueue.global(qos: .utility).async {
-                continuation.resume(returning: runBlocking(argv, environment: environment, timeout: timeout))
+                continuation.resume(returning: runBlocking(argv, environment: environment, timeout: timeout, running: running))
             }
         }
     }
 
-    static func runBlocking(_ argv: [String], environment: [String: String], timeout: Double) -> Outcome {
+    static func runBlocking(_ argv: [String], environment: [String: String], timeout: Double, running: Running = Running()) -> Outcome {
         var pipeEnds: [Int32] = [-1, -1]
         guard tokend_pipe_cloexec(&pipeEnds) == 0 else { return Outcome(ending: .notStarted(errno), output: []) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 2)
-        // The daemon's sockets (listener, clients) are not the hook's business.
-        _ = tokend_spawn_close_from(&actions, 3)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // A clean signal state (the daemon ignores SIGPIPE and SIGHUP), and a process group of
-        // its own so that the timeout kills the hook's children too.
-        _ = tokend_spawnattr_clean(&attributes, 1)
         let cArguments = argv.map { strdup($0) } + [nil]
         let cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             cArguments.forEach { free($0) }
             cEnvironment.forEach { free($0) }
         }
+        // stdin from /dev/null, stdout and stderr into the pipe, none of the daemon's sockets,
+        // a clean signal state, and a process group of its own so the timeout kills its children.
         var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, argv[0], &actions, &attributes, cArguments, cEnvironment)
+        let spawned = tokend_spawn(&pid, argv[0], 1, cArguments, cEnvironment, -1, pipeEnds[1], pipeEnds[1], 1)
         close(pipeEnds[1])
         guard spawned == 0 else {
             close(pipeEnds[0])
             return Outcome(ending: .notStarted(spawned), output: [])
         }
-        running.withLock { _ = $0.insert(pid) }
-        defer { running.withLock { _ = $0.remove(pid) } }
+        running.insert(pid)
+        defer { running.remove(pid) }
         let (output, timedOut) = collect(from: pipeEnds[0], pid: pid, deadline: monotonicNow() + timeout)
         close(pipeEnds[0])
         if timedOut {

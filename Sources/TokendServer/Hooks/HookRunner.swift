@@ -33,6 +33,8 @@ final class HookRunner: Sendable {
     }
 
     private let settings = Mutex(Settings())
+    /// The hooks running now, killed when the daemon stops (`killRunning`).
+    private let running = HookProcess.Running()
     private let environment: [String: String]
     private let notifier: DesktopNotifier
     private let timeout: Double
@@ -95,10 +97,15 @@ final class HookRunner: Sendable {
         return jobs
     }
 
+    /// Kills every hook still running, with its process group (daemon shutdown).
+    func killRunning() {
+        running.killAll()
+    }
+
     private func execute(_ job: Job, event: String) async {
         let account = job.environment["TOKEND_ACCOUNT"] ?? ""
         let metadata: Logger.Metadata = ["event": "\(event)", "account": "\(account)", "command": "\(job.argv[0])"]
-        let outcome = await HookProcess.run(job.argv, environment: job.environment, timeout: timeout)
+        let outcome = await HookProcess.run(job.argv, environment: job.environment, timeout: timeout, running: running)
         let output = String(decoding: outcome.output, as: UTF8.self)
         for line in output.split(separator: "\n") where !line.trimmed.isEmpty {
             logger.info("\(job.label) output: \(line)", metadata: metadata)

@@ -1,5 +1,6 @@
 import Synchronization
 import TokendCore
+import TokendKeyring
 
 /// A `SecretStore` in a dictionary, for tests of the modules that use one, with knobs for the
 /// keyring's bad days. It keeps the keyring's rules: a locked store still lists its accounts and
@@ -17,9 +18,14 @@ public final class InMemorySecretStore: SecretStore {
     /// `LibsecretStore`'s, tests pass a short one.
     public let timeout: Double
     private let state = Mutex(State())
+    /// Where a hanging operation waits out `timeout`: real time unless a test passes its manual clock.
+    private let clock: any WallClock
+    private let timers: any TimerSource
 
-    public init(timeout: Double = 5, items: [String: TokenSet] = [:]) {
+    public init(timeout: Double = 5, items: [String: TokenSet] = [:], clock: any WallClock = SystemWallClock(), timers: (any TimerSource)? = nil) {
         self.timeout = timeout
+        self.clock = clock
+        self.timers = timers ?? DispatchTimerSource(clock: clock)
         state.withLock { state in
             for (account, tokens) in items { state.items[account] = try? tokens.keyringJSON() }
         }
@@ -112,7 +118,7 @@ public final class InMemorySecretStore: SecretStore {
         }
         if let outcome { return outcome }
         // A cancelled wait ends early; the answer is the same, the operation did not happen.
-        try? await Task.sleep(for: .bounded(seconds: timeout))
+        _ = await timers.sleep(seconds: timeout, from: clock)
         return .failure(KeyringError(.timedOut, "the Secret Service did not answer within \(timeout) s (simulated)"))
     }
 

@@ -1,6 +1,5 @@
 import Dispatch
 import Synchronization
-import TokendCore
 
 /// The daemon's timer source: one-shot Dispatch timers armed twice, on a wall-clock and on a
 /// monotonic deadline, firing once at whichever comes first.
