@@ -69,7 +69,7 @@ final class KeyringQueue: Sendable {
     ) async -> Result<Success, KeyringError> {
         await withCheckedContinuation(isolation: isolation) { continuation in
             let pending = PendingOperation(continuation)
-            if !waitsOutTheQueue { armQueueDeadline(for: pending, "the operation is dropped") }
+            let queueDeadline = waitsOutTheQueue ? nil : armQueueDeadline(for: pending, "the operation is dropped")
             if let account { replaceableWrites.withLock { _ = $0.removeValue(forKey: account) } }
             waiting.withLock { $0 += 1 }
             thread.enqueue(
@@ -77,12 +77,15 @@ final class KeyringQueue: Sendable {
                     run: { [self] in
                         waiting.withLock { $0 -= 1 }
                         let cancellable = CancellableHandle()
+                        queueDeadline?.cancel()
                         guard pending.begin(cancellable) else { return true }
-                        armDeadline(for: [pending])
+                        let deadline = armDeadline(for: [pending])
+                        defer { deadline.cancel() }  // answered: the timer has nothing left to do
                         return pending.finish(body(cancellable.pointer))
                     },
                     abandon: { [self] in
                         waiting.withLock { $0 -= 1 }
+                        queueDeadline?.cancel()
                         pending.expire(queuedBehindTimeout)
                     }))
         }
@@ -124,11 +127,12 @@ final class KeyringQueue: Sendable {
                         // Written even when every caller stopped waiting: these are the newest tokens.
                         let live = callers.filter { $0.begin(cancellable) }
                         let deadline = clock.now().addingTimeInterval(timeout)
-                        armDeadline(for: live)
+                        let callersDeadline = armDeadline(for: live)
                         // The call's own deadline, whether or not anyone still waits for it.
                         let cancelAtDeadline = timers.schedule(at: deadline) { cancellable.cancel() }
                         let result = body(payload, cancellable.pointer)
                         for caller in live { caller.finish(result) }
+                        callersDeadline.cancel()
                         let inTime = clock.now() < deadline
                         if inTime { cancelAtDeadline.cancel() }
                         return inTime
@@ -142,14 +146,15 @@ final class KeyringQueue: Sendable {
         }
     }
 
-    private func armQueueDeadline<Success>(for caller: PendingOperation<Success>, _ outcome: String) {
+    @discardableResult
+    private func armQueueDeadline<Success>(for caller: PendingOperation<Success>, _ outcome: String) -> TimerHandle {
         let refusal = KeyringError(.queued, "still queued behind other keyring operations after \(timeout) s; \(outcome)")
-        _ = timers.schedule(at: clock.now().addingTimeInterval(timeout)) { caller.expireIfWaiting(refusal) }
+        return timers.schedule(at: clock.now().addingTimeInterval(timeout)) { caller.expireIfWaiting(refusal) }
     }
 
-    private func armDeadline<Success>(for callers: [PendingOperation<Success>]) {
+    private func armDeadline<Success>(for callers: [PendingOperation<Success>]) -> TimerHandle {
         let timedOut = KeyringError(.timedOut, "the Secret Service did not answer within \(timeout) s")
-        _ = timers.schedule(at: clock.now().addingTimeInterval(timeout)) {
+        return timers.schedule(at: clock.now().addingTimeInterval(timeout)) {
             for caller in callers { caller.expire(timedOut) }
         }
     }

@@ -74,7 +74,7 @@ extension AccountEngine {
     }
 
     var hasKeyringWork: Bool {
-        !accounts.setAsideOfRemoved.isEmpty
+        accounts.hasSetAsideOfRemoved
             || accounts.configured.contains { _, account in
                 if account.unsaved { return true }
                 if case .awaitingKeyring = account.machine.phase { return true }

@@ -29,7 +29,8 @@ struct AccountTable {
         get { entries[name]?.account }
         set {
             var entry = entries[name] ?? Entry()
-            replace(&entry.account, with: newValue)
+            note(entry.account, replacedBy: newValue)
+            entry.account = newValue
             store(entry, name)
         }
         // In place: `accounts[name]?.machine.x = y` must not copy the account out and back.
@@ -50,8 +51,14 @@ struct AccountTable {
         set {
             var entry = entries[name] ?? Entry()
             entry.setAside = newValue
-            if entry.isEmpty { entries[name] = nil } else { entries[name] = entry }
+            entries[name] = entry.isEmpty ? nil : entry
         }
+    }
+
+    /// Whether any set-aside session belongs to no configured account any more (the keyring
+    /// poll's question, asked without building the list).
+    var hasSetAsideOfRemoved: Bool {
+        entries.values.contains { $0.account == nil && $0.setAside != nil }
     }
 
     /// Names whose set-aside session belongs to no configured account any more, sorted.
@@ -75,11 +82,6 @@ struct AccountTable {
         entries.lazy.compactMap { name, entry in entry.account.map { (name: name, account: $0) } }
     }
 
-    private mutating func replace(_ slot: inout AccountEngine.Account?, with new: AccountEngine.Account?) {
-        note(slot, replacedBy: new)
-        slot = new
-    }
-
     private mutating func note(_ old: AccountEngine.Account?, replacedBy new: AccountEngine.Account?) {
         if let old {
             census.remove(old.machine)
@@ -92,7 +94,7 @@ struct AccountTable {
     }
 
     private mutating func store(_ entry: Entry, _ name: String) {
-        if entry.isEmpty { entries[name] = nil } else { entries[name] = entry }
+        entries[name] = entry.isEmpty ? nil : entry
         held.set(name, entry.account.map { HeldTokens.Entry(tokens: $0.machine.servableTokens, defaultKind: $0.configuration.defaultTokenKind) })
     }
 }
