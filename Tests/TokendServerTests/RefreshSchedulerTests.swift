@@ -56,8 +56,8 @@ import TokendTestSupport
         var late: RefreshScheduler.Wake?
         let moved = scheduler.arm(&late, machine: same, now: t0) {}
         #expect(moved == t0.addingTimeInterval(3299))
-        #expect(scheduler.isDue(late, machine: same, at: t0.addingTimeInterval(3299)))
-        #expect(!scheduler.isDue(full[0], machine: same, at: t0.addingTimeInterval(3299)))
+        #expect(RefreshScheduler.isDue(late, machine: same, at: t0.addingTimeInterval(3299)))
+        #expect(!RefreshScheduler.isDue(full[0], machine: same, at: t0.addingTimeInterval(3299)))
     }
 
     /// A backoff's end is armed as it is: it is not a proactive refresh, so it is never moved.

@@ -20,41 +20,7 @@ extension AccountEngine {
         await writeSetAside(name)
         guard let ticket = accounts[name]?.ticket() else { return }
         let loaded = await store.load(account: name)
-        // Only this incarnation's read ends its wait: a re-added account has a read of its own.
-        defer { if self.account(name, holding: ticket, unless: .removed) != nil { accounts[name]?.restoring = false } }
-        guard var account = self.account(name, holding: ticket, unless: [.removed, .session]) else {
-            logger.info("a keyring read finished after the account changed; its result is dropped", metadata: ["account": "\(name)"])
-            return
-        }
-        switch loaded {
-        case .success(var tokens?):
-            let endpoint = account.configuration.endpoint
-            if let bound = tokens.endpoint, bound != endpoint {
-                account.machine.markBoundElsewhere(reason: Advice.boundElsewhere(stored: bound, account: account.configuration))
-                logger.error("the stored session was issued by another endpoint than the configured one; it is not used", metadata: ["account": "\(name)"])
-            } else {
-                // An item from before sessions were bound adopts the endpoint it is first read with.
-                tokens.endpoint = endpoint
-                account.machine.restore(tokens, unit: random())
-            }
-            _ = noteKeyring(.success(()), account: name)
-        case .success(nil):
-            account.machine.markNothingStored()
-            _ = noteKeyring(.success(()), account: name)
-        case .failure(let error) where error.code == .corrupt:
-            // The keyring answered; the item will read the same next time. Said once, not polled.
-            let problem = error.tokendError(account: name)
-            account.machine.markUnreadableItem(reason: problem.message)
-            _ = noteKeyring(.success(()), account: name)
-            logger.error("the stored session cannot be read; the account needs a new import or login", metadata: ["account": "\(name)"])
-        case .failure(let error):
-            // Locked is not empty: the account waits for the keyring instead of asking for a login.
-            account.machine.markKeyringUnreadable(error.tokendError(account: name))
-            _ = noteKeyring(.failure(error), account: name)
-        }
-        accounts[name] = account
-        schedule(name)
-        wake(name)
+        await apply(.storedSessionRead(ticket, loaded, unit: random()), to: name)
     }
 
     /// Records what a keyring operation said about the keyring; returns whether it succeeded.

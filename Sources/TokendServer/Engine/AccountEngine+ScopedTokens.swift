@@ -70,61 +70,6 @@ extension AccountEngine {
         TokendError(.badRequest, "the session of \(name) was never granted \"\(missing.joined(separator: " "))\" (it holds \"\(granted.joined(separator: " "))\"), and a narrowed token cannot be wider: ask for a subset, or add the scope to the account's scopes in config.toml and run: tokenctl login \(name)")
     }
 
-    func finishScopedGrant(
-        _ name: String, _ scope: TokenScope, ticket: AccountTicket, outcome: RefreshOutcome, started: AccountMachine, requested: Bool
-    ) async {
-        guard let refresh = ticket.refresh else { return }
-        if self.account(name, holding: ticket, unless: .removed)?.scopedTokens.inFlight == scope { accounts[name]?.scopedTokens.inFlight = nil }
-        // A refusal of this scope or audience says nothing against the refresh token: the grant
-        // counts as a success that minted nothing, and only the requests for this key fail.
-        var outcome = outcome
-        var refusal: TokendError? = nil
-        switch outcome {
-        case .refreshed(let issued):
-            refusal = Self.refusal(of: issued, asked: scope)
-        case .misconfigured(let failure) where Self.scopeRefusals.contains(failure.code):
-            refusal = TokendError(.badRequest, "the provider refuses \(scope) (\(failure.summary)): ask for a scope the session was granted and an audience the provider serves")
-            outcome = .refreshed(IssuedTokens())
-        default:
-            // Failures mean for the session what they mean after a refresh, and are handled so.
-            return await finishRefresh(name, ticket: ticket, outcome: outcome, started: started)
-        }
-        guard case .refreshed(let issued) = outcome else { return }
-        let now = clock.now()
-        guard let before = self.account(name, holding: ticket, unless: .removed) else {
-            if let next = started.tokensAfterRotation(refresh, to: issued.refreshToken) {
-                await saveOrphanedRotation(next, account: name, replacing: refresh.refreshToken)
-            }
-            return
-        }
-        var saved: Result<Void, KeyringError>? = nil
-        if let next = before.machine.tokensAfterRotation(refresh, to: issued.refreshToken) {
-            // As after a refresh: the rotated refresh token is stored before anything is served.
-            saved = await store.save(next, account: name)
-        }
-        guard var account = accounts[name] else { return }
-        guard case .refreshed = account.machine.finishScopedGrant(refresh, outcome, at: now, unit: random()) else {
-            logger.info("a scoped grant finished after a newer session arrived; its result is dropped", metadata: ["account": "\(name)"])
-            return
-        }
-        if let saved { account.unsaved = !noteKeyring(saved, account: name) }
-        let took = Int(saturating: now.timeIntervalSince(refresh.startedAt) * 1000)
-        if let refusal {
-            account.scopedTokens.refuse(scope, refusal, at: now)
-            logger.warning("a scoped token was refused", metadata: ["account": "\(name)", "scope": "\(scope)", "error": "\(refusal.message)", "took_ms": "\(took)"])
-        } else if let minted = TokenSet(refreshToken: refresh.refreshToken).merging(issued, sentAt: refresh.startedAt, at: now).token(.access) {
-            account.scopedTokens.store(
-                minted.value, expiresAt: minted.expiresAt, issuedAt: refresh.startedAt, for: scope, generation: account.machine.generation,
-                requested: requested, at: now)
-            logger.info("scoped token minted", metadata: [
-                "account": "\(name)", "scope": "\(scope)", "expires_at": "\(Timestamp.format(minted.expiresAt))", "took_ms": "\(took)",
-            ])
-        }
-        accounts[name] = account
-        schedule(name)
-        wake(name)
-    }
-
     /// Why a successful narrowed answer is not served: no access token, or a scope wider than
     /// asked (a provider that ignores `scope` on refresh); nil when it is what was asked.
     static func refusal(of issued: IssuedTokens, asked scope: TokenScope) -> TokendError? {

@@ -16,6 +16,10 @@ struct AccountTicket: Sendable, Equatable {
     var userAction: UInt64
     /// A refresh's own ticket from the machine (which checks it again, against its phase).
     var refresh: AccountMachine.Ticket?
+    /// A refresh that is a grant of a token narrowed to this scope (AccountEngine+ScopedTokens.swift).
+    var narrowedTo: TokenScope?
+    /// The grant was asked for by a `token` request now, not by the recheck ahead of need.
+    var requested = false
 }
 
 /// What changed in an account since a ticket was issued.
@@ -34,10 +38,10 @@ struct AccountChanges: OptionSet, Sendable {
 
 extension AccountEngine.Account {
     /// A ticket for an operation starting now; `userAction` numbers a user action's own.
-    func ticket(userAction: UInt64? = nil, refresh: AccountMachine.Ticket? = nil) -> AccountTicket {
+    func ticket(userAction: UInt64? = nil, refresh: AccountMachine.Ticket? = nil, narrowedTo scope: TokenScope? = nil, requested: Bool = false) -> AccountTicket {
         AccountTicket(
             incarnation: incarnation, endpoint: configuration.endpoint, generation: machine.generation,
-            userAction: userAction ?? issuedUserActions, refresh: refresh)
+            userAction: userAction ?? issuedUserActions, refresh: refresh, narrowedTo: scope, requested: requested)
     }
 
     /// Everything that changed since `ticket` was issued. User actions commit in the order the

@@ -75,7 +75,7 @@ struct RefreshScheduler {
 
     /// Whether a timer that fired at `now` should start the account's refresh: the machine's own
     /// instant has come, or the earlier one spreading moved it to (`wake`).
-    func isDue(_ wake: Wake?, machine: AccountMachine, at now: Date) -> Bool {
+    static func isDue(_ wake: Wake?, machine: AccountMachine, at now: Date) -> Bool {
         if machine.isRefreshDue(at: now) { return true }
         guard let wake, wake.proactive else { return false }
         return wake.deadline <= now

@@ -1,0 +1,240 @@
+import TokendCore
+import TokendKeyring
+
+/// What happens to an account that the engine hands to the account's own transition: a wish to
+/// refresh, a timer's wake-up, or an answer to an operation the account started (its ticket).
+/// The engine passes in the instant and the jitter draw; the transition reads neither itself.
+enum AccountInput: Sendable {
+    /// Start a refresh now (`force`: also during a backoff or a misconfiguration), or with
+    /// `scope` a grant narrowed to it; `requested`: a `token` request asked for that grant.
+    case refreshWanted(force: Bool, narrowedTo: TokenScope?, requested: Bool, at: Date)
+    /// The account's timer fired.
+    case woke(at: Date)
+    /// The provider answered the refresh (or narrowed grant) `ticket` started.
+    case refreshAnswered(AccountTicket, RefreshOutcome, at: Date, unit: Double)
+    /// The keyring answered the write of the session that `answer` brought (`.save`).
+    case persisted(AccountTicket, answer: RefreshOutcome, TokenSet, Result<Void, KeyringError>, at: Date, unit: Double)
+    /// The read of the stored session `ticket` started answered.
+    case storedSessionRead(AccountTicket, Result<TokenSet?, KeyringError>, unit: Double)
+}
+
+/// What the engine does after a transition, in the order given. The actor carries these out
+/// and decides nothing about the account itself (AccountEngine+Actions.swift).
+enum AccountEffect: Sendable, Equatable {
+    /// Cancel the account's timer: a refresh in flight needs none.
+    case disarm
+    /// Arm the account's timer for its next wake-up (none if it wants none).
+    case schedule
+    /// Let every request waiting on the account look again.
+    case wakeWaiters
+    /// Ask the provider for new tokens (or for a token narrowed to `ticket.narrowedTo`) with the
+    /// refresh token in `ticket.refresh`; the answer comes back as `.refreshAnswered`.
+    case callProvider(AccountTicket)
+    /// Write the session the provider's `answer` brought to the keyring; the keyring's answer
+    /// comes back as `.persisted`.
+    case save(TokenSet, AccountTicket, answer: RefreshOutcome)
+    /// Delete the stored session if it still holds this refresh token.
+    case deleteStored(ifRefreshToken: String)
+    /// Tell the keyring's state tracking how an operation went (nil: it succeeded).
+    case noteKeyring(failed: KeyringError?)
+    /// Tell the log and watchers.
+    case tell(AccountNews)
+}
+
+/// What an account's transition has to say to the log and to watchers.
+enum AccountNews: Sendable, Equatable {
+    case refreshed(TokenSet, previous: TokenSet?, took: Int)
+    /// A refresh's answer granted fewer scopes than the session held (`lostScopes`).
+    case scopesNarrowed([String])
+    case refreshFailed(RefreshFailure, retryAt: Date, took: Int)
+    case sessionEnded(RefreshFailure, took: Int)
+    case misconfigured(RefreshFailure, took: Int)
+    /// A down-scoped token was minted, or refused (by the provider or by us: never wider than asked).
+    case grantMinted(TokenScope, expiresAt: Date, took: Int)
+    case grantRefused(TokenScope, TokendError, took: Int)
+    /// A refresh (or grant) answered after a newer session arrived.
+    case refreshOvertaken
+    /// A refresh was refused while an upgrade set the user's password: retried, not believed.
+    case refusalDuringPasswordChange
+    case storedSessionBoundElsewhere
+    case storedSessionUnreadable
+    /// A keyring read answered after the account's session changed.
+    case readOvertaken
+}
+
+extension AccountEngine.Account {
+    /// The account's transition: its new state in place, and what the engine must do. Pure: no
+    /// clock, no I/O; an input whose ticket some change voided since it was issued changes nothing
+    /// (`changes(since:)`), so a stale answer is dropped here and nowhere else.
+    mutating func apply(_ input: AccountInput) -> [AccountEffect] {
+        switch input {
+        case .refreshWanted(let force, let scope, let requested, let now):
+            return startRefresh(force: force, narrowedTo: scope, requested: requested, at: now)
+        case .woke(let now):
+            guard RefreshScheduler.isDue(wake, machine: machine, at: now) else { return [.schedule] }  // woke early (the clock moved back)
+            return startRefresh(force: false, narrowedTo: nil, requested: false, at: now)
+        case .refreshAnswered(let ticket, let outcome, let now, let unit):
+            return refreshAnswered(ticket, outcome, at: now, unit: unit)
+        case .persisted(let ticket, let answer, let tokens, let saved, let now, let unit):
+            guard changes(since: ticket).isDisjoint(with: .removed), let refresh = ticket.refresh else { return [] }
+            var failed: KeyringError? = nil
+            if case .failure(let error) = saved { failed = error }
+            if let scope = ticket.narrowedTo, let grant = Self.grant(answer, narrowedTo: scope) {
+                return grantCompleted(ticket, scope, grant, keyring: .some(failed), at: now, unit: unit)
+            }
+            // The machine keeps the tokens the refresh replaces until it hears they were written.
+            let previous = machine.tokens
+            let completion = machine.persisted(refresh, tokens, at: now, unit: unit)
+            if case .refreshed = completion { unsaved = failed != nil }
+            var effects: [AccountEffect] = [.noteKeyring(failed: failed)]
+            if case .refreshed = completion {
+                let lost = Self.lostScopes(granted: previous?.scopes, outcome: answer)
+                if !lost.isEmpty { effects.append(.tell(.scopesNarrowed(lost))) }
+            }
+            return effects + completed(completion, refresh: refresh, previous: previous, at: now)
+        case .storedSessionRead(let ticket, let loaded, let unit):
+            return storedSessionRead(ticket, loaded, unit: unit)
+        }
+    }
+
+    private mutating func startRefresh(force: Bool, narrowedTo scope: TokenScope?, requested: Bool, at now: Date) -> [AccountEffect] {
+        guard let refresh = machine.startRefresh(at: now, force: force) else { return [] }
+        if let scope { scopedTokens.inFlight = scope }
+        return [.disarm, .wakeWaiters, .callProvider(ticket(refresh: refresh, narrowedTo: scope, requested: requested))]
+    }
+
+    private mutating func refreshAnswered(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date, unit: Double) -> [AccountEffect] {
+        guard changes(since: ticket).isDisjoint(with: .removed), let refresh = ticket.refresh else { return [] }
+        if let scope = ticket.narrowedTo {
+            if scopedTokens.inFlight == scope { scopedTokens.inFlight = nil }
+            if let grant = Self.grant(outcome, narrowedTo: scope) {
+                guard let next = machine.tokensAfterRotation(refresh, to: grant.issued.refreshToken) else {
+                    return grantCompleted(ticket, scope, grant, keyring: nil, at: now, unit: unit)
+                }
+                // As after a refresh: the rotated refresh token is stored before anything is served.
+                return [.save(next, ticket, answer: outcome)]
+            }
+            // A failure means for the session what it means after a refresh, and is handled so.
+        }
+        var effects: [AccountEffect] = []
+        var outcome = outcome
+        if case .needsLogin(let failure) = outcome, passwordChangesInFlight > 0 {
+            // The upgrade in flight voided this refresh token; its own answer decides. Should it
+            // fail, the retry hears the verdict again.
+            effects.append(.tell(.refusalDuringPasswordChange))
+            outcome = .transient(failure, retryAfter: nil)
+        }
+        let previous = machine.tokens
+        let completion = machine.finish(refresh, outcome, at: now, unit: unit)
+        if case .persist(let next) = completion {
+            // A rotated refresh token reaches the keyring before anyone is handed the new tokens:
+            // a crash from here on cannot leave the keyring with a superseded one.
+            return effects + [.save(next, ticket, answer: outcome)]
+        }
+        return effects + completed(completion, refresh: refresh, previous: previous, at: now)
+    }
+
+    /// A narrowed grant's answer that counts as a success: new tokens, or a refusal of this scope
+    /// or audience, which says nothing against the refresh token (a success that minted nothing,
+    /// and only the requests for this key fail). Nil: a failure to handle as a refresh's.
+    struct GrantAnswer {
+        var issued: IssuedTokens
+        var refusal: TokendError?
+    }
+
+    static func grant(_ outcome: RefreshOutcome, narrowedTo scope: TokenScope) -> GrantAnswer? {
+        switch outcome {
+        case .refreshed(let issued):
+            return GrantAnswer(issued: issued, refusal: AccountEngine.refusal(of: issued, asked: scope))
+        case .misconfigured(let failure) where AccountEngine.scopeRefusals.contains(failure.code):
+            let refusal = TokendError(.badRequest, "the provider refuses \(scope) (\(failure.summary)): ask for a scope the session was granted and an audience the provider serves")
+            return GrantAnswer(issued: IssuedTokens(), refusal: refusal)
+        default:
+            return nil
+        }
+    }
+
+    /// A grant is over: the session takes the rotated refresh token (if any; `keyring`: how its
+    /// write went, when there was one) and the scoped cache the minted token or the refusal.
+    private mutating func grantCompleted(
+        _ ticket: AccountTicket, _ scope: TokenScope, _ grant: GrantAnswer, keyring: KeyringError??, at now: Date, unit: Double
+    ) -> [AccountEffect] {
+        guard let refresh = ticket.refresh else { return [] }
+        var effects: [AccountEffect] = keyring.map { [.noteKeyring(failed: $0)] } ?? []
+        guard case .refreshed = machine.finishScopedGrant(refresh, .refreshed(grant.issued), at: now, unit: unit) else {
+            return effects + [.tell(.refreshOvertaken)]
+        }
+        if let keyring { unsaved = keyring != nil }
+        let took = Int(saturating: now.timeIntervalSince(refresh.startedAt) * 1000)
+        if let refusal = grant.refusal {
+            scopedTokens.refuse(scope, refusal, at: now)
+            effects.append(.tell(.grantRefused(scope, refusal, took: took)))
+        } else if let minted = TokenSet(refreshToken: refresh.refreshToken).merging(grant.issued, sentAt: refresh.startedAt, at: now).token(.access) {
+            scopedTokens.store(
+                minted.value, expiresAt: minted.expiresAt, issuedAt: refresh.startedAt, for: scope, generation: machine.generation,
+                requested: ticket.requested, at: now)
+            effects.append(.tell(.grantMinted(scope, expiresAt: minted.expiresAt, took: took)))
+        }
+        return effects + [.schedule, .wakeWaiters]
+    }
+
+    /// What a finished refresh asks for; `previous`: the tokens it replaced.
+    private func completed(
+        _ completion: AccountMachine.Completion, refresh: AccountMachine.Ticket, previous: TokenSet?, at now: Date
+    ) -> [AccountEffect] {
+        let took = Int(saturating: now.timeIntervalSince(refresh.startedAt) * 1000)
+        switch completion {
+        case .stale, .persist:
+            return [.tell(.refreshOvertaken)]
+        case .refreshed(let tokens):
+            return [.tell(.refreshed(tokens, previous: previous, took: took)), .schedule, .wakeWaiters]
+        case .willRetry(let failure, let retryAt):
+            return [.tell(.refreshFailed(failure, retryAt: retryAt, took: took)), .schedule, .wakeWaiters]
+        case .loggedOut(let failure, let refreshToken):
+            // Only if it is still the refresh token that failed: an import may have replaced it.
+            return [.tell(.sessionEnded(failure, took: took)), .schedule, .wakeWaiters, .deleteStored(ifRefreshToken: refreshToken)]
+        case .misconfigured(let failure):
+            return [.tell(.misconfigured(failure, took: took)), .schedule, .wakeWaiters]
+        }
+    }
+
+    /// Scopes the session held that a refresh's answer no longer grants: the provider gave a
+    /// rotated refresh token a narrowed scope (against RFC 6749 §6; django-oauth-toolkit does
+    /// after a scoped grant). Only a new login widens it again; an answer without `scope` keeps it.
+    static func lostScopes(granted: [String]?, outcome: RefreshOutcome) -> [String] {
+        guard case .refreshed(let issued) = outcome, let granted, let answered = issued.scopes else { return [] }
+        return Set(granted).subtracting(answered).sorted()
+    }
+
+    private mutating func storedSessionRead(_ ticket: AccountTicket, _ loaded: Result<TokenSet?, KeyringError>, unit: Double) -> [AccountEffect] {
+        guard changes(since: ticket).isDisjoint(with: .removed) else { return [] }
+        // Only this incarnation's read ends its wait: a re-added account has a read of its own.
+        restoring = false
+        guard changes(since: ticket).isDisjoint(with: .session) else { return [.tell(.readOvertaken), .wakeWaiters] }
+        var actions: [AccountEffect] = []
+        switch loaded {
+        case .success(var tokens?):
+            if let bound = tokens.endpoint, bound != configuration.endpoint {
+                machine.markBoundElsewhere(reason: Advice.boundElsewhere(stored: bound, account: configuration))
+                actions.append(.tell(.storedSessionBoundElsewhere))
+            } else {
+                // An item from before sessions were bound adopts the endpoint it is first read with.
+                tokens.endpoint = configuration.endpoint
+                machine.restore(tokens, unit: unit)
+            }
+            actions.append(.noteKeyring(failed: nil))
+        case .success(nil):
+            machine.markNothingStored()
+            actions.append(.noteKeyring(failed: nil))
+        case .failure(let error) where error.code == .corrupt:
+            // The keyring answered; the item will read the same next time. Said once, not polled.
+            machine.markUnreadableItem(reason: error.tokendError(account: configuration.name).message)
+            actions += [.noteKeyring(failed: nil), .tell(.storedSessionUnreadable)]
+        case .failure(let error):
+            // Locked is not empty: the account waits for the keyring instead of asking for a login.
+            machine.markKeyringUnreadable(error.tokendError(account: configuration.name))
+            actions.append(.noteKeyring(failed: error))
+        }
+        return actions + [.schedule, .wakeWaiters]
+    }
+}

@@ -1,0 +1,204 @@
+import Testing
+import TokendCore
+import TokendKeyring
+import TokendProviders
+@testable import TokendServer
+import TokendTestSupport
+
+/// An account's transitions as values: an input in, the account and the effects out, on a
+/// manual clock, with no engine, keyring or provider behind them.
+@Suite struct AccountTransitionTests {
+    /// A provider the transitions never call: they only name the call as an effect.
+    struct UncalledProvider: TokenProvider {
+        var kind: ProviderKind { .firebase }
+        func refresh(refreshToken: String) async -> RefreshOutcome {
+            .transient(RefreshFailure(code: "uncalled", message: "transitions do not call providers"), retryAfter: nil)
+        }
+    }
+
+    let clock = ManualClock()
+    let failure = RefreshFailure(code: "TOKEN_EXPIRED", message: "TOKEN_EXPIRED")
+
+    func account(tokens: TokenSet? = TokenSet(refreshToken: "rt-1"), incarnation: UInt64 = 1) -> AccountEngine.Account {
+        let configuration = AccountConfiguration(name: "work", provider: .firebase(apiKey: "k", emulatorHost: nil), refreshBefore: 300)
+        return AccountEngine.Account(
+            configuration: configuration, machine: AccountMachine(policy: configuration.policy, tokens: tokens),
+            provider: UncalledProvider(), incarnation: incarnation)
+    }
+
+    /// Starts a refresh and returns its ticket (from the provider-call effect).
+    func started(_ account: inout AccountEngine.Account) throws -> AccountTicket {
+        let effects = account.apply(.refreshWanted(force: false, narrowedTo: nil, requested: false, at: clock.now()))
+        guard case .callProvider(let ticket) = effects.last else { throw Unexpected(effects) }
+        #expect(effects == [.disarm, .wakeWaiters, .callProvider(ticket)])
+        #expect(ticket.narrowedTo == nil && ticket.refresh?.refreshToken == account.machine.tokens?.refreshToken)
+        return ticket
+    }
+
+    struct Unexpected: Error {
+        let effects: [AccountEffect]
+        init(_ effects: [AccountEffect]) { self.effects = effects }
+    }
+
+    @Test func aSecondRefreshWhileOneIsInFlightDoesNothing() throws {
+        var account = account()
+        _ = try started(&account)
+        #expect(account.apply(.refreshWanted(force: true, narrowedTo: nil, requested: false, at: clock.now())).isEmpty)
+    }
+
+    @Test func aRotatedRefreshTokenIsSavedBeforeItIsServed() throws {
+        var account = account()
+        let ticket = try started(&account)
+        _ = clock.advance(by: 2)
+        let issued = IssuedTokens(refreshToken: "rt-2", idToken: "id-2", expiresIn: 3600)
+        let effects = account.apply(.refreshAnswered(ticket, .refreshed(issued), at: clock.now(), unit: 0))
+        guard case .save(let next, ticket, .refreshed(issued)) = effects.first, effects.count == 1 else { throw Unexpected(effects) }
+        #expect(next.refreshToken == "rt-2")
+        #expect(account.machine.servableTokens?.idToken == nil, "nothing new is served before the keyring has it")
+
+        let saved = account.apply(.persisted(ticket, answer: .refreshed(issued), next, .success(()), at: clock.now(), unit: 0))
+        #expect(saved == [.noteKeyring(failed: nil), .tell(.refreshed(next, previous: TokenSet(refreshToken: "rt-1"), took: 2000)), .schedule, .wakeWaiters])
+        #expect(account.machine.tokens == next)
+        #expect(!account.unsaved)
+    }
+
+    @Test func aRotationTheKeyringRefusedIsServedAndMarkedUnsaved() throws {
+        var account = account()
+        let ticket = try started(&account)
+        let answer = RefreshOutcome.refreshed(IssuedTokens(refreshToken: "rt-2", expiresIn: 3600))
+        let effects = account.apply(.refreshAnswered(ticket, answer, at: clock.now(), unit: 0))
+        guard case .save(let next, _, _) = effects.first else { throw Unexpected(effects) }
+        let locked = KeyringError(.locked, "keyring locked")
+        let saved = account.apply(.persisted(ticket, answer: answer, next, .failure(locked), at: clock.now(), unit: 0))
+        #expect(saved.first == .noteKeyring(failed: locked))
+        #expect(account.unsaved, "written back once the keyring answers")
+        #expect(account.machine.tokens == next)
+    }
+
+    @Test func aRefusalEndsTheSessionAndDeletesOnlyTheRefreshTokenThatFailed() throws {
+        var account = account()
+        let ticket = try started(&account)
+        let effects = account.apply(.refreshAnswered(ticket, .needsLogin(failure), at: clock.now(), unit: 0))
+        #expect(effects == [.tell(.sessionEnded(failure, took: 0)), .schedule, .wakeWaiters, .deleteStored(ifRefreshToken: "rt-1")])
+        guard case .needsLogin = account.machine.phase else { throw Unexpected(effects) }
+    }
+
+    @Test func aRefusalDuringAPasswordChangeIsRetriedNotBelieved() throws {
+        var account = account()
+        account.passwordChangesInFlight = 1
+        let ticket = try started(&account)
+        let effects = account.apply(.refreshAnswered(ticket, .needsLogin(failure), at: clock.now(), unit: 0))
+        guard case .refreshFailed(failure, let retryAt, 0) = effects.dropFirst().first.flatMap({ if case .tell(let news) = $0 { news } else { nil } }) else {
+            throw Unexpected(effects)
+        }
+        #expect(effects == [.tell(.refusalDuringPasswordChange), .tell(.refreshFailed(failure, retryAt: retryAt, took: 0)), .schedule, .wakeWaiters])
+        #expect(account.machine.tokens?.refreshToken == "rt-1")
+    }
+
+    @Test func anAnswerForAnOlderSessionIsDropped() throws {
+        var account = account()
+        let ticket = try started(&account)
+        account.machine.install(TokenSet(refreshToken: "rt-imported"), unit: 0)  // an import while the refresh ran
+        let effects = account.apply(.refreshAnswered(ticket, .refreshed(IssuedTokens(refreshToken: "rt-2")), at: clock.now(), unit: 0))
+        #expect(effects == [.tell(.refreshOvertaken)])
+        #expect(account.machine.tokens?.refreshToken == "rt-imported")
+    }
+
+    @Test func anAnswerForAnotherIncarnationChangesNothing() throws {
+        var old = account(incarnation: 1)
+        let ticket = try started(&old)
+        var readded = account(incarnation: 2)
+        #expect(readded.apply(.refreshAnswered(ticket, .needsLogin(failure), at: clock.now(), unit: 0)).isEmpty)
+        #expect(readded.apply(.storedSessionRead(ticket, .success(nil), unit: 0)).isEmpty)
+        #expect(readded.machine.tokens?.refreshToken == "rt-1")
+    }
+
+    @Test func aTimerThatFiresEarlySleepsAgain() throws {
+        var account = account(tokens: TokenSet(refreshToken: "rt-1", idToken: "id", idTokenExpiresAt: clock.now().addingTimeInterval(3600), issuedAt: clock.now()))
+        #expect(account.apply(.woke(at: clock.now())) == [.schedule])
+        _ = clock.advance(by: 3600)
+        guard case .callProvider = account.apply(.woke(at: clock.now())).last else { throw Unexpected([]) }
+    }
+
+    @Test func theFirstReadEndsTheWaitAndRestoresTheSession() throws {
+        var account = account(tokens: nil)
+        account.restoring = true
+        account.machine.markKeyringUnreadable(TokendError(.unavailable, "not read yet"))
+        let ticket = account.ticket()
+        let stored = TokenSet(refreshToken: "rt-stored")
+        let effects = account.apply(.storedSessionRead(ticket, .success(stored), unit: 0))
+        #expect(effects == [.noteKeyring(failed: nil), .schedule, .wakeWaiters])
+        #expect(!account.restoring)
+        #expect(account.machine.tokens?.refreshToken == "rt-stored")
+        #expect(account.machine.tokens?.endpoint == account.configuration.endpoint, "an unbound item adopts the endpoint it is read with")
+    }
+
+    @Test func aLockedKeyringLeavesTheAccountWaitingForIt() {
+        var account = account(tokens: nil)
+        account.machine.markKeyringUnreadable(TokendError(.unavailable, "not read yet"))
+        let locked = KeyringError(.locked, "keyring locked")
+        let effects = account.apply(.storedSessionRead(account.ticket(), .failure(locked), unit: 0))
+        #expect(effects == [.noteKeyring(failed: locked), .schedule, .wakeWaiters])
+        guard case .awaitingKeyring = account.machine.phase else {
+            Issue.record("a locked keyring is not an empty one: \(account.machine.phase)")
+            return
+        }
+    }
+
+    @Test func aSessionBoundToAnotherEndpointIsNotUsed() {
+        var account = account(tokens: nil)
+        var stored = TokenSet(refreshToken: "rt-prod")
+        stored.endpoint = "https://securetoken.googleapis.com other-project"
+        let effects = account.apply(.storedSessionRead(account.ticket(), .success(stored), unit: 0))
+        #expect(effects.contains(.tell(.storedSessionBoundElsewhere)))
+        #expect(account.machine.servableTokens == nil)
+    }
+
+    @Test func aReadThatAnImportOvertookIsDropped() {
+        var account = account(tokens: nil)
+        account.restoring = true
+        let ticket = account.ticket()
+        account.machine.install(TokenSet(refreshToken: "rt-imported"), unit: 0)
+        #expect(account.apply(.storedSessionRead(ticket, .success(TokenSet(refreshToken: "rt-old")), unit: 0)) == [.tell(.readOvertaken), .wakeWaiters])
+        #expect(!account.restoring)
+        #expect(account.machine.tokens?.refreshToken == "rt-imported")
+    }
+
+    @Test func aNarrowedGrantStoresTheRotationFirstThenCachesTheTokenNotTheSession() throws {
+        var account = account()
+        let scope = TokenScope(scopes: ["read"])
+        let effects = account.apply(.refreshWanted(force: false, narrowedTo: scope, requested: true, at: clock.now()))
+        guard case .callProvider(let ticket) = effects.last, ticket.narrowedTo == scope, ticket.requested else { throw Unexpected(effects) }
+        #expect(account.scopedTokens.inFlight == scope)
+        _ = clock.advance(by: 1)
+        let answer = RefreshOutcome.refreshed(IssuedTokens(refreshToken: "rt-2", accessToken: "narrow", expiresIn: 600, scopes: ["read"]))
+        let answered = account.apply(.refreshAnswered(ticket, answer, at: clock.now(), unit: 0))
+        guard case .save(let rotated, ticket, answer) = answered.first, answered.count == 1 else { throw Unexpected(answered) }
+        #expect(rotated.refreshToken == "rt-2" && rotated.accessToken == nil, "only the refresh token rotates")
+        #expect(account.scopedTokens.inFlight == nil)
+
+        let saved = account.apply(.persisted(ticket, answer: answer, rotated, .success(()), at: clock.now(), unit: 0))
+        guard case .tell(.grantMinted(scope, _, 1000)) = saved.dropFirst().first else { throw Unexpected(saved) }
+        #expect(saved.suffix(2) == [.schedule, .wakeWaiters])
+        #expect(account.machine.tokens?.refreshToken == "rt-2")
+        #expect(account.machine.tokens?.accessToken == nil, "the narrowed token is not the session's")
+        #expect(account.scopedTokens.entries[scope]?.token == "narrow")
+    }
+
+    @Test func aGrantTheProviderRefusesFailsOnlyThatScope() throws {
+        var account = account()
+        let scope = TokenScope(scopes: ["admin"])
+        let effects = account.apply(.refreshWanted(force: false, narrowedTo: scope, requested: true, at: clock.now()))
+        guard case .callProvider(let ticket) = effects.last else { throw Unexpected(effects) }
+        let refused = account.apply(.refreshAnswered(ticket, .misconfigured(RefreshFailure(code: "invalid_scope", message: "no")), at: clock.now(), unit: 0))
+        guard case .tell(.grantRefused(scope, _, 0)) = refused.first else { throw Unexpected(refused) }
+        #expect(account.machine.phase == .idle, "the session is untouched")
+        #expect(account.scopedTokens.refusal(of: scope, since: clock.now()) != nil)
+    }
+
+    @Test func lostScopesAreThoseANamedAnswerLeftOut() {
+        #expect(AccountEngine.Account.lostScopes(granted: ["openid", "read"], outcome: .refreshed(IssuedTokens(scopes: ["openid"]))) == ["read"])
+        #expect(AccountEngine.Account.lostScopes(granted: ["openid", "read"], outcome: .refreshed(IssuedTokens())).isEmpty, "an answer without scope keeps it")
+        #expect(AccountEngine.Account.lostScopes(granted: nil, outcome: .refreshed(IssuedTokens(scopes: ["openid"]))).isEmpty)
+    }
+}
