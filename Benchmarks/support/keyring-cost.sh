@@ -3,7 +3,7 @@
 # writes a second, and so on refreshes a second, since tokend stores every refreshed session.
 # CPU time of gnome-keyring-daemon itself (/proc/PID/stat), which other load does not inflate.
 # Run in a private session:
-#   dbus-run-session -- scripts/lib/with-keyring Benchmarks/support/keyring-cost.sh [MAX_ITEMS]
+#   scripts/lib/private-session -- Benchmarks/support/keyring-cost.sh [MAX_ITEMS]
 set -euo pipefail
 max=${1:-2000}
 pid=$(gdbus call --session --dest org.freedesktop.DBus --object-path /org/freedesktop/DBus \

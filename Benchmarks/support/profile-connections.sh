@@ -1,7 +1,7 @@
 #!/bin/bash
 # Profiles the release tokend (as scripts/install ships it; build it with scripts/bench first)
 # under the load generator: perf record of tokend while loadgen runs.
-#   dbus-run-session -- scripts/lib/with-keyring Benchmarks/support/profile-connections.sh MODE CLIENTS [LINES]
+#   scripts/lib/private-session -- Benchmarks/support/profile-connections.sh MODE CLIENTS [LINES]
 # MODE is per-request or persistent; the report goes to stdout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -28,10 +28,11 @@ public struct PrivateKeyringError: Error, CustomStringConvertible {
 
 /// A session bus and an unlocked gnome-keyring of its own, for tests: never the user's.
 ///
-/// Everything lives under one temporary directory (HOME, XDG_RUNTIME_DIR, the bus socket, the
-/// keyring files, the daemons' logs) that `stop()` removes. The bus is run by a small shell
-/// watchdog that reads our end of a pipe: if the test process dies without `stop()`, the pipe
-/// closes and the watchdog stops the bus, and gnome-keyring exits with its bus.
+/// Set up by the one private-session set-up every suite uses, `scripts/lib/private-session
+/// --serve`: everything lives under one temporary directory (HOME, XDG_RUNTIME_DIR, the bus
+/// socket, the keyring files, the daemons' logs) that `stop()` removes. The script reads our end
+/// of a pipe: if the test process dies without `stop()`, the pipe closes and the script stops the
+/// bus and the keyring. This type drives the keyring from there (lock, unlock, restart, pause).
 public final class PrivateKeyring: Sendable {
     /// The temporary directory that holds everything.
     public let root: URL
@@ -42,9 +43,12 @@ public final class PrivateKeyring: Sendable {
     private let state = Mutex(State())
 
     private struct State {
-        var watchdog: Daemon?
-        /// Our end of the watchdog's stdin.
-        var watchdogPipe: Int32 = -1
+        /// `private-session --serve`, which owns the bus (and the first keyring).
+        var session: Daemon?
+        /// Our end of the session's stdin.
+        var sessionPipe: Int32 = -1
+        /// The keyring this type started last (a restart, an unlock); nil while the session's
+        /// first keyring serves.
         var keyring: Daemon?
         var stopped = false
     }
@@ -54,6 +58,9 @@ public final class PrivateKeyring: Sendable {
     static let readyTimeout: Double = 45
     /// Between two readiness probes: each runs `gdbus`, a few milliseconds.
     static let pollInterval: Double = 0.02
+    /// The set-up script, found from this file: tests run from the checkout.
+    static let sessionScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("scripts/lib/private-session").path
     static let secretsName = "org.freedesktop.secrets"
     static let loginCollection = "/org/freedesktop/secrets/collection/login"
     /// Variables that could lead a child to the user's own session or display.
@@ -70,40 +77,51 @@ public final class PrivateKeyring: Sendable {
 
     /// Starts a bus and an unlocked keyring with a login collection, and waits until both answer.
     public static func start() throws -> PrivateKeyring {
-        for tool in ["dbus-daemon", "gnome-keyring-daemon", "gdbus", "secret-tool"] where which(tool) == nil {
-            throw PrivateKeyringError(
-                .toolMissing, "\(tool) not found on PATH (Debian: apt install dbus gnome-keyring libglib2.0-bin libsecret-tools)")
-        }
+        guard let bash = which("bash") else { throw PrivateKeyringError(.toolMissing, "bash not found on PATH") }
         let root = try makeTemporaryDirectory()
-        let home = root.appendingPathComponent("home")
-        let runtime = root.appendingPathComponent("run")
-        let manager = FileManager.default
-        for directory in [home, runtime, home.appendingPathComponent(".local/share"), home.appendingPathComponent(".config"),
-                          home.appendingPathComponent(".cache")] {
-            try manager.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        }
-        let environment = [
-            "HOME": home.path,
-            "XDG_RUNTIME_DIR": runtime.path,
-            "XDG_DATA_HOME": home.appendingPathComponent(".local/share").path,
-            "XDG_CONFIG_HOME": home.appendingPathComponent(".config").path,
-            "XDG_CACHE_HOME": home.appendingPathComponent(".cache").path,
-            "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(runtime.appendingPathComponent("bus").path)",
-        ]
-        let keyring = PrivateKeyring(root: root, environment: environment, password: UUID().uuidString)
+        let input: (read: Int32, write: Int32)
+        var session: Daemon
         do {
-            try keyring.state.withLock { state in
-                try keyring.startBus(&state)
-                try keyring.startKeyring(&state, replace: false)
-            }
-            // Makes sure the login collection exists and takes writes.
-            _ = try keyring.secretTool(["store", "--label=probe", "tokend-probe", "1"], stdin: "x").check()
-            _ = try keyring.secretTool(["clear", "tokend-probe", "1"]).check()
+            input = try Self.pipe()
+            defer { close(input.read) }
+            var environment = ProcessInfo.processInfo.environment
+            environment["TOKEND_SESSION_ROOT"] = root.path
+            session = try Daemon.spawn(
+                bash, [sessionScript, "--serve", "--private-home"], environment: environment, stdin: input.read,
+                log: root.appendingPathComponent("session.log").path)
         } catch {
-            keyring.stop()
+            try? FileManager.default.removeItem(at: root)
             throw error
         }
-        return keyring
+        let ready: PrivateKeyring
+        do {
+            let file = root.appendingPathComponent("session.env")
+            try waitUntil("the private session (\(sessionScript) --serve)", logs: root) {
+                if session.hasExited() { throw PrivateKeyringError(.commandFailed, "private-session exited; see \(root.path)/session.log") }
+                return FileManager.default.fileExists(atPath: file.path)
+            }
+            var environment: [String: String] = [:]
+            for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n") {
+                guard let equals = line.firstIndex(of: "=") else { continue }
+                environment[String(line[..<equals])] = String(line[line.index(after: equals)...])
+            }
+            let password = try environment["TOKEND_SESSION_PASSWORD_FILE"].map { try String(contentsOfFile: $0, encoding: .utf8) }
+            guard let password, environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
+                throw PrivateKeyringError(.commandFailed, "private-session wrote no bus or password; see \(root.path)/session.env")
+            }
+            ready = PrivateKeyring(root: root, environment: environment, password: password)
+        } catch {
+            close(input.write)
+            session.kill(SIGTERM)
+            _ = session.waitForExit(timeout: Self.readyTimeout)
+            try? FileManager.default.removeItem(at: root)
+            throw error
+        }
+        ready.state.withLock { state in
+            state.session = session
+            state.sessionPipe = input.write
+        }
+        return ready
     }
 
     deinit { stop() }
@@ -170,17 +188,17 @@ public final class PrivateKeyring: Sendable {
             state.stopped = true
             try? stopKeyring(&state)
             let busPID = try? connectionPID(of: "org.freedesktop.DBus")
-            if state.watchdogPipe >= 0 {
-                // EOF on its stdin makes the watchdog stop the bus and exit.
-                close(state.watchdogPipe)
-                state.watchdogPipe = -1
+            if state.sessionPipe >= 0 {
+                // EOF on its stdin makes the session stop the bus and exit.
+                close(state.sessionPipe)
+                state.sessionPipe = -1
             }
-            if var watchdog = state.watchdog, !watchdog.waitForExit(timeout: Self.readyTimeout) {
+            if var session = state.session, !session.waitForExit(timeout: Self.readyTimeout) {
                 if let busPID { kill(busPID, SIGKILL) }
-                watchdog.kill(SIGKILL)
-                _ = watchdog.waitForExit(timeout: Self.readyTimeout)
+                session.kill(SIGKILL)
+                _ = session.waitForExit(timeout: Self.readyTimeout)
             }
-            state.watchdog = nil
+            state.session = nil
             try? FileManager.default.removeItem(at: root)
         }
     }
@@ -245,27 +263,6 @@ public final class PrivateKeyring: Sendable {
 
     // MARK: daemons
 
-    private func startBus(_ state: inout State) throws {
-        let input = try Self.pipe()
-        defer { close(input.read) }
-        // `read` returns at EOF: when we close the pipe, or when this process dies.
-        let watchdog = try Daemon.spawn(
-            "/bin/sh",
-            [
-                "-c", #"dbus-daemon --session --nofork --address="$1" & pid=$!; read -r _; kill "$pid"; wait "$pid""#,
-                "tokend-private-bus", environment["DBUS_SESSION_BUS_ADDRESS"]!,
-            ],
-            environment: childEnvironment, stdin: input.read, log: root.appendingPathComponent("dbus.log").path)
-        state.watchdog = watchdog
-        state.watchdogPipe = input.write
-        try waitUntil("the session bus at \(environment["DBUS_SESSION_BUS_ADDRESS"]!)") {
-            if state.watchdog?.hasExited() == true {
-                throw PrivateKeyringError(.commandFailed, "dbus-daemon exited; see \(root.path)/dbus.log")
-            }
-            return try connectionPID(of: "org.freedesktop.DBus") != nil
-        }
-    }
-
     /// Hand-overs a bus-activated keyring may win before the test gives up (see `startKeyring`).
     static let handOverAttempts = 3
 
@@ -274,7 +271,8 @@ public final class PrivateKeyring: Sendable {
     /// locked keyring that takes the name; ours then never serves. That interloper is stopped
     /// and the hand-over tried again, as a user would by unlocking again.
     private func startKeyring(_ state: inout State, replace: Bool) throws {
-        let previous = state.keyring?.pid
+        // Ours, or the session's first keyring, which is not our child.
+        let previous = try state.keyring?.pid ?? secretsOwnerPID()
         for attempt in 1...Self.handOverAttempts {
             guard let interloper = try startKeyringOnce(&state, replace: replace, previous: previous) else { return }
             guard attempt < Self.handOverAttempts else {
@@ -367,13 +365,17 @@ public final class PrivateKeyring: Sendable {
 
     /// Polls `condition` until it holds; throws `.timedOut` after `readyTimeout`.
     private func waitUntil(_ what: String, _ condition: () throws -> Bool) throws {
+        try Self.waitUntil(what, logs: root, condition)
+    }
+
+    private static func waitUntil(_ what: String, logs root: URL, _ condition: () throws -> Bool) throws {
         let deadline = SystemWallClock().now().addingTimeInterval(Self.readyTimeout)
         while true {
             if try condition() { return }
             if SystemWallClock().now() >= deadline {
-                throw PrivateKeyringError(.timedOut, "\(what) not ready within \(Self.readyTimeout) s (logs in \(root.path))")
+                throw PrivateKeyringError(.timedOut, "\(what) not ready within \(readyTimeout) s (logs in \(root.path))")
             }
-            Thread.sleep(forTimeInterval: Self.pollInterval)
+            Thread.sleep(forTimeInterval: pollInterval)
         }
     }
 

@@ -36,13 +36,15 @@ import time
 import urllib.request
 
 BIN = os.environ.get("TOKEND_BIN_DIR", ".build/debug")
-ROOT = os.environ.get("CHAOS_ROOT") or sys.exit("chaos.py: run me through scripts/chaos")
+# The private session scripts/chaos runs this in (scripts/lib/private-session): its directory,
+# its first keyring, and that keyring's password, which only protects this throw-away keyring.
+ROOT = os.environ.get("TOKEND_SESSION_ROOT") or sys.exit("chaos.py: run me through scripts/chaos")
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 # Loaded before libfaketime: it keeps monotonic timers where a real wall-clock step leaves them
 # (libfaketime shifts them by its offset; Sources/CTokendFaketimeFix says how it was measured).
 FAKETIME_FIX = os.path.abspath(os.path.join(BIN, "libTokendFaketimeFix.so"))
-# The private keyring's password: it protects only this throw-away keyring.
-KEYRING_PASSWORD = b"chaos-keyring-password"
+with open(os.environ["TOKEND_SESSION_PASSWORD_FILE"], "rb") as password_file:
+    KEYRING_PASSWORD = password_file.read()
 ACCOUNTS = ["a0", "a1", "a2", "a3", "a4"]
 # Short enough that refreshes keep happening in a short round; long enough that a refresh fits
 # on two loaded cores.
@@ -98,6 +100,40 @@ class Log:
             return "\n".join(self.lines)
 
 
+class SessionKeyring:
+    """The session's first gnome-keyring: started by private-session, so not our child; as much
+    of Popen as start_keyring and stop_keyring use."""
+
+    def __init__(self, pid):
+        self.pid = pid
+
+    def running(self):
+        try:
+            with open("/proc/%d/stat" % self.pid) as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+
+    def signal(self, number):
+        try:
+            os.kill(self.pid, number)
+        except ProcessLookupError:
+            pass
+
+    def terminate(self):
+        self.signal(signal.SIGTERM)
+
+    def kill(self):
+        self.signal(signal.SIGKILL)
+
+    def wait(self, timeout=None):
+        deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
+        while self.running():
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired("gnome-keyring-daemon", timeout)
+            time.sleep(0.05)
+
+
 class World:
     def __init__(self, args):
         self.args = args
@@ -108,8 +144,8 @@ class World:
         self.counts = collections.Counter()
         self.checks = collections.Counter()
         self.stop = threading.Event()
-        self.socket_path = os.path.join(ROOT, "runtime/tokend/tokend.sock")
-        self.config_path = os.path.join(ROOT, "config/tokend/config.toml")
+        self.socket_path = os.path.join(os.environ["XDG_RUNTIME_DIR"], "tokend/tokend.sock")
+        self.config_path = os.path.join(os.environ["XDG_CONFIG_HOME"], "tokend/config.toml")
         self.offset_file = os.path.join(ROOT, "faketime")
         self.tokend_log = os.path.join(ROOT, "tokend.log")
         self.fake_log = os.path.join(ROOT, "fake.log")
@@ -117,8 +153,8 @@ class World:
         self.tokend = None
         self.epoch = 0
         self.up = False
-        self.keyring = None
-        self.keyring_open = False  # ours running and unlocked
+        self.keyring = SessionKeyring(int(os.environ["TOKEND_SESSION_KEYRING_PID"]))
+        self.keyring_open = True  # ours running and unlocked
         self.offset = "+0"
         self.configured = set(ACCOUNTS)
         self.config_generation = 0
@@ -621,7 +657,6 @@ class World:
     def main(self):
         print("chaos: seed %d, %.2f minutes; world in %s" % (self.args.seed, self.args.minutes, ROOT), flush=True)
         self.write_offset("+0")
-        self.start_keyring()
         self.start_fake()
         self.write_config(ACCOUNTS)
         self.start_tokend()
