@@ -151,7 +151,16 @@ public final class HTTPTransport: Sendable {
             // the exchange closes its connection, so a trickled body cannot outlive the deadline.
             return try await withThrowingTaskGroup(of: HTTPAnswer?.self) { group in
                 group.addTask {
-                    let response = try await client.execute(prepared, deadline: .now() + .milliseconds(Int64(saturating: seconds * 1000)))
+                    let deadline = NIODeadline.now() + .milliseconds(Int64(saturating: seconds * 1000))
+                    let response: HTTPClientResponse
+                    do {
+                        response = try await client.execute(prepared, deadline: deadline)
+                    } catch ChannelError.ioOnClosedChannel {
+                        // A kept-alive connection the provider closed as we picked it from the
+                        // pool: nothing was written, so even a one-use code exchange may go again,
+                        // once, on a new connection (seen once under load, oidc-provider-mock).
+                        response = try await client.execute(prepared, deadline: deadline)
+                    }
                     let bytes = try await response.body.collect(upTo: Self.maximumBodySize)
                     var headers: [String: String] = [:]
                     for (name, value) in response.headers { headers[name.lowercased()] = value }

@@ -196,6 +196,50 @@ import TokendTestSupport
         #expect(account.scopedTokens.refusal(of: scope, since: clock.now()) != nil)
     }
 
+    @Test func anImportIsAUserActionThatTakesEffectAtOnceAndKeepsTheBackoff() throws {
+        var account = account()
+        let ticket = try started(&account)
+        _ = account.apply(.refreshAnswered(ticket, .transient(failure, retryAfter: 60), at: clock.now(), unit: 0))
+        guard case .backingOff(let until, _) = account.machine.phase else { throw Unexpected([]) }
+        let imported = TokenSet(refreshToken: "rt-imported")
+        #expect(account.apply(.sessionGiven(imported, committing: nil, at: clock.now(), unit: 0)) == [.disarm, .wakeWaiters])
+        #expect(account.committedUserAction == 1 && account.issuedUserActions == 1)
+        #expect(account.machine.tokens?.endpoint == account.configuration.endpoint)
+        #expect(account.machine.backoff(at: clock.now()) == until, "a new session does not lift the provider's rate limit")
+    }
+
+    @Test func aLoginCommitsTheNumberItWasIssuedWith() {
+        var account = account()
+        account.issuedUserActions = 2  // the login (1), then a logout (2) issued while it ran
+        let login = account.ticket(userAction: 1)
+        _ = account.apply(.sessionForgotten(reason: "logged out", committing: nil))
+        #expect(account.committedUserAction == 3)
+        #expect(account.changes(since: login).contains(.overtaken), "the login's session must be dropped")
+        _ = account.apply(.sessionGiven(TokenSet(refreshToken: "rt-login"), committing: account.ticket(userAction: 4), at: clock.now(), unit: 0))
+        #expect(account.committedUserAction == 4)
+    }
+
+    @Test func aStoredSessionIsUnsavedOnlyIfItIsStillTheHeldOne() {
+        var account = account()
+        let given = TokenSet(refreshToken: "rt-given")
+        _ = account.apply(.sessionGiven(given, committing: nil, at: clock.now(), unit: 0))
+        let held = account.machine.tokens!
+        let locked = KeyringError(.locked, "keyring locked")
+        #expect(account.apply(.sessionStored(held, .failure(locked))) == [.noteKeyring(failed: locked), .schedule])
+        #expect(account.unsaved)
+        _ = account.apply(.sessionGiven(TokenSet(refreshToken: "rt-newer"), committing: nil, at: clock.now(), unit: 0))
+        _ = account.apply(.sessionStored(held, .failure(locked)))
+        #expect(!account.unsaved, "the newer session's own write decides")
+    }
+
+    @Test func aForgottenSessionVoidsTheRefreshInFlight() throws {
+        var account = account()
+        let ticket = try started(&account)
+        #expect(account.apply(.sessionForgotten(reason: "logged out", committing: nil)) == [.disarm, .wakeWaiters])
+        #expect(account.machine.tokens == nil)
+        #expect(account.apply(.refreshAnswered(ticket, .refreshed(IssuedTokens(refreshToken: "rt-2")), at: clock.now(), unit: 0)) == [.tell(.refreshOvertaken)])
+    }
+
     @Test func lostScopesAreThoseANamedAnswerLeftOut() {
         #expect(AccountEngine.Account.lostScopes(granted: ["openid", "read"], outcome: .refreshed(IssuedTokens(scopes: ["openid"]))) == ["read"])
         #expect(AccountEngine.Account.lostScopes(granted: ["openid", "read"], outcome: .refreshed(IssuedTokens())).isEmpty, "an answer without scope keeps it")

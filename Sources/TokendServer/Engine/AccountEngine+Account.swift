@@ -166,14 +166,12 @@ extension AccountEngine {
             return .failure(Advice.management(failure, account: name))
         }
         logger.info("user deleted at the provider", metadata: ["account": "\(name)"])
-        guard var current = self.account(name, holding: ticket, unless: .overtaken) else {
+        guard let current = self.account(name, holding: ticket, unless: .overtaken) else {
             logger.notice("a newer session arrived while the user was deleted; it is kept", metadata: ["account": "\(name)"])
             return .success(())
         }
-        current.committedUserAction = ticket.userAction
-        accounts[name] = current
         let deleted = await forgetSession(
-            name, session: current.machine.tokens?.refreshToken, ticket: ticket, reason: "the user was deleted; sign in again: tokenctl login \(name)")
+            name, session: current.machine.tokens?.refreshToken, committing: ticket, reason: "the user was deleted; sign in again: tokenctl login \(name)")
         publishSignedOut(name, reason: "deleted")
         return deleted.result.mapError { Advice.deletedNotForgotten($0, account: name) }
     }

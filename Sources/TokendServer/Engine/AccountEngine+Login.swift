@@ -13,14 +13,6 @@ public struct LoginSummary: Sendable, Equatable {
     public var replacedOtherUser = false
 }
 
-extension AccountEngine.Account {
-    /// Numbers and commits a user action that takes effect at once (import, logout).
-    mutating func commitNewUserAction() {
-        issuedUserActions += 1
-        committedUserAction = issuedUserActions
-    }
-}
-
 
 extension LoginFailure.Kind {
     /// The protocol's error code for a failed sign-in (tokenctl turns it into an exit status).
@@ -140,7 +132,7 @@ extension AccountEngine {
         _ name: String, _ tokens: TokenSet, ticket: AccountTicket, signInProvider: String?, provider: any TokenProvider,
         announce kind: Event.Kind = .signedIn, reason: String? = nil
     ) async -> Result<LoginSummary, TokendError> {
-        guard var account = accounts[name] else { return .failure(missingAccount(name)) }
+        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
         let changes = account.changes(since: ticket)
         // The session belongs to the endpoint that issued it: a reload that removed the account
         // or pointed it elsewhere meanwhile makes it unusable here.
@@ -156,16 +148,11 @@ extension AccountEngine {
             return .failure(TokendError(
                 .unavailable, "a newer command changed \(name) while this sign-in ran, so its session was not kept; see tokenctl status \(name)"))
         }
-        account.committedUserAction = ticket.userAction
         let previous = account.machine.tokens
-        account.machine.install(tokens, unit: random())
-        account.unsaved = false
-        accounts[name] = account
-        schedule(name)
-        wake(name)
+        await apply(.sessionGiven(tokens, committing: ticket, at: clock.now(), unit: random()), to: name)
         let saved = await store.save(tokens, account: name)
-        let stored = noteKeyring(saved, account: name)
-        if accounts[name]?.machine.tokens == tokens { accounts[name]?.unsaved = !stored }
+        await apply(.sessionStored(tokens, saved), to: name)
+        let stored = (try? saved.get()) != nil
         var event = AccountEvent(kind, account: name, at: clock.now())
         event.signInProvider = signInProvider
         event.reason = reason

@@ -8,26 +8,15 @@ extension AccountEngine {
     /// Stores a session from an import (or a login), then refreshes it so the caller learns at
     /// once whether the provider accepts it. Wins over any refresh in flight.
     public func install(account name: String, tokens: TokenSet, timeout: Double) async -> Result<Date?, TokendError> {
-        guard var account = accounts[name] else { return .failure(missingAccount(name)) }
+        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
         let start = clock.now()
-        var tokens = tokens
-        tokens.endpoint = account.configuration.endpoint
-        // A new session does not lift the provider's rate limit: it waits out the backoff too.
         let backoff = account.machine.backoff(at: start)
-        account.commitNewUserAction()
-        account.machine.install(tokens, unit: random())
-        if let backoff { account.machine.holdBackoff(until: backoff) }
-        scheduler.disarm(&account.wake)
-        accounts[name] = account
-        wake(name)
-        let saved = await store.save(tokens, account: name)
-        if accounts[name]?.machine.tokens == tokens { accounts[name]?.unsaved = !noteKeyring(saved, account: name) }
+        await apply(.sessionGiven(tokens, committing: nil, at: start, unit: random()), to: name)
+        guard let installed = accounts[name]?.machine.tokens else { return .failure(missingAccount(name)) }
+        await apply(.sessionStored(installed, await store.save(installed, account: name)), to: name)
         hub.publish(AccountEvent(.imported, account: name, at: clock.now()))
         logger.info("session imported", metadata: ["account": "\(name)"])
-        if let backoff {
-            schedule(name)
-            return .failure(Advice.importedDuringBackoff(checkedAt: backoff))
-        }
+        if let backoff { return .failure(Advice.importedDuringBackoff(checkedAt: backoff)) }
         startRefresh(name, force: true)
         return await awaitRefreshOutcome(name, since: start, deadline: start.addingTimeInterval(timeout))
     }
@@ -36,12 +25,10 @@ extension AccountEngine {
     /// the provider first where the provider can. A failed revocation is reported, not fatal: the
     /// local session goes either way. Nil outcome: there was no session to revoke.
     public func logout(account name: String) async -> Result<LogoutOutcome, TokendError> {
-        guard var account = accounts[name] else { return .failure(missingAccount(name)) }
-        account.commitNewUserAction()
-        accounts[name] = account
+        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
         let held = account.machine.tokens?.refreshToken
         let provider = account.provider
-        let deleted = await forgetSession(name, session: held, ticket: account.ticket(), reason: "logged out; run: tokenctl login \(name)") {
+        let deleted = await forgetSession(name, session: held, committing: nil, reason: "logged out; run: tokenctl login \(name)") {
             // Revoked before the keyring item goes: should revocation fail, that is reported,
             // and the local session still goes.
             guard let held else { return nil }
@@ -71,20 +58,19 @@ extension AccountEngine {
     }
 
     /// Forgets the account's session in memory (anything in flight becomes stale) and deletes
-    /// its keyring item: a logout, or a user deleted at the provider. `beforeDeleting` runs in
-    /// between (a logout revokes there), once nothing in memory can use the session any more.
-    /// The delete names what it deletes: the item goes only if it still holds `session` (the
-    /// refresh token forgotten; any item when none was held), and not at all when a user action
-    /// issued after `ticket`'s (an import, a login) committed meanwhile: its session is newer.
+    /// its keyring item: a logout (`committing` nil: a user action that takes effect now), or a
+    /// user deleted at the provider (`committing` its ticket). `beforeDeleting` runs in between
+    /// (a logout revokes there), once nothing in memory can use the session any more. The delete
+    /// names what it deletes: the item goes only if it still holds `session` (the refresh token
+    /// forgotten; any item when none was held), and not at all when a user action issued after
+    /// this one (an import, a login) committed meanwhile: its session is newer.
     func forgetSession(
-        _ name: String, session: String?, ticket: AccountTicket, reason: String, beforeDeleting: (() async -> RevocationOutcome?)? = nil
+        _ name: String, session: String?, committing action: AccountTicket?, reason: String,
+        beforeDeleting: (() async -> RevocationOutcome?)? = nil
     ) async -> (result: Result<Void, KeyringError>, revocation: RevocationOutcome?, superseded: Bool) {
-        guard var account = accounts[name] else { return (.success(()), nil, false) }
-        account.machine.forget(reason: reason)
-        account.unsaved = false
-        scheduler.disarm(&account.wake)
-        accounts[name] = account
-        wake(name)
+        guard accounts[name] != nil else { return (.success(()), nil, false) }
+        await apply(.sessionForgotten(reason: reason, committing: action), to: name)
+        guard let ticket = action ?? accounts[name]?.ticket() else { return (.success(()), nil, false) }
         let revocation = await beforeDeleting?()
         guard self.account(name, holding: ticket, unless: .overtaken) != nil else { return (.success(()), revocation, true) }
         let deleted = await store.delete(account: name, ifRefreshToken: session).map { _ in () }

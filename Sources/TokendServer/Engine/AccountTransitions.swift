@@ -16,6 +16,16 @@ enum AccountInput: Sendable {
     case persisted(AccountTicket, answer: RefreshOutcome, TokenSet, Result<Void, KeyringError>, at: Date, unit: Double)
     /// The read of the stored session `ticket` started answered.
     case storedSessionRead(AccountTicket, Result<TokenSet?, KeyringError>, unit: Double)
+    /// A session the user gave takes the account's place: an import, or a login's. The user action
+    /// it is commits: `committing` (numbered when it was issued; the caller checked that nothing
+    /// voided it meanwhile, `changes(since:)`), or with nil a new one that takes effect at once.
+    /// Nothing refreshes the session before it is stored.
+    case sessionGiven(TokenSet, committing: AccountTicket?, at: Date, unit: Double)
+    /// The keyring answered the write of a session the user gave.
+    case sessionStored(TokenSet, Result<Void, KeyringError>)
+    /// The session is forgotten, a user action that commits as `sessionGiven`'s does: a logout,
+    /// or the user deleted at the provider.
+    case sessionForgotten(reason: String, committing: AccountTicket?)
 }
 
 /// What the engine does after a transition, in the order given. The actor carries these out
@@ -94,6 +104,37 @@ extension AccountEngine.Account {
             return effects + completed(completion, refresh: refresh, previous: previous, at: now)
         case .storedSessionRead(let ticket, let loaded, let unit):
             return storedSessionRead(ticket, loaded, unit: unit)
+        case .sessionGiven(var tokens, let action, let now, let unit):
+            // A new session does not lift the provider's rate limit: it waits out the backoff too.
+            let backoff = machine.backoff(at: now)
+            commit(action)
+            tokens.endpoint = configuration.endpoint
+            machine.install(tokens, unit: unit)
+            if let backoff { machine.holdBackoff(until: backoff) }
+            unsaved = false
+            return [.disarm, .wakeWaiters]
+        case .sessionStored(let tokens, let saved):
+            var failed: KeyringError? = nil
+            if case .failure(let error) = saved { failed = error }
+            // Only if nothing newer arrived while the keyring wrote.
+            if machine.tokens == tokens { unsaved = failed != nil }
+            return [.noteKeyring(failed: failed), .schedule]
+        case .sessionForgotten(let reason, let action):
+            commit(action)
+            machine.forget(reason: reason)
+            unsaved = false
+            return [.disarm, .wakeWaiters]
+        }
+    }
+
+    /// User actions take effect in the order they were issued: `action`'s number (or a new one)
+    /// is the last committed from now on.
+    private mutating func commit(_ action: AccountTicket?) {
+        if let action {
+            committedUserAction = action.userAction
+        } else {
+            issuedUserActions += 1
+            committedUserAction = issuedUserActions
         }
     }
 
