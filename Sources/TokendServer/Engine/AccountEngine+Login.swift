@@ -13,7 +13,6 @@ public struct LoginSummary: Sendable, Equatable {
     public var replacedOtherUser = false
 }
 
-
 extension LoginFailure.Kind {
     /// The protocol's error code for a failed sign-in (tokenctl turns it into an exit status).
     var errorCode: TokendError.Code {
