@@ -1,4 +1,17 @@
 #ifndef CLIBSECRET_SHIM_H
 #define CLIBSECRET_SHIM_H
 #include <libsecret/secret.h>
+
+/// The unique bus name that owns `name` now (g_free it), or NULL with `error` set (no owner, no
+/// bus). A C shim because GVariant's builders are variadic, which Swift cannot call.
+static inline gchar *clibsecret_name_owner(GDBusConnection *connection, const gchar *name, GCancellable *cancellable, GError **error) {
+    GVariant *reply = g_dbus_connection_call_sync(
+        connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+        g_variant_new("(s)", name), G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, error);
+    if (reply == NULL) return NULL;
+    gchar *owner = NULL;
+    g_variant_get(reply, "(s)", &owner);
+    g_variant_unref(reply);
+    return owner;
+}
 #endif

@@ -52,5 +52,8 @@ extension KeyringError {
     private static let staleDBusErrors: Set<Int32> = [
         G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER, G_DBUS_ERROR_DISCONNECTED,
         G_DBUS_ERROR_UNKNOWN_OBJECT, G_DBUS_ERROR_UNKNOWN_INTERFACE, G_DBUS_ERROR_UNKNOWN_METHOD,
+        // gnome-keyring's answer to a secret sent under a session it cannot decrypt with: one
+        // negotiated with a daemon that was replaced between our owner check and the call.
+        G_DBUS_ERROR_INVALID_ARGS,
     ].reduce(into: []) { $0.insert(Int32($1.rawValue)) }  // conversion: C enum constants
 }

@@ -16,6 +16,9 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
     static let accountAttribute = "account"
 
     private var schema: UnsafeMutablePointer<SecretSchema>?
+    /// The unique bus name of the Secret Service that libsecret's cached service (and its
+    /// encryption session) was opened with.
+    private var serviceOwner: String?
 
     init() {}
 
@@ -125,9 +128,32 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         guard let pointer else { throw KeyringError(.unavailable, "libsecret returned no Secret Service") }
         // GDBus exits the process when a shared bus connection closes, if anyone runs the default
         // main context: a daemon must outlive its session bus's hiccups and report them instead.
-        pointer.withMemoryRebound(to: GDBusProxy.self, capacity: 1) { proxy in
-            g_dbus_connection_set_exit_on_close(g_dbus_proxy_get_connection(proxy), 0)
+        let connection = pointer.withMemoryRebound(to: GDBusProxy.self, capacity: 1) { proxy in
+            let connection = g_dbus_proxy_get_connection(proxy)
+            g_dbus_connection_set_exit_on_close(connection, 0)
+            return connection
         }
+        // A replaced gnome-keyring (every unlock by a login starts a new one) knows nothing of the
+        // session libsecret negotiated with the old one, and a secret sent under it was refused
+        // ("transferred or encrypted in an invalid way") or stored as ciphertext (the chaos run,
+        // seed 20261126): a service opened with another owner is dropped before anything is sent.
+        var ownerError: UnsafeMutablePointer<GError>?
+        guard let ownerName = clibsecret_name_owner(connection, "org.freedesktop.secrets", cancellable, &ownerError) else {
+            g_object_unref(pointer)
+            guard let ownerError else { throw KeyringError(.unavailable, "the bus named no owner of the Secret Service") }
+            var failure = KeyringError(consuming: ownerError)
+            if failure.code == .failed { failure.code = .unavailable }
+            throw failure
+        }
+        let owner = String(cString: ownerName)
+        g_free(ownerName)
+        if let serviceOwner, serviceOwner != owner {
+            g_object_unref(pointer)
+            secret_service_disconnect()
+            self.serviceOwner = nil
+            return try service(cancellable)
+        }
+        serviceOwner = owner
         return GObjectRef(pointer)
     }
 
