@@ -26,6 +26,13 @@ extension KeyringError {
             gerrorCode: gerrorCode)
     }
 
+    /// A GError from reaching the Secret Service (taken over): whatever stops us reaching it (no
+    /// bus, a dead socket, no autolaunch, no owner) is "unavailable", whichever GLib domain says so.
+    init(unreachable error: UnsafeMutablePointer<GError>) {
+        self.init(consuming: error)
+        if code == .failed { code = .unavailable }
+    }
+
     /// The error says the Secret Service we had a proxy and session for is gone (gnome-keyring
     /// was restarted or replaced): worth one retry on a fresh connection.
     var meansServiceWentAway: Bool {

@@ -119,11 +119,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         let pointer = secret_service_get_sync(SECRET_SERVICE_NONE, cancellable, &error)
         if let error {
             if let pointer { g_object_unref(pointer) }
-            var failure = KeyringError(consuming: error)
-            // Whatever stops us reaching the service (no bus, a dead socket, no autolaunch) is
-            // "unavailable", whichever GLib domain reports it.
-            if failure.code == .failed { failure.code = .unavailable }
-            throw failure
+            throw KeyringError(unreachable: error)
         }
         guard let pointer else { throw KeyringError(.unavailable, "libsecret returned no Secret Service") }
         // GDBus exits the process when a shared bus connection closes, if anyone runs the default
@@ -141,9 +137,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         guard let ownerName = clibsecret_name_owner(connection, "org.freedesktop.secrets", cancellable, &ownerError) else {
             g_object_unref(pointer)
             guard let ownerError else { throw KeyringError(.unavailable, "the bus named no owner of the Secret Service") }
-            var failure = KeyringError(consuming: ownerError)
-            if failure.code == .failed { failure.code = .unavailable }
-            throw failure
+            throw KeyringError(unreachable: ownerError)
         }
         let owner = String(cString: ownerName)
         g_free(ownerName)

@@ -10,10 +10,16 @@ import TokendProtocol
 extension AccountEngine {
     /// Applies `input` to the account `name`, if it is configured, and carries out what follows.
     func apply(_ input: AccountInput, to name: String) async {
-        guard var account = accounts[name] else { return }
-        let actions = account.apply(input)
+        await perform(transition(name, input), for: name)
+    }
+
+    /// The account's transition for `input`, stored back; the effects are the caller's to carry
+    /// out (none when the account is not configured).
+    func transition(_ name: String, _ input: AccountInput) -> [AccountEffect] {
+        guard var account = accounts[name] else { return [] }
+        let effects = account.apply(input)
         accounts[name] = account
-        await perform(actions, for: name)
+        return effects
     }
 
     /// Carries out `actions` in order; the keyring's wait for its answer.

@@ -10,11 +10,10 @@ extension AccountEngine {
     /// nothing can be refreshed.
     @discardableResult
     func startRefresh(_ name: String, force: Bool = false, narrowedTo scope: TokenScope? = nil, requested: Bool = false) -> Bool {
-        guard var account = accounts[name] else { return false }
-        let actions = account.apply(.refreshWanted(force: force, narrowedTo: scope, requested: requested, at: clock.now()))
-        accounts[name] = account
-        for action in actions { performAtOnce(action, for: name) }
-        return !actions.isEmpty
+        // A started refresh waits for nothing: its provider call runs in the background.
+        let effects = transition(name, .refreshWanted(force: force, narrowedTo: scope, requested: requested, at: clock.now()))
+        for effect in effects { performAtOnce(effect, for: name) }
+        return !effects.isEmpty
     }
 
     /// The provider answered a refresh. The account's transition decides what follows, unless the

@@ -87,8 +87,7 @@ extension AccountEngine.Account {
             return refreshAnswered(ticket, outcome, at: now, unit: unit)
         case .persisted(let ticket, let answer, let tokens, let saved, let now, let unit):
             guard changes(since: ticket).isDisjoint(with: .removed), let refresh = ticket.refresh else { return [] }
-            var failed: KeyringError? = nil
-            if case .failure(let error) = saved { failed = error }
+            let failed = Self.failure(of: saved)
             if let scope = ticket.narrowedTo, let grant = Self.grant(answer, narrowedTo: scope) {
                 return grantCompleted(ticket, scope, grant, keyring: .some(failed), at: now, unit: unit)
             }
@@ -114,8 +113,7 @@ extension AccountEngine.Account {
             unsaved = false
             return [.disarm, .wakeWaiters]
         case .sessionStored(let tokens, let saved):
-            var failed: KeyringError? = nil
-            if case .failure(let error) = saved { failed = error }
+            let failed = Self.failure(of: saved)
             // Only if nothing newer arrived while the keyring wrote.
             if machine.tokens == tokens { unsaved = failed != nil }
             return [.noteKeyring(failed: failed), .schedule]
@@ -125,6 +123,17 @@ extension AccountEngine.Account {
             unsaved = false
             return [.disarm, .wakeWaiters]
         }
+    }
+
+    /// How a keyring write went, as `.noteKeyring` carries it (nil: it succeeded).
+    static func failure(of saved: Result<Void, KeyringError>) -> KeyringError? {
+        guard case .failure(let error) = saved else { return nil }
+        return error
+    }
+
+    /// Milliseconds since `refresh` went out, for the log and watchers.
+    static func took(_ refresh: AccountMachine.Ticket, at now: Date) -> Int {
+        Int(saturating: now.timeIntervalSince(refresh.startedAt) * 1000)
     }
 
     /// User actions take effect in the order they were issued: `action`'s number (or a new one)
@@ -206,7 +215,7 @@ extension AccountEngine.Account {
             return effects + [.tell(.refreshOvertaken)]
         }
         if let keyring { unsaved = keyring != nil }
-        let took = Int(saturating: now.timeIntervalSince(refresh.startedAt) * 1000)
+        let took = Self.took(refresh, at: now)
         if let refusal = grant.refusal {
             scopedTokens.refuse(scope, refusal, at: now)
             effects.append(.tell(.grantRefused(scope, refusal, took: took)))
@@ -223,7 +232,7 @@ extension AccountEngine.Account {
     private func completed(
         _ completion: AccountMachine.Completion, refresh: AccountMachine.Ticket, previous: TokenSet?, at now: Date
     ) -> [AccountEffect] {
-        let took = Int(saturating: now.timeIntervalSince(refresh.startedAt) * 1000)
+        let took = Self.took(refresh, at: now)
         switch completion {
         case .stale, .persist:
             return [.tell(.refreshOvertaken)]
@@ -252,30 +261,30 @@ extension AccountEngine.Account {
         // Only this incarnation's read ends its wait: a re-added account has a read of its own.
         restoring = false
         guard changes(since: ticket).isDisjoint(with: .session) else { return [.tell(.readOvertaken), .wakeWaiters] }
-        var actions: [AccountEffect] = []
+        var effects: [AccountEffect] = []
         switch loaded {
         case .success(var tokens?):
             if let bound = tokens.endpoint, bound != configuration.endpoint {
                 machine.markBoundElsewhere(reason: Advice.boundElsewhere(stored: bound, account: configuration))
-                actions.append(.tell(.storedSessionBoundElsewhere))
+                effects.append(.tell(.storedSessionBoundElsewhere))
             } else {
                 // An item from before sessions were bound adopts the endpoint it is first read with.
                 tokens.endpoint = configuration.endpoint
                 machine.restore(tokens, unit: unit)
             }
-            actions.append(.noteKeyring(failed: nil))
+            effects.append(.noteKeyring(failed: nil))
         case .success(nil):
             machine.markNothingStored()
-            actions.append(.noteKeyring(failed: nil))
+            effects.append(.noteKeyring(failed: nil))
         case .failure(let error) where error.code == .corrupt:
             // The keyring answered; the item will read the same next time. Said once, not polled.
             machine.markUnreadableItem(reason: error.tokendError(account: configuration.name).message)
-            actions += [.noteKeyring(failed: nil), .tell(.storedSessionUnreadable)]
+            effects += [.noteKeyring(failed: nil), .tell(.storedSessionUnreadable)]
         case .failure(let error):
             // Locked is not empty: the account waits for the keyring instead of asking for a login.
             machine.markKeyringUnreadable(error.tokendError(account: configuration.name))
-            actions.append(.noteKeyring(failed: error))
+            effects.append(.noteKeyring(failed: error))
         }
-        return actions + [.schedule, .wakeWaiters]
+        return effects + [.schedule, .wakeWaiters]
     }
 }
