@@ -122,8 +122,10 @@ public struct AccountMachine: Sendable {
     }
 
     /// The answer to a `token` request for `kind` that must stay valid for `minValid` seconds,
-    /// asked at `now` by a request that began at `requestStart` (if it waited already): a refresh
-    /// that finished since the request began and still cannot satisfy it is not tried again.
+    /// asked at `now` by a request that began at `requestStart` (if it waited already): tokens from
+    /// a refresh sent since the request began that still cannot satisfy it are final. One sent
+    /// before (a refresh in flight across a forward step of the wall clock comes back already dead
+    /// by it; ClockTests) is no answer to this request: it refreshes again.
     public func serve(_ kind: TokenKind, minValid: Double, at now: Date, requestStart: Date? = nil) -> ServeDecision {
         switch phase {
         case .needsLogin, .awaitingKeyring: return .refuse(phaseError!)
@@ -134,7 +136,7 @@ public struct AccountMachine: Sendable {
         }
         switch phase {
         case .idle:
-            if let requestStart, let lastRefresh, lastRefresh >= requestStart {
+            if let requestStart, let sent = tokens?.issuedAt, sent >= requestStart {
                 return .refuse(Self.unsatisfiable(kind: kind, minValid: minValid, tokens: tokens, now: now))
             }
             return .refresh

@@ -193,6 +193,16 @@ import Testing
         #expect(error.code == .badRequest)
     }
 
+    /// A refresh sent before the request began is no answer to it: a refresh in flight across a
+    /// forward step of the wall clock comes back with tokens already dead by the stepped clock,
+    /// and the request that came after the step refreshes once more instead of being refused.
+    @Test func aRefreshSentBeforeTheRequestBeganIsNotItsAnswer() {
+        var machine = AccountMachine(tokens: session())
+        let ticket = machine.startRefresh(at: t0)!
+        _ = machine.finishPersisting(ticket, .refreshed(issued("id-2")), at: t0.addingTimeInterval(1))
+        #expect(machine.serve(.id, minValid: 4000, at: t0.addingTimeInterval(1), requestStart: t0.addingTimeInterval(0.5)) == .refresh)
+    }
+
     @Test func aSlowRefreshNeverResurrectsALoggedOutSession() {
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
