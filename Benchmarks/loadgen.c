@@ -9,6 +9,13 @@
 // (latencies in microseconds). tokend speaks JSON Lines (docs/protocol.md) and keeps a connection
 // open; oidc-agent reads one JSON message per connection and closes it after its answer, so it
 // has no persistent mode.
+//
+//   loadgen --serve PATH --reply-bytes N
+//
+// The loopback ceiling: a bare single-threaded epoll server on PATH that answers every line with
+// a canned N-byte `{"ok":true,...}` line, keeping the connection until the client closes it.
+// What any daemon on this socket can do at best; `--protocol ceiling` measures it with tokend's
+// request (same lines, same framing).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -148,13 +156,59 @@ static void *client(void *argument) {
     return NULL;
 }
 
+// The ceiling server: one thread, epoll, no allocation per request. A request line is small and
+// arrives whole on loopback; a read that ends without a newline is simply read again later.
+static int serve(const char *path, size_t reply_bytes) {
+    static char reply[1 << 16], input[1 << 12];
+    if (reply_bytes < 16 || reply_bytes > sizeof reply) return 64;
+    int prefix = snprintf(reply, sizeof reply, "{\"ok\":true,\"token\":\"");
+    memset(reply + prefix, 'x', reply_bytes - (size_t)prefix - 3);
+    memcpy(reply + reply_bytes - 3, "\"}\n", 3);
+    int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    strncpy(address.sun_path, path, sizeof address.sun_path - 1);
+    unlink(path);
+    if (listener < 0 || bind(listener, (struct sockaddr *)&address, sizeof address) < 0 || listen(listener, 256) < 0) {
+        perror("loadgen: serve");
+        return 71;
+    }
+    int poller = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event event = {.events = EPOLLIN, .data.fd = listener}, events[64];
+    epoll_ctl(poller, EPOLL_CTL_ADD, listener, &event);
+    for (;;) {
+        int ready = epoll_wait(poller, events, 64, -1);
+        for (int i = 0; i < ready; i++) {
+            int fd = events[i].data.fd;
+            if (fd == listener) {
+                int client;
+                while ((client = accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+                    struct epoll_event added = {.events = EPOLLIN, .data.fd = client};
+                    epoll_ctl(poller, EPOLL_CTL_ADD, client, &added);
+                }
+                continue;
+            }
+            ssize_t n = read(fd, input, sizeof input);
+            if (n <= 0) {
+                close(fd);  // also leaves the epoll set
+                continue;
+            }
+            for (ssize_t j = 0; j < n; j++) {
+                if (input[j] == '\n' && write_all(fd, reply, reply_bytes) < 0) break;
+            }
+        }
+    }
+}
+
 static void usage(void) {
-    fprintf(stderr, "usage: loadgen --socket PATH [--protocol tokend|oidc-agent] [--account NAME] "
-                    "[--clients N] [--mode per-request|persistent] [--seconds S]\n");
+    fprintf(stderr, "usage: loadgen --socket PATH [--protocol tokend|oidc-agent|ceiling] [--account NAME] "
+                    "[--clients N] [--mode per-request|persistent] [--seconds S]\n"
+                    "       loadgen --serve PATH [--reply-bytes N]\n");
     exit(64);
 }
 
 int main(int argc, char **argv) {
+    const char *serve_path = NULL;
+    size_t reply_bytes = 1024;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) usage();
         const char *name = argv[i], *value = argv[++i];
@@ -164,12 +218,16 @@ int main(int argc, char **argv) {
         else if (!strcmp(name, "--clients")) clients = atoi(value);
         else if (!strcmp(name, "--mode")) mode = value;
         else if (!strcmp(name, "--seconds")) seconds = atof(value);
+        else if (!strcmp(name, "--serve")) serve_path = value;
+        else if (!strcmp(name, "--reply-bytes")) reply_bytes = (size_t)atol(value);
         else usage();
     }
+    if (serve_path) return serve(serve_path, reply_bytes);
     if (!socket_path || clients < 1 || seconds <= 0) usage();
     oidc_agent = !strcmp(protocol, "oidc-agent");
     persistent = !strcmp(mode, "persistent");
-    if (!oidc_agent && strcmp(protocol, "tokend")) usage();
+    // The ceiling server speaks tokend's framing: the same request line, one line back.
+    if (!oidc_agent && strcmp(protocol, "tokend") && strcmp(protocol, "ceiling")) usage();
     if (!persistent && strcmp(mode, "per-request")) usage();
     if (oidc_agent && persistent) {
         fprintf(stderr, "loadgen: oidc-agent closes every connection after one answer: no persistent mode\n");

@@ -33,6 +33,10 @@ def ratio(ours, theirs, lower_is_better):
     return f"{(theirs / ours if lower_is_better else ours / theirs):.2f}×"
 
 
+def kib(key):
+    return int(facts[key]) / 1024
+
+
 hyperfine = json.loads((run / "hyperfine.json").read_text())["results"]
 shell = {("tokenctl" if "tokenctl" in r["command"] else "oidc-token"): r for r in hyperfine}
 
@@ -48,6 +52,35 @@ lines = [
     if "BENCH_WALL_S" in facts else "The whole run's wall time was not recorded.",
     "Ratios: how many times better tokend is (> 1 is better).",
     "",
+]
+
+
+def summary():
+    """The issue's table (issue 20): each goal with both tools' figures from this run."""
+    one, one_theirs = find("tokend", "per-request", 1), find("oidc-agent", "per-request", 1)
+    many, many_theirs = find("tokend", "per-request", 64), find("oidc-agent", "per-request", 64)
+    tc, ot = shell["tokenctl"]["median"], shell["oidc-token"]["median"]
+    rows_out = [
+        ("`tokenctl token` vs `oidc-token`, whole process, median", f"{tc * 1e3:.2f} ms", f"{ot * 1e3:.2f} ms",
+         f"{tc / ot:.2f}× the time", "≤ 0.8×"),
+        ("1 client, one connection per request, p50", f"{one['p50']:.0f} µs", f"{one_theirs['p50']:.0f} µs",
+         f"{one['p50'] / one_theirs['p50']:.2f}× the latency", "≤ 1×"),
+        ("64 clients, one connection per request", f"{many['rate'] / 1e3:.1f} k/s, p99 {many['p99'] / 1e3:.1f} ms",
+         f"{many_theirs['rate'] / 1e3:.1f} k/s, p99 {many_theirs['p99'] / 1e3:.1f} ms",
+         f"{many['rate'] / many_theirs['rate']:.2f}× / p99 {'lower' if many['p99'] < many_theirs['p99'] else 'higher'}",
+         "≥ 2× / p99 lower"),
+        ("idle RSS, 1 account (smaps_rollup)", f"{kib('TOKEND_RSS_1'):.1f} MB", f"{kib('AGENT_RSS'):.1f} MB",
+         f"{int(facts['TOKEND_RSS_1']) / int(facts['AGENT_RSS']):.1f}×", "≤ 12 MB"),
+        (f"context switches in {facts['IDLE_SECONDS']} s idle", facts["TOKEND_IDLE_SWITCHES"], facts["AGENT_IDLE_SWITCHES"], "",
+         "only armed timers and the watchdog"),
+    ]
+    out = ["## Summary: the goals of issue 20", "", "| measure | tokend | oidc-agent | ratio | goal |",
+           "| --- | ---: | ---: | --- | --- |"]
+    out += [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in rows_out]
+    return out + [""]
+
+
+lines += summary() + [
     "## Shell path: one whole process per token (hyperfine, same run)",
     "",
     "| command | median | mean ± σ | min | ratio (median) |",
@@ -79,24 +112,50 @@ for mode in ("per-request", "persistent"):
             f"| {clients} | {mode} | {ours['rate']:,.0f}{errs} | {ours['p50']:.0f} | {ours['p99']:.0f} | {ours['p999']:.0f} "
             f"| {their_cells} | {ratio(ours['rate'], theirs and theirs['rate'], False)} "
             f"| {ratio(ours['p99'], theirs and theirs['p99'], True)} |")
-lines += ["", "oidc-agent closes each connection after one answer, so it has no persistent row.", ""]
+lines += [
+    "",
+    "oidc-agent closes each connection after one answer, so it has no persistent row.",
+    "",
+    "### The loopback ceiling",
+    "",
+    "A bare single-threaded epoll server (`loadgen --serve`) answering the same request line with a "
+    "line as long as tokend's answer: what any daemon on this socket, with this client, can do at best.",
+    "",
+    "| clients | connection | ceiling req/s | p50 | p99 | tokend's share of the ceiling's throughput |",
+    "| ---: | --- | ---: | ---: | ---: | ---: |",
+]
+for mode in ("per-request", "persistent"):
+    for clients in sorted({r["clients"] for r in rows}):
+        bare, ours = find("ceiling", mode, clients), find("tokend", mode, clients)
+        if not bare:
+            continue
+        share = f"{100 * ours['rate'] / bare['rate']:.0f} %" if ours and bare["rate"] else "—"
+        lines.append(f"| {clients} | {mode} | {bare['rate']:,.0f} | {bare['p50']:.0f} | {bare['p99']:.0f} | {share} |")
+lines.append("")
 
+agent_processes = facts.get("AGENT_PROCESSES", "?")
 lines += [
     "## Memory and idleness",
     "",
+    "Measured at the end of the idle window: tokend hands back the pages start-up and the load "
+    "touched once it has been quiet for 30 s (docs/architecture.md, \"Memory at idle\").",
+    "",
     "| measure | tokend | oidc-agent | ratio |",
     "| --- | ---: | ---: | ---: |",
-    f"| idle RSS, 1 account | {int(facts['TOKEND_RSS_1']) / 1024:.1f} MB | {int(facts['AGENT_RSS']) / 1024:.1f} MB "
-    f"({facts['AGENT_PROCESSES']} processes) | {ratio(int(facts['TOKEND_RSS_1']), int(facts['AGENT_RSS']), True)} |",
-    f"| of which file-backed (mapped libraries) | {int(facts['TOKEND_FILE_1']) / 1024:.1f} MB | | |",
-    f"| of which anonymous (heap, stacks) | {int(facts['TOKEND_ANON_1']) / 1024:.1f} MB | | |",
+]
+for key, shown in (("RSS", "idle RSS, 1 account"), ("PSS", "PSS (shared pages divided among their users)"),
+                   ("PRIVATE_DIRTY", "private dirty"), ("ANONYMOUS", "anonymous (heap, stacks, relocated data)")):
+    lines.append(f"| {shown} | {kib(f'TOKEND_{key}_1'):.1f} MB | {kib(f'AGENT_{key}'):.1f} MB ({agent_processes} processes) "
+                 f"| {ratio(int(facts[f'TOKEND_{key}_1']), int(facts[f'AGENT_{key}']), True)} |")
+lines += [
+    f"| RSS just after the load | {kib('TOKEND_RSS_LOADED'):.1f} MB | | |",
     f"| context switches in {facts['IDLE_SECONDS']} s idle (all threads; tokend has {facts['TOKEND_THREADS']}) "
     f"| {facts['TOKEND_IDLE_SWITCHES']} "
     f"| {facts['AGENT_IDLE_SWITCHES']} | |",
 ]
 if "TOKEND_RSS_MANY" in facts:
     lines += [
-        f"| idle RSS, {facts['MANY']} accounts | {int(facts['TOKEND_RSS_MANY']) / 1024:.1f} MB | | |",
+        f"| idle RSS, {facts['MANY']} accounts (35 s after the imports) | {int(facts['TOKEND_RSS_MANY']) / 1024:.1f} MB | | |",
         f"| start-up with {facts['MANY']} stored accounts (keyring restore, until the last one answers) "
         f"| {facts['TOKEND_RESTORE_MS']} ms | | |",
     ]
@@ -105,7 +164,7 @@ out_md.write_text("\n".join(lines))
 
 figure, axes = plt.subplots(1, 2, figsize=(12, 4.8), sharey=True)
 for axis, mode in zip(axes, ("per-request", "persistent")):
-    for protocol, colour in (("tokend", "tab:blue"), ("oidc-agent", "tab:orange")):
+    for protocol, colour in (("tokend", "tab:blue"), ("oidc-agent", "tab:orange"), ("ceiling", "tab:gray")):
         points = sorted((r for r in rows if r["protocol"] == protocol and r["mode"] == mode), key=lambda r: r["clients"])
         if not points:
             continue

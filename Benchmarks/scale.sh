@@ -11,20 +11,8 @@ scale="$python Benchmarks/support/scale.py"
 # Sampling rate, requests a second: a busy client, small beside the refresh load it checks.
 sample_rate=20
 
-work=$(mktemp -d -t tokend-scale.XXXXXX)
-export TOKEND_SOCKET=$work/tokend.sock TOKEND_CONFIG=$work/config.toml
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-note() { echo "scale: $*" >&2; }
-wait_for() {
-  local what=$1; shift
-  for _ in $(seq 600); do "$@" >/dev/null 2>&1 && return 0; sleep 0.05; done
-  echo "scale: $what did not come up" >&2; exit 70
-}
+RUN_NAME=scale
+source Benchmarks/support/run.sh
 # utime + stime of a process, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 keyring_pid() {

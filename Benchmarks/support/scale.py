@@ -2,8 +2,9 @@
 fake Firebase over its control plane, with the standard library only. Writes JSON facts for
 Benchmarks/support/scale_report.py. Never prints a token.
 
-  scale.py provision EMULATOR_HOST SOCKET ACCOUNTS      users on the fake, imported into tokend
-  scale.py sample SOCKET ACCOUNTS SECONDS RATE OUT      a client asking random accounts for tokens
+  scale.py provision EMULATOR_HOST SOCKET ACCOUNTS [SPREAD]   users on the fake, imported into tokend
+  scale.py sample SOCKET ACCOUNTS SECONDS RATE OUT [LATE]     a client asking random accounts for tokens
+  scale.py serve-all SOCKET ACCOUNTS OUT                every account asked once (after a restart)
   scale.py startup TOKEND SOCKET ACCOUNTS OUT LOG       restarts tokend, times its start-up
   scale.py status SOCKET OUT                            size and states of one `status` reply
 """
@@ -36,10 +37,38 @@ def ask(path, request, timeout=120.0):
     return json.loads(line), len(line)
 
 
-def provision(emulator, sock, accounts):
+def set_lifetime(emulator, seconds):
+    """The lifetime of the tokens the fake mints from now on (its control plane)."""
+    host, port = emulator.rsplit(":", 1)
+    fake = http.client.HTTPConnection(host, int(port), timeout=60)
+    fake.request("POST", "/_fake/options", body=json.dumps({"lifetime": seconds}), headers={"Content-Type": "application/json"})
+    fake.getresponse().read()
+    fake.close()
+
+
+def provision(emulator, sock, accounts, spread_lifetime=0):
     """One anonymous user per account (so no two accounts share a session), imported in parallel:
     each import also runs the account's first refresh, so this is the fake's and the keyring's
-    first burst too."""
+    first burst too. With `spread_lifetime`, the accounts are imported in 20 batches whose first
+    tokens live 1/20, 2/20, … of it: their refreshes then come as steadily as those of accounts
+    that have run for a while, instead of all at once one lifetime later. The fake mints tokens
+    of `spread_lifetime` afterwards."""
+    if spread_lifetime:
+        batches = 20
+        facts = {"provisioned": 0, "provision_failed": 0, "provision_seconds": 0.0}
+        edges = [accounts * k // batches for k in range(batches + 1)]
+        for k in range(batches):
+            set_lifetime(emulator, max(60, spread_lifetime * (k + 1) // batches))
+            part = provision_range(emulator, sock, edges[k] + 1, edges[k + 1])
+            for key in facts:
+                facts[key] += part[key]
+        set_lifetime(emulator, spread_lifetime)
+        facts["provision_seconds"] = round(facts["provision_seconds"], 1)
+        return facts
+    return provision_range(emulator, sock, 1, accounts)
+
+
+def provision_range(emulator, sock, first, last):
     host, port = emulator.rsplit(":", 1)
 
     def one(index):
@@ -53,11 +82,11 @@ def provision(emulator, sock, accounts):
     started = time.monotonic()
     # Eight at a time: enough to keep tokend, the fake and the keyring busy on 2 cores.
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(one, range(1, accounts + 1)))
+        results = list(pool.map(one, range(first, last + 1)))
     elapsed = time.monotonic() - started
     failed = results.count(False)
-    print(f"provisioned {accounts - failed} of {accounts} accounts in {elapsed:.1f} s", file=sys.stderr)
-    return {"provisioned": accounts - failed, "provision_failed": failed, "provision_seconds": round(elapsed, 1)}
+    print(f"provisioned a{first}..a{last}: {len(results) - failed} in {elapsed:.1f} s", file=sys.stderr)
+    return {"provisioned": len(results) - failed, "provision_failed": failed, "provision_seconds": round(elapsed, 1)}
 
 
 def jwt_expiry(token):
@@ -65,11 +94,12 @@ def jwt_expiry(token):
     return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["exp"]
 
 
-def sample(sock, accounts, seconds, rate, out):
+def sample(sock, accounts, seconds, rate, out, late=20 / 3):
     """Asks random accounts for a token `rate` times a second, one connection per request, with
     `min_valid` 0: the daemon's proactive refreshes alone must keep every answer valid. Counts
     failed answers, expired tokens (by the token's own `exp`, against this machine's clock), and
-    answers with less than a third of the margin left (a proactive refresh that came late)."""
+    answers with less than `late` seconds left, a third of the margin (a proactive refresh that
+    came late; 60-second tokens: margin 20 s)."""
     counts = {"answers": 0, "failed": 0, "expired": 0, "late": 0}
     errors = {}
     min_left = None
@@ -94,7 +124,7 @@ def sample(sock, accounts, seconds, rate, out):
             min_left = left if min_left is None else min(min_left, left)
             if left <= 0:
                 counts["expired"] += 1
-            elif left < 20 / 3:  # 60-second tokens: margin 20 s, refreshed 20–22 s before expiry
+            elif left < late:
                 counts["late"] += 1
         next_at += 1 / rate
         time.sleep(max(0, next_at - time.monotonic()))
@@ -151,6 +181,35 @@ def startup(tokend, sock, accounts, out, log):
     print(daemon.pid)
 
 
+def serve_all(sock, accounts, out):
+    """Asks every account for a token valid at least 60 s, 16 at a time, right after a restart:
+    each must be served from what the keyring holds (its stored token, or a refresh with its
+    stored refresh token), none may need a login."""
+    def one(index):
+        asked = time.monotonic()
+        try:
+            reply, _ = ask(sock, {"op": "token", "account": f"a{index}", "min_valid": 60, "timeout": 120})
+        except OSError as error:
+            reply = {"ok": False, "error": {"code": f"socket: {error.__class__.__name__}"}}
+        return reply, time.monotonic() - asked
+
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(one, range(1, accounts + 1)))
+    errors = {}
+    for reply, _ in results:
+        if not reply.get("ok"):
+            code = reply.get("error", {}).get("code", "?")
+            errors[code] = errors.get(code, 0) + 1
+    latencies = sorted(took for _, took in results)
+    facts = {"served": sum(1 for reply, _ in results if reply.get("ok")), "asked": accounts, "errors": errors,
+             "serve_all_seconds": round(time.monotonic() - started, 1),
+             "serve_latency_ms_p50": round(latencies[len(latencies) // 2] * 1000, 1),
+             "serve_latency_ms_max": round(latencies[-1] * 1000, 1)}
+    with open(out, "w") as f:
+        json.dump(facts, f)
+
+
 def status(sock, out):
     started = time.monotonic()
     reply, size = ask(sock, {"op": "status"})
@@ -165,9 +224,11 @@ def status(sock, out):
 if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
     if command == "provision":
-        json.dump(provision(args[0], args[1], int(args[2])), sys.stdout)
+        json.dump(provision(args[0], args[1], int(args[2]), int(args[3]) if len(args) > 3 else 0), sys.stdout)
     elif command == "sample":
-        sample(args[0], int(args[1]), float(args[2]), float(args[3]), args[4])
+        sample(args[0], int(args[1]), float(args[2]), float(args[3]), args[4], *(float(a) for a in args[5:6]))
+    elif command == "serve-all":
+        serve_all(args[0], int(args[1]), args[2])
     elif command == "startup":
         startup(args[0], args[1], int(args[2]), args[3], args[4])
     elif command == "status":

@@ -133,3 +133,33 @@ int tokend_tcp4_socket_owner(uint32_t local_address, uint16_t local_port, uint32
     errno = ENOENT;
     return -1;
 }
+
+#include <malloc.h>
+#include <stdio.h>
+#include <sys/mman.h>
+
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21  // Linux 5.4; older kernels answer EINVAL and the mapping is skipped
+#endif
+
+// A line of /proc/self/maps is far shorter: the longest is a mapping's path (PATH_MAX).
+#define TOKEND_MAPS_LINE_MAX 4352
+
+int tokend_release_idle_pages(void) {
+    malloc_trim(0);
+    FILE *maps = fopen("/proc/self/maps", "re");
+    if (maps == NULL) return -1;
+    char line[TOKEND_MAPS_LINE_MAX];
+    int released = 0;
+    while (fgets(line, sizeof line, maps) != NULL) {
+        unsigned long from, to;
+        int path_at = 0;
+        // Only mappings of a file (the path starts with '/'): the pages the kernel can read again
+        // from it. MADV_PAGEOUT never loses data: a page of it copied on write is anonymous
+        // memory, kept (or swapped), not dropped.
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &from, &to, &path_at) != 2 || path_at == 0 || line[path_at] != '/') continue;
+        if (madvise((void *)from, to - from, MADV_PAGEOUT) == 0) released++;
+    }
+    fclose(maps);
+    return released;
+}

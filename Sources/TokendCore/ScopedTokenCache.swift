@@ -83,6 +83,15 @@ public struct ScopedTokenCache: Sendable {
         .map(\.key)
     }
 
+    /// When the first of `due`'s keys becomes due, for the account's timer; nil when none will.
+    public func nextDue(after now: Date, generation: UInt64, policy: RefreshPolicy) -> Date? {
+        entries.values.lazy.filter { entry in
+            entry.generation == generation && entry.lastUsed >= entry.issuedAt && entry.expiresAt > now
+        }
+        .map { policy.refreshAt(expiresAt: $0.expiresAt, issuedAt: $0.issuedAt, unit: 0) }
+        .min()
+    }
+
     /// Drops tokens that expired or belong to an older session: nothing serves them any more.
     public mutating func prune(at now: Date, generation: UInt64) {
         entries = entries.filter { $0.value.generation == generation && $0.value.expiresAt > now }

@@ -16,7 +16,7 @@ import TokendTestSupport
     func fakedEnvironment(offsetFile: String, monotonicToo: Bool, offset: String = "+0") throws -> [String: String] {
         try offset.write(toFile: offsetFile, atomically: true, encoding: .utf8)
         var environment = [
-            "LD_PRELOAD": monotonicToo ? Self.library : Self.fix + " " + Self.library,
+            "LD_PRELOAD": Self.fix + " " + Self.library,
             "FAKETIME_TIMESTAMP_FILE": offsetFile,
             // Re-read the file on every call, so the test can move the clock while tokend runs.
             "FAKETIME_NO_CACHE": "1",
@@ -54,11 +54,13 @@ import TokendTestSupport
         }
     }
 
-    /// Every clock jumps 40 s at once — what a suspend looks like to the daemon. Its 30-second
-    /// token is dead by its clock: without any client asking, it refreshes at once.
+    /// Every clock jumps 700 s at once — what a suspend looks like to the daemon. Its 10-minute
+    /// token is dead by its clock: without any client asking, it refreshes at once. Its own
+    /// refresh was 400 s of real time away, beyond any poll here: only a timer the jump fired
+    /// can have started it.
     @Test func aSuspendThatSleptThroughTheExpiryRefreshesAtOnce() async throws {
         var options = FakeFirebase.Options()
-        options.lifetime = 30
+        options.lifetime = 600
         try await withWorld(options: options, startDaemon: false) { world in
             let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
             try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: true))
@@ -66,8 +68,9 @@ import TokendTestSupport
             let before = world.fake.requests.count
             let status = try await world.status()
             #expect(status.state == "active")
-            try "+40s".write(toFile: offsetFile, atomically: true, encoding: .utf8)
-            // The recheck runs every 10 s of the daemon's (now jumped) clock.
+            try "+700s".write(toFile: offsetFile, atomically: true, encoding: .utf8)
+            // No periodic recheck: the account's timer, armed on the wall clock too, fires at the
+            // step (Sources/CTokendFaketimeFix re-arms wall-clock timers as a real step moves them).
             try await poll("a refresh right after the jump") { world.fake.requests.count > before }
             let run = try await world.tokenctl(["token", "work", "--min-valid", "1"])
             #expect(run.status == 0, "\(run.stderr)")

@@ -230,16 +230,9 @@ struct HarnessError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Polls `condition` until it holds or the deadline passes: how tests wait for events they
-/// cannot subscribe to, instead of sleeping a guessed amount.
+/// TokendTestSupport's `poll`, named here so that it wins over Glibc's `poll(2)` in this module.
 func poll(timeout: Double = Patience.seconds, interval: Double = 0.05, _ message: @autoclosure () -> String, _ condition: () async throws -> Bool) async throws {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(Int(interval * 1000)))
-    }
-    if try await condition() { return }
-    throw HarnessError("timed out after \(timeout) s: \(message())")
+    try await TokendTestSupport.poll(timeout: timeout, interval: interval, message(), condition)
 }
 
 /// One blocking connection driven from async test code: each call runs off the cooperative pool.

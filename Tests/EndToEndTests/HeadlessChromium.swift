@@ -12,7 +12,9 @@ enum HeadlessChromium {
         }
         let python = URL(fileURLWithPath: OIDCProviderMock.executable).deletingLastPathComponent().appendingPathComponent("python3").path
         let run = try await offPool {
-            try ChildProcess.run(python, ["-c", script, url, user], environment: ["PATH": "/usr/bin:/bin", "HOME": home.path], timeout: 90)
+            // The URL on stdin, never in argv: LoginListenerAttackTests' spy reads every command
+            // line on the machine, and would take this test's URL for a leak of its own.
+            try ChildProcess.run(python, ["-c", script, user], environment: ["PATH": "/usr/bin:/bin", "HOME": home.path], stdin: url, timeout: 90)
         }
         guard run.status == 0 else { throw HarnessError("selenium exited \(run.status): \(run.stderr)") }
         return run.stdout
@@ -29,8 +31,8 @@ enum HeadlessChromium {
             options.add_argument(argument)
         driver = webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=options)
         try:
-            driver.get(sys.argv[1])
-            driver.find_element(By.NAME, "sub").send_keys(sys.argv[2])
+            driver.get(sys.stdin.read().strip())
+            driver.find_element(By.NAME, "sub").send_keys(sys.argv[1])
             driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
             WebDriverWait(driver, 30).until(lambda d: d.current_url.startswith("http://127.0.0.1:") and "/callback" in d.current_url)
             WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.TAG_NAME, "h1"))

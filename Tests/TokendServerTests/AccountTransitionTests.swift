@@ -62,6 +62,23 @@ import TokendTestSupport
         #expect(!account.unsaved)
     }
 
+    /// A refresh that kept the refresh token is served at once: the keyring still holds a
+    /// working refresh token, and the new ID token is written back later, coalesced.
+    @Test func aRefreshThatKeptTheRefreshTokenIsServedAtOnceAndWrittenBackLater() throws {
+        var account = account()
+        let ticket = try started(&account)
+        _ = clock.advance(by: 1)
+        let issued = IssuedTokens(refreshToken: "rt-1", idToken: "id-2", expiresIn: 3600)
+        let effects = account.apply(.refreshAnswered(ticket, .refreshed(issued), at: clock.now(), unit: 0))
+        let held = try #require(account.machine.tokens)
+        #expect(held.idToken == "id-2" && held.refreshToken == "rt-1")
+        #expect(effects == [.deferWriteBack, .tell(.refreshed(held, previous: TokenSet(refreshToken: "rt-1"), took: 1000)), .schedule, .wakeWaiters])
+        #expect(account.writeBackDeferred && !account.unsaved)
+        // A session the user gives next is written in full: nothing is left to write back.
+        _ = account.apply(.sessionGiven(TokenSet(refreshToken: "rt-9"), committing: nil, at: clock.now(), unit: 0))
+        #expect(!account.writeBackDeferred)
+    }
+
     @Test func aRotationTheKeyringRefusedIsServedAndMarkedUnsaved() throws {
         var account = account()
         let ticket = try started(&account)

@@ -4,8 +4,8 @@ import Testing
 @testable import TokendServer
 
 /// The partial-line clocks of `LineFrameHandler` (issue 8, item 8), on EmbeddedChannel's manual
-/// time: `channel.read()` is the daemon asking for more bytes, as NIOAsyncChannel does unless
-/// its consumer is behind; not calling it is the daemon's back-pressure.
+/// time: `channel.read()` is the daemon asking for more bytes, as `ConnectionHandler` does unless
+/// lines wait for answers; not calling it is the daemon's back-pressure.
 @Suite struct LineFrameHandlerTests {
     static let limits = LineTimeLimits.standard
 

@@ -20,7 +20,7 @@ import TokendTestSupport
         var scheduler = RefreshScheduler(timers: clock)
         var wake: RefreshScheduler.Wake?
         let fired = Atomic<Int>(0)
-        let deadline = scheduler.arm(&wake, machine: machine(), now: t0) { fired.add(1, ordering: .relaxed) }
+        let deadline = scheduler.arm(&wake, machine: machine(), scopedDue: nil, now: t0) { fired.add(1, ordering: .relaxed) }
         #expect(deadline == t0.addingTimeInterval(3300))
         clock.advance(by: 3299.9)
         #expect(fired.load(ordering: .relaxed) == 0)
@@ -32,14 +32,14 @@ import TokendTestSupport
     @Test func aShortTokensMarginIsAThirdOfItsLife() {
         var scheduler = RefreshScheduler(timers: clock)
         var wake: RefreshScheduler.Wake?
-        #expect(scheduler.arm(&wake, machine: machine(expiresIn: 30), now: t0) {} == t0.addingTimeInterval(20))
+        #expect(scheduler.arm(&wake, machine: machine(expiresIn: 30), scopedDue: nil, now: t0) {} == t0.addingTimeInterval(20))
     }
 
     @Test func disarmCancelsTheTimer() {
         var scheduler = RefreshScheduler(timers: clock)
         var wake: RefreshScheduler.Wake?
         let fired = Atomic<Int>(0)
-        scheduler.arm(&wake, machine: machine(), now: t0) { fired.add(1, ordering: .relaxed) }
+        scheduler.arm(&wake, machine: machine(), scopedDue: nil, now: t0) { fired.add(1, ordering: .relaxed) }
         scheduler.disarm(&wake)
         #expect(clock.advance(by: 7200) == 0)
         #expect(fired.load(ordering: .relaxed) == 0)
@@ -52,9 +52,9 @@ import TokendTestSupport
         var scheduler = RefreshScheduler(timers: clock)
         let same = machine()
         var full = [RefreshScheduler.Wake?](repeating: nil, count: RefreshSpreading.perSecond)
-        for index in full.indices { scheduler.arm(&full[index], machine: same, now: t0) {} }
+        for index in full.indices { scheduler.arm(&full[index], machine: same, scopedDue: nil, now: t0) {} }
         var late: RefreshScheduler.Wake?
-        let moved = scheduler.arm(&late, machine: same, now: t0) {}
+        let moved = scheduler.arm(&late, machine: same, scopedDue: nil, now: t0) {}
         #expect(moved == t0.addingTimeInterval(3299))
         #expect(RefreshScheduler.isDue(late, machine: same, at: t0.addingTimeInterval(3299)))
         #expect(!RefreshScheduler.isDue(full[0], machine: same, at: t0.addingTimeInterval(3299)))
@@ -66,7 +66,7 @@ import TokendTestSupport
         var backingOff = machine()
         let ticket = backingOff.startRefresh(at: t0)!
         _ = backingOff.finish(ticket, .transient(RefreshFailure(code: "x", message: "x"), retryAfter: 60), at: t0, unit: 0)
-        let wake = scheduler.nextWake(nil, machine: backingOff, now: t0)
+        let wake = scheduler.nextWake(nil, machine: backingOff, scopedDue: nil, now: t0)
         #expect(wake?.deadline == t0.addingTimeInterval(60))
         #expect(wake?.proactive == false)
     }
@@ -77,7 +77,7 @@ import TokendTestSupport
         var wake: RefreshScheduler.Wake?
         var refreshing = machine()
         _ = refreshing.startRefresh(at: t0)
-        #expect(scheduler.arm(&wake, machine: refreshing, now: t0) {} == nil)
+        #expect(scheduler.arm(&wake, machine: refreshing, scopedDue: nil, now: t0) {} == nil)
         #expect(clock.armedDeadlines.isEmpty)
     }
 }

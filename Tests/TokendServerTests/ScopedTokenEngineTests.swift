@@ -14,14 +14,14 @@ import TokendTestSupport
 @Suite(.timeLimit(.minutes(1))) struct ScopedTokenEngineTests {
     /// An engine with the OIDC account `corp` on `fake`, holding `session`.
     func withEngine(
-        _ session: TokenSet, clock: any WallClock = SystemWallClock(), _ body: (FakeOIDC, AccountEngine, InMemorySecretStore) async throws -> Void
+        _ session: TokenSet, clock: any WallClock = SystemWallClock(), timers: (any TimerSource)? = nil, _ body: (FakeOIDC, AccountEngine, InMemorySecretStore) async throws -> Void
     ) async throws {
         let fake = try await FakeOIDC.start()
         let transport = HTTPTransport(environment: [:])
         let store = InMemorySecretStore(timeout: 2)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let engine = AccountEngine(store: store, clock: clock, hub: EventHub(), logger: logger) { Daemon.provider(for: $0, transport: transport) }
+        let engine = AccountEngine(store: store, clock: clock, timers: timers, hub: EventHub(), logger: logger) { Daemon.provider(for: $0, transport: transport) }
         await engine.apply(Configuration(accounts: [
             "corp": AccountConfiguration(name: "corp", provider: .oidc(OIDCProvider.Settings(issuer: fake.issuer, clientID: "cli")), refreshBefore: 300)
         ]))
@@ -109,20 +109,21 @@ import TokendTestSupport
         await fixture.shutdown()
     }
 
-    /// A key in use is refreshed ahead of expiry by the recheck; the next request gets the new token.
-    @Test func aUsedKeyIsRefreshedAheadByTheRecheck() async throws {
+    /// A key in use is refreshed ahead of expiry by the account's timer; the next request gets the
+    /// new token.
+    @Test func aUsedKeyIsRefreshedAheadByTheAccountsTimer() async throws {
         let clock = ManualClock(Date())
-        try await withEngine(TokenSet(refreshToken: "r0"), clock: clock) { fake, engine, _ in
+        try await withEngine(TokenSet(refreshToken: "r0"), clock: clock, timers: clock) { fake, engine, _ in
             fake.grant(refreshToken: "r0", scopes: ["openid", "read:x"])
             let key = TokenScope(scopes: ["read:x"])
             let first = try await engine.token(account: "corp", kind: nil, scope: key, minValid: 60, timeout: Patience.seconds).get()
             clock.advance(by: 3400)  // inside the 300 s margin of a one-hour token
             // The cached token still has 200 s, so a request with min_valid 60 is served from the
-            // cache: only the recheck's proactive grant can change what it gets. Poll for that.
+            // cache: only the timer's proactive grant can change what it gets. Poll for that.
             let deadline = Date().addingTimeInterval(20)
             var second = first
             while second.token == first.token, Date() < deadline {
-                await engine.recheck()  // the account's own refresh may take the slot first
+                clock.advance(by: 0)  // fires what is due; the account's own refresh may take the slot first
                 try await Task.sleep(for: .milliseconds(20))
                 second = try await engine.token(account: "corp", kind: nil, scope: key, minValid: 60, timeout: Patience.seconds).get()
             }

@@ -35,7 +35,7 @@ public struct LineTimeLimits: Sendable, Equatable {
 /// `watch` and long-lived clients are.
 ///
 /// "The daemon wants to read" is a `read` event passing outward through this handler with no
-/// bytes arrived since: NIOAsyncChannel holds that event back while its consumer is behind.
+/// bytes arrived since: `ConnectionHandler` holds that event back while lines wait for answers.
 final class LineFrameHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = LineFrame

@@ -28,15 +28,6 @@ public struct RequestHandler: Sendable {
         }
     }
 
-    /// What the event loop may do with a line before any task or engine sees it
-    /// (`HeldTokenHandler`).
-    public enum Immediate: Sendable, Equatable {
-        /// The complete reply, from a token already held.
-        case answer(Response)
-        /// The line goes to `handle(line:)`; `startsStream` if its reply may be a stream.
-        case forward(startsStream: Bool)
-    }
-
     let services: any EngineServices
     let hub: EventHub
     let version: String
@@ -62,20 +53,15 @@ public struct RequestHandler: Sendable {
         }
     }
 
-    /// Answers a plain `token` request whose account holds a token meeting its `min_valid`, at
-    /// once and without suspending; everything else (errors included) is forwarded.
-    public func answerAtOnce(line: [UInt8]) -> Immediate {
-        guard case .success(let request) = WireCoding.decodeRequest(line), let command = try? Command(request) else {
-            return .forward(startsStream: false)
-        }
+    /// Answers `hello`, and a plain `token` request whose account holds a token meeting its
+    /// `min_valid`, at once and without suspending (`ConnectionHandler`); nil for every other line
+    /// (errors included), which `handle(line:)` answers.
+    public func answerAtOnce(line: [UInt8]) -> Response? {
+        guard case .success(let request) = WireCoding.decodeRequest(line), let command = try? Command(request) else { return nil }
         switch command {
-        case .token(let args):
-            guard let response = TokenHandler.answerAtOnce(args, id: request.id, session: services) else { return .forward(startsStream: false) }
-            return .answer(response)
-        case .watch, .login, .account:
-            return .forward(startsStream: true)  // `account upgrade` with Google streams its steps
-        case .hello, .list, .status, .refresh, .import, .logout:
-            return .forward(startsStream: false)
+        case .hello: return HelloHandler(version: version).handle(id: request.id)
+        case .token(let args): return TokenHandler.answerAtOnce(args, id: request.id, session: services)
+        case .list, .status, .refresh, .import, .logout, .watch, .login, .account: return nil
         }
     }
 

@@ -1,5 +1,5 @@
 // Connections/ — the Unix socket: the listener (its directory checks, peer uid, connection cap),
-// line framing, the event-loop fast path for held tokens (`HeldTokenHandler`) and the request
+// line framing, the connection served on its event loop (`ConnectionHandler`) and the request
 // handler that decodes a line into a `Command` and hands it to Handlers/. It calls the engine only
 // through Commands/' service protocols.
 
@@ -38,11 +38,14 @@ public final class SocketListener: Sendable {
     /// task starts), so a burst of connections cannot slip past the cap.
     let acceptedConnections = Atomic<Int>(0)
     let server = Mutex<(any Channel)?>(nil)
+    /// Told of every connection accepted (the daemon's `IdleMemory`).
+    let onConnection: @Sendable () -> Void
 
-    public init(handler: RequestHandler, logger: Logger, lineTimeLimits: LineTimeLimits = .standard) {
+    public init(handler: RequestHandler, logger: Logger, lineTimeLimits: LineTimeLimits = .standard, onConnection: @escaping @Sendable () -> Void = {}) {
         self.handler = handler
         self.logger = logger
         self.lineTimeLimits = lineTimeLimits
+        self.onConnection = onConnection
     }
 
     /// Makes the socket's directory (0700, ours) and clears a stale socket: removed only when
@@ -83,59 +86,59 @@ public final class SocketListener: Sendable {
     }
 
     /// Binds `path` (socket 0600) or adopts a socket-activated descriptor, then serves until
-    /// `stop()` is called.
+    /// `stop()` is called. Every connection lives on one event loop, the listener's: a connection
+    /// handed to another thread costs a wake-up, and one loop outruns what two cores' clients ask.
     public func run(path: String, activatedDescriptor: CInt?, onListening: @Sendable () -> Void = {}) async throws {
         let uid = self.uid
         let logger = self.logger
-        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let bootstrap = ServerBootstrap(group: loop, childGroup: loop)
             .serverChannelOption(.backlog, value: 256)
             // `echo '{"op":"hello"}' | socat - UNIX-CONNECT:…` half-closes after its line: the
             // reply must still go out, so EOF ends reading, not the connection.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
-        let lineTimeLimits = self.lineTimeLimits
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<LineFrame, ByteBuffer>> = { [self] channel in
-            Self.credentials(of: channel).flatMapThrowing { credentials in
-                guard credentials.uid == uid else {
-                    logger.warning("refused a client of another user", metadata: ["uid": "\(credentials.uid)", "pid": "\(credentials.pid)"])
-                    throw ListenerError(code: .bindFailed, description: "peer uid \(credentials.uid) refused")
+            .childChannelInitializer { [self] channel in
+                Self.credentials(of: channel).flatMapThrowing { credentials in
+                    guard credentials.uid == uid else {
+                        logger.warning("refused a client of another user", metadata: ["uid": "\(credentials.uid)", "pid": "\(credentials.pid)"])
+                        throw ListenerError(code: .bindFailed, description: "peer uid \(credentials.uid) refused")
+                    }
+                    self.onConnection()
+                    let open = self.acceptedConnections.add(1, ordering: .relaxed).newValue
+                    let key = ObjectIdentifier(channel)
+                    self.openConnections.withLock { $0[key] = channel }
+                    channel.closeFuture.whenComplete { _ in
+                        self.acceptedConnections.subtract(1, ordering: .relaxed)
+                        self.openConnections.withLock { _ = $0.removeValue(forKey: key) }
+                    }
+                    if open <= Self.maximumConnections {
+                        try channel.pipeline.syncOperations.addHandlers(LineFrameHandler(limits: self.lineTimeLimits), ConnectionHandler(self.handler))
+                    } else {
+                        logger.warning("too many connections; refusing a new one", metadata: ["open": "\(open - 1)"])
+                        // Not a failed initializer: NIO would close the channel before it is
+                        // active, and the refusal could not be written.
+                        try channel.pipeline.syncOperations.addHandler(OverCapRefusal())
+                    }
+                }.flatMapError { error in
+                    // NIO leaves a channel whose initializer failed open: without this, a refused
+                    // peer keeps its descriptor (and its client waits) until it hangs up itself.
+                    channel.close(promise: nil)
+                    return channel.eventLoop.makeFailedFuture(error)
                 }
-                let open = self.acceptedConnections.add(1, ordering: .relaxed).newValue
-                channel.closeFuture.whenComplete { _ in self.acceptedConnections.subtract(1, ordering: .relaxed) }
-                if open <= Self.maximumConnections {
-                    try channel.pipeline.syncOperations.addHandlers(LineFrameHandler(limits: lineTimeLimits), HeldTokenHandler(self.handler))
-                } else {
-                    logger.warning("too many connections; refusing a new one", metadata: ["open": "\(open - 1)"])
-                    // Not a failed initializer: NIO would close the channel before it is active,
-                    // and the refusal could not be written.
-                    try channel.pipeline.syncOperations.addHandler(OverCapRefusal())
-                }
-                return try NIOAsyncChannel<LineFrame, ByteBuffer>(wrappingChannelSynchronously: channel)
-            }.flatMapError { error in
-                // NIO leaves a channel whose initializer failed open: without this, a refused
-                // peer keeps its descriptor (and its client waits) until it hangs up itself.
-                channel.close(promise: nil)
-                return channel.eventLoop.makeFailedFuture(error)
             }
-        }
-        let listener: NIOAsyncChannel<NIOAsyncChannel<LineFrame, ByteBuffer>, Never>
+        let listener: any Channel
         if let activatedDescriptor {
-            listener = try await bootstrap.bind(activatedDescriptor, childChannelInitializer: initializer)
+            listener = try await bootstrap.withBoundSocket(activatedDescriptor).get()
         } else {
             // umask for the bind, so the socket is never, even briefly, wider than 0600.
             let previous = umask(0o177)
             defer { umask(previous) }
-            listener = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
+            listener = try await bootstrap.bind(unixDomainSocketPath: path).get()
             chmod(path, 0o600)
         }
-        server.withLock { $0 = listener.channel }
+        server.withLock { $0 = listener }
         onListening()
-        try await withThrowingDiscardingTaskGroup { group in
-            try await listener.executeThenClose { inbound in
-                for try await connection in inbound {
-                    group.addTask { await self.serve(connection) }
-                }
-            }
-        }
+        try await listener.closeFuture.get()
     }
 
     /// How long a connection may take to answer its request in flight once the daemon stops:
@@ -159,54 +162,6 @@ public final class SocketListener: Sendable {
             return channel.eventLoop.makeFailedFuture(ListenerError(code: .bindFailed, description: "no socket options"))
         }
         return provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(tokend_so_peercred()))
-    }
-
-    /// One connection: requests answered in order; after `watch` or `login`, the stream until it
-    /// ends or the client leaves.
-    func serve(_ connection: NIOAsyncChannel<LineFrame, ByteBuffer>) async {
-        let key = ObjectIdentifier(connection.channel)
-        openConnections.withLock { $0[key] = connection.channel }
-        defer { openConnections.withLock { _ = $0.removeValue(forKey: key) } }
-        do {
-            try await connection.executeThenClose { inbound, outbound in
-                var lines = inbound.makeAsyncIterator()
-                while let frame = try await lines.next() {
-                    let line: [UInt8]
-                    switch frame {
-                    case .line(let bytes): line = bytes
-                    case .tooLarge, .emptyLineFlood:
-                        let refusal = frame == .tooLarge
-                            ? TokendError(.tooLarge, "a request line may be at most \(LineFramer.maximumLineLength) bytes; closing")
-                            : TokendError(.badRequest, "more than \(LineFrameHandler.maximumEmptyLinesInARow) empty lines in a row; closing")
-                        try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(Response.failure(refusal))))
-                        return
-                    }
-                    switch await handler.handle(line: line) {
-                    case .response(let response):
-                        try await outbound.write(ByteBuffer(bytes: WireCoding.encodeLine(response)))
-                    case .stream(let stream):
-                        // From here the connection carries only the stream; what the client sends
-                        // is read (to notice it leaving) and ignored.
-                        let writer = Task {
-                            do {
-                                for await line in stream {
-                                    try await outbound.write(ByteBuffer(bytes: line.encoded))
-                                }
-                            } catch {}  // a write error: the client is gone
-                            connection.channel.close(promise: nil)
-                        }
-                        defer { writer.cancel() }
-                        while try await lines.next() != nil {}
-                        // End of input is not the end of a watch: `socat` half-closes after its
-                        // line and still reads. Only a close or a failed write ends it.
-                        try await connection.channel.closeFuture.get()
-                        return
-                    }
-                }
-            }
-        } catch {
-            logger.debug("connection ended with an error", metadata: ["error": "\(error)"])
-        }
     }
 }
 

@@ -56,6 +56,7 @@ public final class Daemon: Service, Sendable {
     let listener: SocketListener
     let transport: HTTPTransport
     let store: any SecretStore
+    let idleMemory: IdleMemory
     /// The STATUS= line systemd last got, so that only changes are sent.
     let lastStatus = Mutex("")
     let logger: Logger
@@ -96,7 +97,10 @@ public final class Daemon: Service, Sendable {
             Self.provider(for: configuration, transport: transport)
         }
         self.hooks = HookRunner(environment: options.environment, clock: engine.clock, logger: logger)
-        self.listener = SocketListener(handler: RequestHandler(engine: engine, hub: hub, version: Self.version), logger: logger)
+        let idleMemory = IdleMemory(clock: engine.clock, timers: engine.timers)
+        self.idleMemory = idleMemory
+        self.listener = SocketListener(
+            handler: RequestHandler(engine: engine, hub: hub, version: Self.version), logger: logger, onConnection: { idleMemory.noteWork() })
     }
 
     static func provider(for configuration: AccountConfiguration, transport: HTTPTransport) -> any TokenProvider {
@@ -180,8 +184,10 @@ public final class Daemon: Service, Sendable {
     /// is in flight completes (the keyring thread runs jobs in order, so one more call returns
     /// after all earlier ones, or after the keyring timeout), then HTTP shuts down.
     func finish() async {
+        idleMemory.cancel()
         hooks.killRunning()
         await engine.shutdown()
+        await engine.writeBackBeforeStopping()
         _ = await store.state()
         await transport.shutdown()  // AsyncHTTPClient traps if its client is dropped unshut
     }
@@ -217,12 +223,14 @@ public final class Daemon: Service, Sendable {
             lifecycle(.ready)
         }
         await updateStatus()
+        idleMemory.release()  // start-up is over: what it touched need not stay
     }
 
     /// Keeps systemd's STATUS= current: re-summarised after every event (refresh, failure, login
     /// needed, keyring locked or back, reload), sent only when the line changed.
     func publishStatus() async {
         for await _ in hub.subscribe(account: nil) {
+            idleMemory.noteWork()
             await updateStatus()
         }
     }

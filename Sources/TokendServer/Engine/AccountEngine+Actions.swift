@@ -47,6 +47,7 @@ extension AccountEngine {
         case .callProvider(let ticket): callProvider(name, ticket: ticket)
         case .noteKeyring(let error): _ = noteKeyring(error.map { .failure($0) } ?? .success(()), account: name)
         case .tell(let news): tell(news, of: name)
+        case .deferWriteBack: queueWriteBack(name)
         case .save, .deleteStored: tasks.spawn { await self.perform([action], for: name) }
         }
     }

@@ -60,7 +60,6 @@ extension AccountEngine {
                 added.append(name)
             }
         }
-        armRecheck()
         return added
     }
 }

@@ -84,6 +84,7 @@ extension AccountEngine {
                 // Only clear the flag if nothing newer arrived while we wrote.
                 if accounts[name]?.machine.tokens == tokens {
                     accounts[name]?.unsaved = !noteKeyring(saved, account: name)
+                    if accounts[name]?.unsaved == false { accounts[name]?.writeBackDeferred = false }
                     if accounts[name]?.unsaved == false { logger.info("session written back to the keyring", metadata: ["account": "\(name)"]) }
                 }
             } else if account.unsaved {

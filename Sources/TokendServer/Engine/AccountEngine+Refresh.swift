@@ -58,7 +58,10 @@ extension AccountEngine {
     /// Arms the account's timer for its next wake-up (the scheduler decides when).
     func schedule(_ name: String) {
         guard var account = accounts[name], !isShutDown else { return disarm(name) }
-        scheduler.arm(&account.wake, machine: account.machine, now: clock.now(), fire: hop { await $0.timerFired(name) })
+        let now = clock.now()
+        scheduler.arm(
+            &account.wake, machine: account.machine, scopedDue: account.scopedTokens.nextDue(after: now, generation: account.machine.generation, policy: account.machine.policy),
+            now: now, fire: hop { await $0.timerFired(name) })
         accounts[name] = account
     }
 
@@ -70,27 +73,5 @@ extension AccountEngine {
 
     func timerFired(_ name: String) async {
         await apply(.woke(at: clock.now()), to: name)
-    }
-
-    /// The safety net under the per-account timers: a wall-clock jump or a suspend can make a
-    /// timer late, and a late refresh means a dead token.
-    func armRecheck() {
-        guard !isShutDown else { return }
-        scheduler.armRecheck(now: clock.now(), fire: hop { await $0.recheckFired() })
-    }
-
-    func recheckFired() {
-        scheduler.recheckFired()
-        recheck()
-        armRecheck()
-    }
-
-    /// Starts every refresh that is due by the wall clock now.
-    public func recheck() {
-        let now = clock.now()
-        for (name, account) in accounts.configured where account.machine.isRefreshDue(at: now) {
-            startRefresh(name)
-        }
-        refreshDueScopedTokens(at: now)
     }
 }

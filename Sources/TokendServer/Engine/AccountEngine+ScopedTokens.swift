@@ -35,6 +35,8 @@ extension AccountEngine {
             }
             if let entry = account.scopedTokens.token(for: scope, generation: generation, minValid: minValid, at: now) {
                 accounts[name]?.scopedTokens.noteUse(of: scope, at: now)
+                // Its first use since it was minted makes it one the account's timer refreshes.
+                if entry.lastUsed < entry.issuedAt { schedule(name) }
                 return .success(TokenGrant(token: entry.token, kind: .access, expiresAt: entry.expiresAt))
             }
             if let refusal = account.scopedTokens.refusal(of: scope, since: start) { return .failure(refusal) }
@@ -88,19 +90,6 @@ extension AccountEngine {
     func waitOutScopedGrant(_ name: String, until deadline: Date) async {
         while accounts[name]?.scopedTokens.inFlight != nil, clock.now() < deadline {
             await waitForChange(name, until: deadline)
-        }
-    }
-
-    /// The recheck's part for scoped tokens: drops what no longer serves and starts the most
-    /// urgent due proactive refresh of each account (one at a time: they share the refresh slot).
-    func refreshDueScopedTokens(at now: Date) {
-        for name in accounts.names {
-            guard let account = accounts[name], !account.scopedTokens.isEmpty else { continue }
-            let generation = account.machine.generation
-            accounts[name]?.scopedTokens.prune(at: now, generation: generation)
-            if let key = accounts[name]?.scopedTokens.due(at: now, generation: generation, policy: account.machine.policy).first {
-                startRefresh(name, narrowedTo: key)
-            }
         }
     }
 }

@@ -32,6 +32,10 @@ public actor AccountEngine {
         /// The session in memory has not reached the keyring yet (it was locked or unavailable
         /// when we wrote): written back as soon as the keyring answers again.
         var unsaved = false
+        /// The keyring holds this session's refresh token but older ID and access tokens: a
+        /// refresh that did not rotate the refresh token is served at once and written back
+        /// later, coalesced (AccountEngine+WriteBack.swift).
+        var writeBackDeferred = false
         /// Unique across the engine's life: an account removed and added again by reloads is a
         /// new incarnation, so a refresh or a keyring read begun for the old one can never be
         /// applied to the new one (its machine's generations start over).
@@ -64,7 +68,7 @@ public actor AccountEngine {
     public static let maximumTimeout: Double = 300
 
     var accounts: AccountTable
-    /// What `accounts` would serve now, for the event loop's fast path (`HeldTokenHandler`).
+    /// What `accounts` would serve now, for the event loop's fast path (`ConnectionHandler`).
     public nonisolated let heldTokens: HeldTokens
     let store: any SecretStore
     public nonisolated let clock: any WallClock
@@ -81,6 +85,10 @@ public actor AccountEngine {
     public nonisolated let timerQueue: DispatchQueue
     var keyringState: KeyringState = .available
     var keyringPoll: TimerHandle?
+    /// Deferred write-backs of ID and access tokens (AccountEngine+WriteBack.swift).
+    var writeBacks = WriteBackQueue()
+    var writeBackTimer: TimerHandle?
+    var writeBackRunning = false
     var keyringPollRunning = false
     var nextIncarnation: UInt64 = 0
     var configurationProblem: ConfigurationError?
@@ -117,7 +125,8 @@ public actor AccountEngine {
     public func shutdown() {
         isShutDown = true
         for name in accounts.names { disarm(name) }
-        scheduler.disarmRecheck()
+        writeBackTimer?.cancel()
+        writeBackTimer = nil
         keyringPoll?.cancel()
         keyringPoll = nil
         waiters.wakeEveryone()

@@ -43,6 +43,9 @@ enum AccountEffect: Sendable, Equatable {
     /// Write the session the provider's `answer` brought to the keyring; the keyring's answer
     /// comes back as `.persisted`.
     case save(TokenSet, AccountTicket, answer: RefreshOutcome)
+    /// The held session's ID and access tokens are newer than the stored ones: queue the coalesced
+    /// write-back (AccountEngine+WriteBack.swift).
+    case deferWriteBack
     /// Delete the stored session if it still holds this refresh token.
     case deleteStored(ifRefreshToken: String)
     /// Tell the keyring's state tracking how an operation went (nil: it succeeded).
@@ -81,8 +84,14 @@ extension AccountEngine.Account {
         case .refreshWanted(let force, let scope, let requested, let now):
             return startRefresh(force: force, narrowedTo: scope, requested: requested, at: now)
         case .woke(let now):
-            guard RefreshScheduler.isDue(wake, machine: machine, at: now) else { return [.schedule] }  // woke early (the clock moved back)
-            return startRefresh(force: false, narrowedTo: nil, requested: false, at: now)
+            if RefreshScheduler.isDue(wake, machine: machine, at: now) {
+                return startRefresh(force: false, narrowedTo: nil, requested: false, at: now)
+            }
+            // Else a narrowed token's proactive refresh, or an early wake (the clock moved back).
+            guard machine.phase == .idle else { return [.schedule] }
+            scopedTokens.prune(at: now, generation: machine.generation)
+            guard let key = scopedTokens.due(at: now, generation: machine.generation, policy: machine.policy).first else { return [.schedule] }
+            return startRefresh(force: false, narrowedTo: key, requested: false, at: now)
         case .refreshAnswered(let ticket, let outcome, let now, let unit):
             return refreshAnswered(ticket, outcome, at: now, unit: unit)
         case .persisted(let ticket, let answer, let tokens, let saved, let now, let unit):
@@ -94,7 +103,10 @@ extension AccountEngine.Account {
             // The machine keeps the tokens the refresh replaces until it hears they were written.
             let previous = machine.tokens
             let completion = machine.persisted(refresh, tokens, at: now, unit: unit)
-            if case .refreshed = completion { unsaved = failed != nil }
+            if case .refreshed = completion {
+                unsaved = failed != nil
+                writeBackDeferred = false
+            }
             var effects: [AccountEffect] = [.noteKeyring(failed: failed)]
             if case .refreshed = completion {
                 let lost = Self.lostScopes(granted: previous?.scopes, outcome: answer)
@@ -111,6 +123,7 @@ extension AccountEngine.Account {
             machine.install(tokens, unit: unit)
             if let backoff { machine.holdBackoff(until: backoff) }
             unsaved = false
+            writeBackDeferred = false
             return [.disarm, .wakeWaiters]
         case .sessionStored(let tokens, let saved):
             let failed = Self.failure(of: saved)
@@ -121,6 +134,7 @@ extension AccountEngine.Account {
             commit(action)
             machine.forget(reason: reason)
             unsaved = false
+            writeBackDeferred = false
             return [.disarm, .wakeWaiters]
         }
     }
@@ -177,9 +191,21 @@ extension AccountEngine.Account {
         let previous = machine.tokens
         let completion = machine.finish(refresh, outcome, at: now, unit: unit)
         if case .persist(let next) = completion {
-            // A rotated refresh token reaches the keyring before anyone is handed the new tokens:
-            // a crash from here on cannot leave the keyring with a superseded one.
-            return effects + [.save(next, ticket, answer: outcome)]
+            guard next.refreshToken == refresh.refreshToken else {
+                // A rotated refresh token reaches the keyring before anyone is handed the new
+                // tokens: a crash from here on cannot leave the keyring with a superseded one.
+                return effects + [.save(next, ticket, answer: outcome)]
+            }
+            // The stored refresh token still works: the new tokens are served now and written
+            // back coalesced, as gnome-keyring rewrites its whole file on every store.
+            let completion = machine.persisted(refresh, next, at: now, unit: unit)
+            if case .refreshed = completion {
+                writeBackDeferred = true
+                effects.append(.deferWriteBack)
+                let lost = Self.lostScopes(granted: previous?.scopes, outcome: outcome)
+                if !lost.isEmpty { effects.append(.tell(.scopesNarrowed(lost))) }
+            }
+            return effects + completed(completion, refresh: refresh, previous: previous, at: now)
         }
         return effects + completed(completion, refresh: refresh, previous: previous, at: now)
     }

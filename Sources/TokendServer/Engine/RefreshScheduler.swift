@@ -8,11 +8,11 @@ import TokendCore
 /// source. Each account's armed `Wake` lives in the account (`AccountEngine.Account.wake`); the
 /// scheduler keeps only what spans accounts. It never starts a refresh itself: a timer only
 /// calls back into the engine, which asks the wall clock again.
+///
+/// There is no periodic recheck: each timer is armed on the wall clock and on the monotonic one
+/// (`DispatchTimerSource`), so a suspend or a wall clock set forward fires it at once, and one set
+/// back cannot hold it late. An idle daemon sleeps until its next timer.
 struct RefreshScheduler {
-    /// How often every account is re-checked against the wall clock, whatever its timer says:
-    /// bounds how late a refresh can be after a clock jump or a suspend a timer slept through.
-    static let recheckInterval: Double = 10
-
     /// An account's armed wake-up.
     struct Wake {
         var deadline: Date
@@ -27,7 +27,6 @@ struct RefreshScheduler {
     /// every account's wake (which dominated the daemon's CPU at 10,000 accounts).
     private var proactivePerSecond: [Double: Int] = [:]
     private var proactiveCount = 0
-    private var recheck: TimerHandle?
 
     init(timers: any TimerSource) {
         self.timers = timers
@@ -35,8 +34,17 @@ struct RefreshScheduler {
 
     /// The instant to wake an account at, given the other accounts' armed proactive refreshes
     /// (its own armed `current` one does not count against it); nil when the machine wants
-    /// nothing (refreshing, needs a login, waiting for the keyring).
-    func nextWake(_ current: Wake?, machine: AccountMachine, now: Date) -> (deadline: Date, proactive: Bool)? {
+    /// nothing (refreshing, needs a login, waiting for the keyring). `scopedDue`: when a narrowed
+    /// token's proactive refresh is due; it counts only while the account is idle, as a grant
+    /// takes the account's refresh slot.
+    func nextWake(_ current: Wake?, machine: AccountMachine, scopedDue: Date?, now: Date) -> (deadline: Date, proactive: Bool)? {
+        let session = sessionWake(current, machine: machine, now: now)
+        guard let scopedDue, machine.phase == .idle else { return session }
+        guard let session, session.deadline <= scopedDue else { return (max(scopedDue, now), false) }
+        return session
+    }
+
+    private func sessionWake(_ current: Wake?, machine: AccountMachine, now: Date) -> (deadline: Date, proactive: Bool)? {
         guard let wake = machine.nextWake else { return nil }
         guard wake > now, let window = machine.proactiveWindow else { return (wake, false) }
         let own = current.flatMap { $0.proactive ? RefreshSpreading.second(of: $0.deadline) : nil }
@@ -51,9 +59,9 @@ struct RefreshScheduler {
     /// Arms an account's timer for its next wake-up, replacing its armed one in `wake`; `fire`
     /// runs then. Returns the deadline armed.
     @discardableResult
-    mutating func arm(_ wake: inout Wake?, machine: AccountMachine, now: Date, fire: @escaping @Sendable () -> Void) -> Date? {
+    mutating func arm(_ wake: inout Wake?, machine: AccountMachine, scopedDue: Date?, now: Date, fire: @escaping @Sendable () -> Void) -> Date? {
         disarm(&wake)
-        guard let (deadline, proactive) = nextWake(nil, machine: machine, now: now) else { return nil }
+        guard let (deadline, proactive) = nextWake(nil, machine: machine, scopedDue: scopedDue, now: now) else { return nil }
         wake = Wake(deadline: deadline, proactive: proactive, timer: timers.schedule(at: deadline, fire))
         if proactive {
             proactivePerSecond[RefreshSpreading.second(of: deadline), default: 0] += 1
@@ -79,22 +87,5 @@ struct RefreshScheduler {
         if machine.isRefreshDue(at: now) { return true }
         guard let wake, wake.proactive else { return false }
         return wake.deadline <= now
-    }
-
-    /// Arms the next recheck, `recheckInterval` from `now`, unless one is armed.
-    mutating func armRecheck(now: Date, fire: @escaping @Sendable () -> Void) {
-        guard recheck == nil else { return }
-        recheck = timers.schedule(at: now.addingTimeInterval(Self.recheckInterval), fire)
-    }
-
-    /// The recheck fired: the next one may be armed.
-    mutating func recheckFired() {
-        recheck = nil
-    }
-
-    /// Cancels the recheck (shutdown; the engine disarms each account's wake).
-    mutating func disarmRecheck() {
-        recheck?.cancel()
-        recheck = nil
     }
 }

@@ -1,0 +1,52 @@
+import CTokendShims
+import Synchronization
+import TokendCore
+
+/// Hands back what an idle daemon holds for nothing (docs/architecture.md, "Memory at idle"):
+/// once start-up is done, and once each burst of work has been over for `quietPeriod`. Start-up
+/// touches code that never runs again (configuration, the keyring's first reads), and every page
+/// of code the kernel maps brings its neighbours with it; `tokend_release_idle_pages` pages
+/// those out, and frees the heap's empty pages. Nothing is armed while nothing happens: a daemon
+/// at rest is not woken for this.
+final class IdleMemory: Sendable {
+    /// Long enough that a client asking every few seconds keeps its pages, short enough that a
+    /// daemon left alone after a burst soon holds only what it needs.
+    static let quietPeriod: Double = 30
+
+    private let clock: any WallClock
+    private let timers: any TimerSource
+    private let armed = Mutex<TimerHandle?>(nil)
+    /// `armed != nil`, readable without the lock: the connection path only loads it.
+    private let isArmed = Atomic<Bool>(false)
+
+    init(clock: any WallClock, timers: any TimerSource) {
+        self.clock = clock
+        self.timers = timers
+    }
+
+    /// Work happened (a connection, a refresh): release once it has been quiet for a while. Cheap
+    /// when a release is already armed, which is every call of a busy daemon but the first.
+    func noteWork() {
+        guard !isArmed.load(ordering: .relaxed) else { return }
+        armed.withLock { armed in
+            guard armed == nil else { return }
+            isArmed.store(true, ordering: .relaxed)
+            armed = timers.schedule(at: clock.now().addingTimeInterval(Self.quietPeriod)) { [self] in release() }
+        }
+    }
+
+    func release() {
+        armed.withLock {
+            $0 = nil
+            isArmed.store(false, ordering: .relaxed)
+        }
+        _ = tokend_release_idle_pages()
+    }
+
+    func cancel() {
+        armed.withLock {
+            $0.take()?.cancel()
+            isArmed.store(false, ordering: .relaxed)
+        }
+    }
+}
