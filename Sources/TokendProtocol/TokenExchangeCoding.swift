@@ -99,6 +99,93 @@ public enum TokenExchangeCoding {
         return response
     }
 
+    /// The daemon's side of the same exchange: a `token` request that is one flat object of only
+    /// `op` ("token"), `id`, `min_valid` and `timeout` (integers), `account`, `kind`, `scope` and
+    /// `audience` (strings free of escapes) — what tokenctl and most scripts send — decoded
+    /// without JSONDecoder, whose generic Codable work was a quarter of the daemon's time per
+    /// request (perf, issue 20). Anything else is nil, and `WireCoding.decodeRequest` judges it.
+    public static func request(_ line: [UInt8]) -> Request? {
+        var scanner = FlatObjectScanner(line)
+        var request = Request(op: "")
+        var seen: [String] = []
+        guard scanner.take(UInt8(ascii: "{")) else { return nil }
+        repeat {
+            guard let key = scanner.string(), !seen.contains(key), scanner.take(UInt8(ascii: ":")) else { return nil }
+            seen.append(key)
+            switch key {
+            case "op":
+                guard let value = scanner.string(), value == Op.token.rawValue else { return nil }
+                request.op = value
+            case "id":
+                guard let value = scanner.integer() else { return nil }
+                request.id = .number(Double(value))
+            case "min_valid":
+                guard let value = scanner.integer() else { return nil }
+                request.minValid = Double(value)
+            case "timeout":
+                guard let value = scanner.integer() else { return nil }
+                request.timeout = Double(value)
+            case "account":
+                guard let value = scanner.string() else { return nil }
+                request.account = value
+            case "kind":
+                guard let value = scanner.string(), let kind = TokenKind(rawValue: value) else { return nil }
+                request.kind = kind
+            case "scope":
+                guard let value = scanner.string() else { return nil }
+                request.scope = value
+            case "audience":
+                guard let value = scanner.string() else { return nil }
+                request.audience = value
+            default:
+                return nil
+            }
+        } while scanner.take(UInt8(ascii: ","))
+        guard scanner.take(UInt8(ascii: "}")), scanner.atEnd, request.op == Op.token.rawValue else { return nil }
+        return request
+    }
+
+    /// The line for a `token` answer of only `ok`, `id` (a whole number), `account`, `token`,
+    /// `kind`, `expires_at` and `expires_in`, byte for byte what `WireCoding.encodeLine` writes
+    /// (sorted keys, slashes unescaped); nil for anything else, or a string that needs escaping.
+    public static func replyLine(_ response: Response) -> [UInt8]? {
+        var covered = Response(id: response.id, ok: response.ok)
+        covered.account = response.account
+        covered.token = response.token
+        covered.kind = response.kind
+        covered.expiresAt = response.expiresAt
+        covered.expiresIn = response.expiresIn
+        guard covered == response, response.ok, let account = response.account, let token = response.token,
+            let kind = response.kind, let expiresAt = response.expiresAt, let expiresIn = response.expiresIn,
+            [account, token, expiresAt].allSatisfy(isPlain)
+        else { return nil }
+        var line: [UInt8] = []
+        line.reserveCapacity(128 + token.utf8.count + account.utf8.count)
+        line.append(contentsOf: #"{"account":""#.utf8)
+        line.append(contentsOf: account.utf8)
+        line.append(contentsOf: #"","expires_at":""#.utf8)
+        line.append(contentsOf: expiresAt.utf8)
+        line.append(contentsOf: #"","expires_in":"#.utf8)
+        line.append(contentsOf: String(expiresIn).utf8)
+        if let id = response.id {
+            guard case .number(let value) = id, let number = wholeNumber(value) else { return nil }
+            line.append(contentsOf: #","id":"#.utf8)
+            line.append(contentsOf: number.utf8)
+        }
+        line.append(contentsOf: #","kind":""#.utf8)
+        line.append(contentsOf: kind.rawValue.utf8)
+        line.append(contentsOf: #"","ok":true,"token":""#.utf8)
+        line.append(contentsOf: token.utf8)
+        line.append(contentsOf: "\"}\n".utf8)
+        return line
+    }
+
+    /// A string the encoder writes as it is: printable ASCII without a quote or a backslash
+    /// (slashes are not escaped: `.withoutEscapingSlashes`).
+    private static func isPlain(_ value: String) -> Bool {
+        value.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+    }
+
     private static func appendString(_ value: String, to line: inout [UInt8]) {
         line.append(UInt8(ascii: "\""))
         for byte in value.utf8 {

@@ -3,7 +3,17 @@ import TokendCore
 /// JSON Lines encoding shared by both ends: one object per line, no pretty printing, keys sorted
 /// so output is stable for humans diffing it and for tests.
 public enum WireCoding {
+    /// A response's line: a plain `token` answer by hand (`TokenExchangeCoding.replyLine`, the
+    /// same bytes), everything else through the encoder below.
+    public static func encodeLine(_ response: Response) -> [UInt8] {
+        TokenExchangeCoding.replyLine(response) ?? encoded(response)
+    }
+
     public static func encodeLine<Value: Encodable>(_ value: Value) -> [UInt8] {
+        encoded(value)
+    }
+
+    private static func encoded<Value: Encodable>(_ value: Value) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
@@ -20,6 +30,7 @@ public enum WireCoding {
     /// Decodes a request line. On failure the error names what was wrong (never the line itself,
     /// which may hold a token) and carries the `id` when it could still be read.
     public static func decodeRequest(_ line: [UInt8]) -> Result<Request, RequestDecodingFailure> {
+        if let request = TokenExchangeCoding.request(line) { return .success(request) }  // the common line, by hand
         let data = Data(line)
         do {
             return .success(try JSONDecoder().decode(Request.self, from: data))

@@ -76,4 +76,65 @@ import TokendCore
         let line = Array(#"{"ok":true,"token":""#.utf8) + [0xFF] + Array(#""}"#.utf8)
         #expect(TokenExchangeCoding.reply(line) == nil)
     }
+
+    // The daemon's side: the request decoded and the answer written by hand.
+
+    @Test(arguments: [
+        #"{"op":"token","account":"bench","min_valid":60}"#,
+        #"{"account":"work","id":7,"kind":"access","min_valid":0,"op":"token","timeout":30}"#,
+        #" { "op" : "token" , "account" : "api" , "scope" : "read:a" , "audience" : "https://x/" } "#,
+        #"{"op":"token","id":-3,"account":""}"#,
+        #"{"op":"token"}"#,
+    ])
+    func aTokenRequestLineDecodesByHandAsTheDecoderReadsIt(_ line: String) throws {
+        let fast = try #require(TokenExchangeCoding.request(Array(line.utf8)))
+        #expect(fast == (try JSONDecoder().decode(Request.self, from: Data(line.utf8))))
+    }
+
+    @Test(arguments: [
+        #"{"op":"status"}"#,
+        #"{"op":"token","account":"a","min_valid":1.5}"#,
+        #"{"op":"token","account":"a","min_valid":"60"}"#,
+        #"{"op":"token","id":"x","account":"a"}"#,
+        #"{"op":"token","account":"a\"b"}"#,
+        #"{"op":"token","account":"a","account":"b"}"#,
+        #"{"op":"token","account":"a","kind":"refresh"}"#,
+        #"{"op":"token","account":"a","refresh_token":"r"}"#,
+        #"{"op":"token","account":"a"} x"#,
+        #"{"account":"a"}"#,
+        #"{"op":"token","account":null}"#,
+        "",
+    ])
+    func anyOtherRequestLineIsLeftToTheDecoder(_ line: String) {
+        #expect(TokenExchangeCoding.request(Array(line.utf8)) == nil)
+    }
+
+    static func answer(id: RequestID?, token: String = "eyJ.eyJ.c2ln", account: String = "work") -> Response {
+        var response = Response(id: id)
+        response.account = account
+        response.token = token
+        response.kind = .id
+        response.expiresAt = "2026-11-25T23:00:00Z"
+        response.expiresIn = 3599
+        return response
+    }
+
+    /// The encoder's own bytes, through the generic path the hand-written line stands in for.
+    static func encoded<Value: Encodable>(_ value: Value) -> [UInt8] { WireCoding.encodeLine(value) }
+
+    @Test(arguments: [answer(id: nil), answer(id: .number(7)), answer(id: .number(-1), token: "ya29.a/b_c-d", account: "")])
+    func aTokenAnswerIsWrittenByHandByteForByteAsTheEncoderWritesIt(_ response: Response) throws {
+        let line = try #require(TokenExchangeCoding.replyLine(response))
+        #expect(line == Self.encoded(response))
+        #expect(WireCoding.encodeLine(response) == line)
+    }
+
+    @Test(arguments: [
+        answer(id: .string("x")), answer(id: .number(1.5)), answer(id: nil, token: "a\"b"), answer(id: nil, account: "ünï"),
+        Response.failure(TokendError(.needsLogin, "log in")), { var r = answer(id: nil); r.warning = "w"; return r }(),
+    ])
+    func anyOtherAnswerIsLeftToTheEncoder(_ response: Response) {
+        #expect(TokenExchangeCoding.replyLine(response) == nil)
+        #expect(WireCoding.encodeLine(response) == Self.encoded(response), "the same bytes either way")
+    }
 }

@@ -80,4 +80,20 @@ import TokendTestSupport
         #expect(scheduler.arm(&wake, machine: refreshing, scopedDue: nil, now: t0) {} == nil)
         #expect(clock.armedDeadlines.isEmpty)
     }
+
+    /// A narrowed token due before the session's refresh is the account's wake-up, while the
+    /// account is idle; during a backoff only the backoff's end counts (a grant takes the slot).
+    @Test func aNarrowedTokensRefreshWakesTheAccountWhileItIsIdle() {
+        let scheduler = RefreshScheduler(timers: clock)
+        let scoped = t0.addingTimeInterval(600)
+        let wake = scheduler.nextWake(nil, machine: machine(), scopedDue: scoped, now: t0)
+        #expect(wake?.deadline == scoped && wake?.proactive == false)
+        let later = scheduler.nextWake(nil, machine: machine(), scopedDue: t0.addingTimeInterval(7200), now: t0)
+        #expect(later?.deadline == t0.addingTimeInterval(3300), "the session's own refresh comes first")
+        #expect(scheduler.nextWake(nil, machine: machine(), scopedDue: t0.addingTimeInterval(-5), now: t0)?.deadline == t0, "an overdue one wakes it now")
+        var backingOff = machine()
+        let ticket = backingOff.startRefresh(at: t0)!
+        _ = backingOff.finish(ticket, .transient(RefreshFailure(code: "x", message: "x"), retryAfter: 60), at: t0, unit: 0)
+        #expect(scheduler.nextWake(nil, machine: backingOff, scopedDue: t0.addingTimeInterval(1), now: t0)?.deadline == t0.addingTimeInterval(60))
+    }
 }

@@ -182,3 +182,27 @@ import TokendTestSupport
         #expect(world.clock.armedDeadlines.isEmpty)
     }
 }
+
+/// Coalesced write-back (AccountEngine+WriteBack.swift) on the manual clock: refreshes that kept
+/// the refresh token reach the keyring one account at a time, paced, and what still waits at
+/// shutdown is written then.
+@Suite(.timeLimit(.minutes(1))) struct WriteBackTests {
+    @Test func writeBacksArePacedAndWhatWaitsIsWrittenAtShutdown() async throws {
+        let world = ManualWorld()
+        var events = world.hub.subscribe(account: nil).makeAsyncIterator()
+        await world.start(["a", "b"])
+        world.clock.advance(by: 3300)  // both proactive refreshes are due
+        for _ in 0..<2 { await world.provider.nextCall().answer(freshTokens("id-2")) }
+        for _ in 0..<2 { #expect(await events.next(.refreshed) != nil) }
+        // The first write goes at once; the second waits out the spacing (a second at least).
+        try await poll("the first write-back") {
+            world.clock.advance(by: 0)
+            return ["a", "b"].filter { world.store.storedTokens(account: $0)?.idToken == "id-2" }.count == 1
+        }
+        #expect(["a", "b"].filter { world.store.storedTokens(account: $0)?.idToken == "id-2" }.count == 1, "one at a time")
+        await world.engine.shutdown()
+        await world.engine.writeBackBeforeStopping()
+        #expect(world.store.storedTokens(account: "a")?.idToken == "id-2" && world.store.storedTokens(account: "b")?.idToken == "id-2")
+        #expect(world.store.storedTokens(account: "a")?.refreshToken == "rt-a", "the refresh token stays")
+    }
+}
