@@ -138,7 +138,7 @@ lines += [
     "## Memory and idleness",
     "",
     "Measured at the end of the idle window: tokend hands back the pages start-up and the load "
-    "touched once it has been quiet for 30 s (docs/architecture.md, \"Memory at idle\").",
+    "touched 30 s after the last burst of work began (docs/architecture.md, \"Memory at idle\").",
     "",
     "| measure | tokend | oidc-agent | ratio |",
     "| --- | ---: | ---: | ---: |",

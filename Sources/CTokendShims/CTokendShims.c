@@ -142,24 +142,43 @@ int tokend_tcp4_socket_owner(uint32_t local_address, uint16_t local_port, uint32
 #define MADV_PAGEOUT 21  // Linux 5.4; older kernels answer EINVAL and the mapping is skipped
 #endif
 
-// A line of /proc/self/maps is far shorter: the longest is a mapping's path (PATH_MAX).
-#define TOKEND_MAPS_LINE_MAX 4352
+// A line of /proc/self/smaps is far shorter: the longest is a mapping's path (PATH_MAX).
+#define TOKEND_SMAPS_LINE_MAX 4352
 
 int tokend_release_idle_pages(void) {
     malloc_trim(0);
-    FILE *maps = fopen("/proc/self/maps", "re");
-    if (maps == NULL) return -1;
-    char line[TOKEND_MAPS_LINE_MAX];
-    int released = 0;
-    while (fgets(line, sizeof line, maps) != NULL) {
-        unsigned long from, to;
+    FILE *smaps = fopen("/proc/self/smaps", "re");
+    if (smaps == NULL) return -1;
+    char line[TOKEND_SMAPS_LINE_MAX];
+    unsigned long from = 0, to = 0;
+    int file_mapping = 0, read_only = 0, released = 0;
+    while (fgets(line, sizeof line, smaps) != NULL) {
+        unsigned long start, end;
+        char permissions[5];
         int path_at = 0;
-        // Only mappings of a file (the path starts with '/'): the pages the kernel can read again
-        // from it. MADV_PAGEOUT never loses data: a page of it copied on write is anonymous
-        // memory, kept (or swapped), not dropped.
-        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &from, &to, &path_at) != 2 || path_at == 0 || line[path_at] != '/') continue;
-        if (madvise((void *)from, to - from, MADV_PAGEOUT) == 0) released++;
+        if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &start, &end, permissions, &path_at) == 3 && path_at > 0) {
+            from = start;
+            to = end;
+            // Only mappings of a file (the path starts with '/'): pages the kernel can read again.
+            file_mapping = line[path_at] == '/';
+            read_only = permissions[1] != 'w';
+            // MADV_PAGEOUT never loses data (a page copied on write is anonymous memory: kept,
+            // or swapped), and drops the page cache too, but only for files this process owns
+            // or may write (mm/madvise.c, can_do_file_pageout): tokend's own binary, installed
+            // by the user. Shared pages stay.
+            if (file_mapping && madvise((void *)from, to - from, MADV_PAGEOUT) == 0) released++;
+            continue;
+        }
+        // A read-only mapping with no page copied on write holds nothing but the file's pages:
+        // MADV_DONTNEED unmaps them whoever owns the file (a packaged /usr/bin/tokend, or a
+        // binary systemd's PrivateUsers= shows as nobody's). Never a writable one: a write between
+        // this line and the madvise would be thrown away.
+        if (file_mapping && read_only && strncmp(line, "Anonymous:", 10) == 0) {
+            unsigned long anonymous = 1;
+            file_mapping = 0;
+            if (sscanf(line + 10, "%lu", &anonymous) == 1 && anonymous == 0) madvise((void *)from, to - from, MADV_DONTNEED);
+        }
     }
-    fclose(maps);
+    fclose(smaps);
     return released;
 }

@@ -45,10 +45,10 @@ int tokend_spawn(pid_t *pid, const char *file, int search_path, char *const argv
 int tokend_tcp4_socket_owner(uint32_t local_address, uint16_t local_port, uint32_t remote_address, uint16_t remote_port, uid_t *owner);
 
 /// Gives back memory an idle daemon holds for nothing (docs/architecture.md, "Memory at idle"):
-/// free heap pages (malloc_trim), and the pages of every file mapping (code and data of the
-/// executable and the libraries) that the kernel can read again from the file (MADV_PAGEOUT;
-/// pages shared with other processes stay). Returns how many mappings were paged out, or -1
-/// with errno set.
+/// free heap pages (malloc_trim); every file mapping paged out (MADV_PAGEOUT: the page cache too,
+/// for files the process owns); every read-only file mapping without private copies unmapped
+/// (MADV_DONTNEED). Pages come back from the file when used. Returns how many mappings were paged
+/// out, or -1 with errno set.
 int tokend_release_idle_pages(void);
 
 #endif

@@ -3,7 +3,8 @@ import Synchronization
 import TokendCore
 
 /// Hands back what an idle daemon holds for nothing (docs/architecture.md, "Memory at idle"):
-/// once start-up is done, and once each burst of work has been over for `quietPeriod`. Start-up
+/// once start-up is done, and `quietPeriod` after the first work since the last release (a busy
+/// daemon releases that often, which costs it a few page faults; an idle one once). Start-up
 /// touches code that never runs again (configuration, the keyring's first reads), and every page
 /// of code the kernel maps brings its neighbours with it; `tokend_release_idle_pages` pages
 /// those out, and frees the heap's empty pages. Nothing is armed while nothing happens: a daemon
@@ -15,17 +16,20 @@ final class IdleMemory: Sendable {
 
     private let clock: any WallClock
     private let timers: any TimerSource
+    private let hand: @Sendable () -> Void
     private let armed = Mutex<TimerHandle?>(nil)
     /// `armed != nil`, readable without the lock: the connection path only loads it.
     private let isArmed = Atomic<Bool>(false)
 
-    init(clock: any WallClock, timers: any TimerSource) {
+    /// `hand`: what giving the pages back does (tests count it instead).
+    init(clock: any WallClock, timers: any TimerSource, hand: @escaping @Sendable () -> Void = { _ = tokend_release_idle_pages() }) {
         self.clock = clock
         self.timers = timers
+        self.hand = hand
     }
 
-    /// Work happened (a connection, a refresh): release once it has been quiet for a while. Cheap
-    /// when a release is already armed, which is every call of a busy daemon but the first.
+    /// Work happened (a connection, an event): release `quietPeriod` from now unless a release is
+    /// armed already. Cheap then, which is every call of a busy daemon but the first.
     func noteWork() {
         guard !isArmed.load(ordering: .relaxed) else { return }
         armed.withLock { armed in
@@ -40,7 +44,7 @@ final class IdleMemory: Sendable {
             $0 = nil
             isArmed.store(false, ordering: .relaxed)
         }
-        _ = tokend_release_idle_pages()
+        hand()
     }
 
     func cancel() {

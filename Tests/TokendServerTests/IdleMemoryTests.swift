@@ -1,0 +1,29 @@
+import Synchronization
+import Testing
+import TokendCore
+@testable import TokendServer
+import TokendTestClock
+
+/// `IdleMemory` on the manual clock: a release once a burst of work has been quiet for the
+/// quiet period, none while nothing happens.
+@Suite struct IdleMemoryTests {
+    @Test func aBurstOfWorkIsFollowedByOneReleaseAndRestBringsNone() {
+        let clock = ManualClock()
+        let released = Atomic<Int>(0)
+        let memory = IdleMemory(clock: clock, timers: clock) { released.add(1, ordering: .relaxed) }
+        for _ in 0..<100 { memory.noteWork() }
+        #expect(clock.armedDeadlines == [clock.now().addingTimeInterval(IdleMemory.quietPeriod)], "one timer for the whole burst")
+        clock.advance(by: IdleMemory.quietPeriod - 1)
+        #expect(released.load(ordering: .relaxed) == 0)
+        clock.advance(by: 1)
+        #expect(released.load(ordering: .relaxed) == 1)
+        clock.advance(by: 3600)
+        #expect(released.load(ordering: .relaxed) == 1 && clock.armedDeadlines.isEmpty, "at rest: nothing armed, nothing released")
+        memory.noteWork()
+        clock.advance(by: IdleMemory.quietPeriod)
+        #expect(released.load(ordering: .relaxed) == 2, "the next burst arms it again")
+        memory.noteWork()
+        memory.cancel()
+        #expect(clock.armedDeadlines.isEmpty)
+    }
+}
