@@ -149,6 +149,8 @@ for key, shown in (("RSS", "idle RSS, 1 account"), ("PSS", "PSS (shared pages di
                  f"| {ratio(int(facts[f'TOKEND_{key}_1']), int(facts[f'AGENT_{key}']), True)} |")
 lines += [
     f"| RSS just after the load | {kib('TOKEND_RSS_LOADED'):.1f} MB | | |",
+    f"| pages the first request after the idle release faults back in: minor, major "
+    f"| {facts.get('FIRST_MINOR_FAULTS', '?')}, {facts.get('FIRST_MAJOR_FAULTS', '?')} | | |",
     f"| context switches in {facts['IDLE_SECONDS']} s idle (all threads; tokend has {facts['TOKEND_THREADS']}) "
     f"| {facts['TOKEND_IDLE_SWITCHES']} "
     f"| {facts['AGENT_IDLE_SWITCHES']} | |",

@@ -275,7 +275,8 @@ private struct FlatObjectScanner {
         var value = 0
         var digits = 0
         while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
-            value = value * 10 + Int(bytes[index] - UInt8(ascii: "0"))  // conversion: a checked ASCII digit
+            // Past 15 digits the number is the decoder's (and would overflow here): only counted.
+            if digits < 15 { value = value * 10 + Int(bytes[index] - UInt8(ascii: "0")) }  // conversion: a checked ASCII digit
             digits += 1
             index += 1
         }

@@ -57,6 +57,7 @@ import TokendCore
         #"{"ok":true,"ok":false}"#,
         #"{"ok":true,"expires_in":1.5}"#,
         #"{"ok":true,"expires_in":012}"#,
+        #"{"ok":true,"expires_in":123456789012345678901234567890}"#,
         #"{"ok":true,"id":"one"}"#,
         #"{"ok":true,"kind":"refresh"}"#,
         #"{"ok":true,"token":null}"#,
@@ -103,6 +104,9 @@ import TokendCore
         #"{"op":"token","account":"a"} x"#,
         #"{"account":"a"}"#,
         #"{"op":"token","account":null}"#,
+        #"{"op":"token","account":"a","timeout":123456789012345678901234567890}"#,
+        #"{"op":"token","id":-99999999999999999999,"account":"a"}"#,
+        #"{"op":"token","account":"a","min_valid":0x10}"#,
         "",
     ])
     func anyOtherRequestLineIsLeftToTheDecoder(_ line: String) {
