@@ -70,7 +70,7 @@ def summary():
          f"{many['rate'] / many_theirs['rate']:.2f}× / p99 {'lower' if many['p99'] < many_theirs['p99'] else 'higher'}",
          "≥ 2× / p99 lower"),
         ("idle RSS, 1 account (smaps_rollup)", f"{kib('TOKEND_RSS_1'):.1f} MB", f"{kib('AGENT_RSS'):.1f} MB",
-         f"{int(facts['TOKEND_RSS_1']) / int(facts['AGENT_RSS']):.1f}×", "≤ 12 MB"),
+         f"{int(facts['TOKEND_RSS_1']) / int(facts['AGENT_RSS']):.2f}× the memory", "≤ 12 MB"),
         (f"context switches in {facts['IDLE_SECONDS']} s idle", facts["TOKEND_IDLE_SWITCHES"], facts["AGENT_IDLE_SWITCHES"], "",
          "only armed timers and the watchdog"),
     ]
