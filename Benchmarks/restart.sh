@@ -30,17 +30,7 @@ dbus-monitor --session "type='method_call',interface='org.freedesktop.Secret.Col
   >"$work/writes.log" 2>/dev/null &
 pids+=($!)
 
-"$BENCH_FAKE" --lifetime "$lifetime" >"$work/fake.out" 2>"$work/fake.log" &
-pids+=($!)
-wait_for "the fake Firebase" grep -q '^FIREBASE_AUTH_EMULATOR_HOST=' "$work/fake.out"
-emulator=$(sed -n 's/^FIREBASE_AUTH_EMULATOR_HOST=//p' "$work/fake.out")
-for i in $(seq "$accounts"); do
-  printf '[account.a%s]\nprovider = "firebase"\napi_key = "k"\nemulator = "%s"\n' "$i" "$emulator"
-done >"$TOKEND_CONFIG"
-"$bin/tokend" 2>>"$work/tokend.log" &
-tokend=$!
-pids+=("$tokend")
-wait_for tokend "$bin/tokenctl" list
+start_world "$lifetime"
 
 note "provisioning $accounts accounts, first tokens spread over ${lifetime}s"
 echo "PROVISION_START=$(stamp)" >"$work/phases.env"

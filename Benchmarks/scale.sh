@@ -21,18 +21,7 @@ keyring_pid() {
 }
 
 # Every token lives 60 s, so tokend refreshes each account about every 40 s (margin 20 s).
-"$BENCH_FAKE" --lifetime 60 >"$work/fake.out" 2>"$work/fake.log" &
-fake=$!
-pids+=("$fake")
-wait_for "the fake Firebase" grep -q '^FIREBASE_AUTH_EMULATOR_HOST=' "$work/fake.out"
-emulator=$(sed -n 's/^FIREBASE_AUTH_EMULATOR_HOST=//p' "$work/fake.out")
-for i in $(seq "$accounts"); do
-  printf '[account.a%s]\nprovider = "firebase"\napi_key = "k"\nemulator = "%s"\n' "$i" "$emulator"
-done >"$TOKEND_CONFIG"
-"$bin/tokend" 2>>"$work/tokend.log" &
-tokend=$!
-pids+=("$tokend")
-wait_for tokend "$bin/tokenctl" list
+start_world 60
 
 note "provisioning $accounts accounts (a user each on the fake, imported over the socket)"
 $scale provision "$emulator" "$TOKEND_SOCKET" "$accounts" >"$work/provision.json"

@@ -16,3 +16,19 @@ wait_for() {
   for _ in $(seq 600); do "$@" >/dev/null 2>&1 && return 0; sleep 0.05; done
   echo "$RUN_NAME: $what did not come up" >&2; exit 70
 }
+# start_world LIFETIME: the fake Firebase minting LIFETIME-second tokens, a configuration of
+# $accounts Firebase accounts a1… on it, and tokend; sets fake, emulator and tokend.
+start_world() {
+  "$BENCH_FAKE" --lifetime "$1" >"$work/fake.out" 2>"$work/fake.log" &
+  fake=$!
+  pids+=("$fake")
+  wait_for "the fake Firebase" grep -q '^FIREBASE_AUTH_EMULATOR_HOST=' "$work/fake.out"
+  emulator=$(sed -n 's/^FIREBASE_AUTH_EMULATOR_HOST=//p' "$work/fake.out")
+  for i in $(seq "$accounts"); do
+    printf '[account.a%s]\nprovider = "firebase"\napi_key = "k"\nemulator = "%s"\n' "$i" "$emulator"
+  done >"$TOKEND_CONFIG"
+  "$bin/tokend" 2>>"$work/tokend.log" &
+  tokend=$!
+  pids+=("$tokend")
+  wait_for tokend "$bin/tokenctl" list
+}

@@ -139,6 +139,11 @@ public final class SocketListener: Sendable {
         server.withLock { $0 = listener }
         onListening()
         try await listener.closeFuture.get()
+        // Returns once every connection has closed too (`stop()` ends them within `closingGrace`):
+        // a reply still going out must not be cut off by the process exiting.
+        for connection in openConnections.withLock({ Array($0.values) }) {
+            try? await connection.closeFuture.get()
+        }
     }
 
     /// How long a connection may take to answer its request in flight once the daemon stops:
