@@ -87,7 +87,7 @@ public final class SocketListener: Sendable {
 
     /// Binds `path` (socket 0600) or adopts a socket-activated descriptor, then serves until
     /// `stop()` is called. Every connection lives on one event loop, the listener's: a connection
-    /// handed to another thread costs a wake-up, and one loop outruns what two cores' clients ask.
+    /// handed to another thread costs a wake-up per connection (docs/architecture.md).
     public func run(path: String, activatedDescriptor: CInt?, onListening: @Sendable () -> Void = {}) async throws {
         let uid = self.uid
         let logger = self.logger
