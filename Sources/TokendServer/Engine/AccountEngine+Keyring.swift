@@ -23,6 +23,19 @@ extension AccountEngine {
         await apply(.storedSessionRead(ticket, loaded, unit: random()), to: name)
     }
 
+    /// Writes the account's held `tokens` back (the keyring's poll, a coalesced write-back) and,
+    /// if they are still the held ones when the keyring answers, records it: written, nothing of
+    /// the account is unsaved or deferred any more; not written, the poll writes it once the
+    /// keyring answers again. Nil when something newer arrived meanwhile (its own write decides).
+    func writeHeldSession(_ name: String, _ tokens: TokenSet) async -> Bool? {
+        let saved = await store.save(tokens, account: name)
+        let written = noteKeyring(saved, account: name)
+        guard accounts[name]?.machine.tokens == tokens else { return nil }
+        accounts[name]?.unsaved = !written
+        if written { accounts[name]?.writeBackDeferred = false }
+        return written
+    }
+
     /// Records what a keyring operation said about the keyring; returns whether it succeeded.
     /// Any failure starts the poll that writes back and reloads once the keyring is usable.
     func noteKeyring(_ result: Result<Void, KeyringError>, account name: String) -> Bool {
@@ -80,12 +93,8 @@ extension AccountEngine {
             if case .awaitingKeyring = account.machine.phase {
                 await restore(name)
             } else if account.unsaved, let tokens = account.machine.tokens {
-                let saved = await store.save(tokens, account: name)
-                // Only clear the flag if nothing newer arrived while we wrote.
-                if accounts[name]?.machine.tokens == tokens {
-                    accounts[name]?.unsaved = !noteKeyring(saved, account: name)
-                    if accounts[name]?.unsaved == false { accounts[name]?.writeBackDeferred = false }
-                    if accounts[name]?.unsaved == false { logger.info("session written back to the keyring", metadata: ["account": "\(name)"]) }
+                if await writeHeldSession(name, tokens) == true {
+                    logger.info("session written back to the keyring", metadata: ["account": "\(name)"])
                 }
             } else if account.unsaved {
                 accounts[name]?.unsaved = false

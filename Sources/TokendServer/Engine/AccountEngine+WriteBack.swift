@@ -5,7 +5,8 @@ import TokendCore
 /// "Keyring write-back"): a refresh that did not rotate the refresh token is served at once, and
 /// its tokens reach the keyring later, one account at a time, paced so that the keyring is never
 /// kept busy by them. Everything that cannot wait — a rotated refresh token, an import, a
-/// login's session — is written at once, as before, and takes the account off the queue.
+/// login's session — is written at once, as before, and clears the account's
+/// `writeBackDeferred`; its place in the queue is then skipped when its turn comes.
 extension AccountEngine {
     /// At shutdown, deferred write-backs go out for at most this long: a user with a handful of
     /// accounts keeps every current token, and systemd's stop timeout (90 s) is never at risk
@@ -40,14 +41,8 @@ extension AccountEngine {
         writeBackRunning = true
         defer { writeBackRunning = false }
         let started = clock.now()
-        let saved = await store.save(tokens, account: name)
+        _ = await writeHeldSession(name, tokens)
         writeBacks.wrote(name, started: started, finished: clock.now())
-        let written = noteKeyring(saved, account: name)
-        // Only if nothing newer arrived while the keyring wrote.
-        guard accounts[name]?.machine.tokens == tokens else { return }
-        accounts[name]?.writeBackDeferred = !written
-        // A keyring that is locked or gone: the keyring's poll writes it back when it returns.
-        if !written { accounts[name]?.unsaved = true }
     }
 
     /// The daemon is stopping: write back what waits, longest due first, for at most

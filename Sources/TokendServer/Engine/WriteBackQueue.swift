@@ -49,8 +49,7 @@ struct WriteBackQueue {
         nextAllowed = finished.addingTimeInterval(max(Self.minimumSpacing, 2 * finished.timeIntervalSince(started)))
     }
 
-    /// The account's session was written in full (a rotation, an import) or is gone: nothing to
-    /// write back for it.
+    /// Takes `name` off the queue out of turn (the daemon's shutdown writes what waits at once).
     mutating func drop(_ name: String) {
         waiting[name] = nil
     }
