@@ -13,6 +13,9 @@ public struct ScopedTokenCache: Sendable {
         public var generation: UInt64
         /// The last `token` request for this key: a key nobody asks for stops being refreshed.
         public var lastUsed: Date
+
+        /// A request asked for it since it was minted: its proactive refresh is worth a grant.
+        public var askedForSinceMinted: Bool { lastUsed >= issuedAt }
     }
 
     /// Keys per account. Each live key costs one grant at the provider per token lifetime, so a
@@ -71,25 +74,26 @@ public struct ScopedTokenCache: Sendable {
         return refusal.error
     }
 
-    /// The keys whose proactive refresh is due at `now`, soonest expiry first: tokens of the
-    /// current `generation` asked for since they were minted (a key unused for a whole token
-    /// lifetime is left to expire), at the account's refresh margin.
+    /// The keys whose proactive refresh is due at `now`, soonest expiry first (`kept`).
     public func due(at now: Date, generation: UInt64, policy: RefreshPolicy) -> [TokenScope] {
-        entries.filter { _, entry in
-            entry.generation == generation && entry.lastUsed >= entry.issuedAt && entry.expiresAt > now
-                && policy.refreshAt(expiresAt: entry.expiresAt, issuedAt: entry.issuedAt, unit: 0) <= now
-        }
-        .sorted { $0.value.expiresAt < $1.value.expiresAt }
-        .map(\.key)
+        kept(at: now, generation: generation, policy: policy).filter { $0.refreshAt <= now }
+            .sorted { $0.entry.expiresAt < $1.entry.expiresAt }
+            .map(\.key)
     }
 
     /// When the first of `due`'s keys becomes due, for the account's timer; nil when none will.
     public func nextDue(after now: Date, generation: UInt64, policy: RefreshPolicy) -> Date? {
-        entries.values.lazy.filter { entry in
-            entry.generation == generation && entry.lastUsed >= entry.issuedAt && entry.expiresAt > now
+        kept(at: now, generation: generation, policy: policy).map(\.refreshAt).min()
+    }
+
+    /// The tokens a proactive refresh keeps warm, with the instant each is due at the account's
+    /// refresh margin: alive at `now`, of the current `generation`, and asked for since they were
+    /// minted (a key unused for a whole token lifetime is left to expire).
+    private func kept(at now: Date, generation: UInt64, policy: RefreshPolicy) -> [(key: TokenScope, entry: Entry, refreshAt: Date)] {
+        entries.compactMap { key, entry in
+            guard entry.generation == generation, entry.askedForSinceMinted, entry.expiresAt > now else { return nil }
+            return (key, entry, policy.refreshAt(expiresAt: entry.expiresAt, issuedAt: entry.issuedAt, unit: 0))
         }
-        .map { policy.refreshAt(expiresAt: $0.expiresAt, issuedAt: $0.issuedAt, unit: 0) }
-        .min()
     }
 
     /// Drops tokens that expired or belong to an older session: nothing serves them any more.

@@ -36,7 +36,7 @@ extension AccountEngine {
             if let entry = account.scopedTokens.token(for: scope, generation: generation, minValid: minValid, at: now) {
                 accounts[name]?.scopedTokens.noteUse(of: scope, at: now)
                 // Its first use since it was minted makes it one the account's timer refreshes.
-                if entry.lastUsed < entry.issuedAt { schedule(name) }
+                if !entry.askedForSinceMinted { schedule(name) }
                 return .success(TokenGrant(token: entry.token, kind: .access, expiresAt: entry.expiresAt))
             }
             if let refusal = account.scopedTokens.refusal(of: scope, since: start) { return .failure(refusal) }
