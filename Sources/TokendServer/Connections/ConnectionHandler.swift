@@ -86,10 +86,11 @@ final class ConnectionHandler: ChannelDuplexHandler {
         while !awaitingEngine, !refused, streamWriter == nil, context.channel.isWritable, let frame = waiting.popFirst() {
             switch frame {
             case .line(let line):
-                if let response = handler.answerAtOnce(line: line) {
-                    context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: WireCoding.encodeLine(response))), promise: nil)
+                let decoded = WireCoding.decodeRequest(line)
+                if let response = handler.answerAtOnce(decoded) {
+                    reply(response, context)
                 } else {
-                    ask(line, context)
+                    ask(decoded, context)
                 }
             case .tooLarge, .emptyLineFlood:
                 refuse(frame, context)
@@ -104,26 +105,32 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    /// Hands a line to a task that asks the engine; its reply comes back to the event loop.
-    private func ask(_ line: [UInt8], _ context: ChannelHandlerContext) {
+    /// Writes one reply line.
+    @discardableResult
+    private func reply(_ response: Response, _ context: ChannelHandlerContext) -> EventLoopFuture<Void> {
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: WireCoding.encodeLine(response))))
+    }
+
+    /// Hands a decoded line to a task that asks the engine; its reply comes back to the event loop.
+    private func ask(_ decoded: Result<Request, WireCoding.RequestDecodingFailure>, _ context: ChannelHandlerContext) {
         awaitingEngine = true
         let handler = self.handler
         let loop = context.eventLoop
         let bound = NIOLoopBound((self, context), eventLoop: loop)
         Task {
-            let reply = await handler.handle(line: line)
+            let answer = await handler.handle(decoded: decoded)
             loop.execute {
                 let (connection, context) = bound.value
-                connection.engineReplied(reply, context)
+                connection.engineReplied(answer, context)
             }
         }
     }
 
-    private func engineReplied(_ reply: RequestHandler.Reply, _ context: ChannelHandlerContext) {
+    private func engineReplied(_ answer: RequestHandler.Reply, _ context: ChannelHandlerContext) {
         awaitingEngine = false
-        switch reply {
+        switch answer {
         case .response(let response):
-            context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: WireCoding.encodeLine(response))), promise: nil)
+            reply(response, context)
             answerWaitingLines(context)
         case .stream(let stream):
             startStream(stream, context)
@@ -156,7 +163,6 @@ final class ConnectionHandler: ChannelDuplexHandler {
         let refusal = frame == .tooLarge
             ? TokendError(.tooLarge, "a request line may be at most \(LineFramer.maximumLineLength) bytes; closing")
             : TokendError(.badRequest, "more than \(LineFrameHandler.maximumEmptyLinesInARow) empty lines in a row; closing")
-        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: WireCoding.encodeLine(Response.failure(refusal)))))
-            .assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        reply(Response.failure(refusal), context).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 }

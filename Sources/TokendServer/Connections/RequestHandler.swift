@@ -45,7 +45,12 @@ public struct RequestHandler: Sendable {
     /// Every line gets a reply: a line that is not a request is a `bad_request` carrying the
     /// `id` when it could be read.
     public func handle(line: [UInt8]) async -> Reply {
-        switch WireCoding.decodeRequest(line) {
+        await handle(decoded: WireCoding.decodeRequest(line))
+    }
+
+    /// `handle(line:)` for a line already decoded (`ConnectionHandler` decodes each line once).
+    public func handle(decoded: Result<Request, WireCoding.RequestDecodingFailure>) async -> Reply {
+        switch decoded {
         case .failure(let failure):
             return .response(.failure(TokendError(.badRequest, failure.message), id: failure.id))
         case .success(let request):
@@ -55,9 +60,9 @@ public struct RequestHandler: Sendable {
 
     /// Answers `hello`, and a plain `token` request whose account holds a token meeting its
     /// `min_valid`, at once and without suspending (`ConnectionHandler`); nil for every other line
-    /// (errors included), which `handle(line:)` answers.
-    public func answerAtOnce(line: [UInt8]) -> Response? {
-        guard case .success(let request) = WireCoding.decodeRequest(line), let command = try? Command(request) else { return nil }
+    /// (errors included), which `handle(decoded:)` answers.
+    public func answerAtOnce(_ decoded: Result<Request, WireCoding.RequestDecodingFailure>) -> Response? {
+        guard case .success(let request) = decoded, let command = try? Command(request) else { return nil }
         switch command {
         case .hello: return HelloHandler(version: version).handle(id: request.id)
         case .token(let args): return TokenHandler.answerAtOnce(args, id: request.id, session: services)
