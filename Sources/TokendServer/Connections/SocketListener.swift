@@ -33,10 +33,9 @@ public final class SocketListener: Sendable {
     let logger: Logger
     let lineTimeLimits: LineTimeLimits
     let uid = getuid()
+    /// Connections accepted and not yet closed, entered as they are accepted, so their count is
+    /// the one the cap checks and a burst of connections cannot slip past it.
     let openConnections = Mutex<[ObjectIdentifier: any Channel]>([:])
-    /// Connections accepted and not yet closed, counted when accepted (not when their serving
-    /// task starts), so a burst of connections cannot slip past the cap.
-    let acceptedConnections = Atomic<Int>(0)
     let server = Mutex<(any Channel)?>(nil)
     /// Told of every connection accepted (the daemon's `IdleMemory`).
     let onConnection: @Sendable () -> Void
@@ -104,13 +103,12 @@ public final class SocketListener: Sendable {
                         throw ListenerError(code: .bindFailed, description: "peer uid \(credentials.uid) refused")
                     }
                     self.onConnection()
-                    let open = self.acceptedConnections.add(1, ordering: .relaxed).newValue
                     let key = ObjectIdentifier(channel)
-                    self.openConnections.withLock { $0[key] = channel }
-                    channel.closeFuture.whenComplete { _ in
-                        self.acceptedConnections.subtract(1, ordering: .relaxed)
-                        self.openConnections.withLock { _ = $0.removeValue(forKey: key) }
+                    let open = self.openConnections.withLock { connections in
+                        connections[key] = channel
+                        return connections.count
                     }
+                    channel.closeFuture.whenComplete { _ in self.openConnections.withLock { _ = $0.removeValue(forKey: key) } }
                     if open <= Self.maximumConnections {
                         try channel.pipeline.syncOperations.addHandlers(LineFrameHandler(limits: self.lineTimeLimits), ConnectionHandler(self.handler))
                     } else {
