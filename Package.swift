@@ -30,7 +30,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
-        .target(name: "TokendCore"),
+        .target(name: "TokendCore", dependencies: ["CTokendShims"]),
         .target(name: "TokendProtocol", dependencies: ["TokendCore", "CTokendShims"]),
         .systemLibrary(
             name: "CLibsecret", pkgConfig: "libsecret-1",
@@ -68,6 +68,8 @@ let package = Package(
             dependencies: [
                 "TokendServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .executableTarget(
             name: "tokenctl",

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <signal.h>
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <netinet/in.h>
 #include <linux/netlink.h>
@@ -181,4 +182,46 @@ int tokend_release_idle_pages(void) {
     }
     fclose(smaps);
     return released;
+}
+
+/* The signals the daemon handles arrive as bytes on one pipe: the handler writes the signal's
+ * number (async-signal-safe), a thread reads them. Not a libdispatch signal source: that runs on
+ * a Dispatch worker, and once one has run libdispatch wakes every second (SystemTimerSource). */
+static int tokend_signal_pipe_ends[2] = {-1, -1};
+static pthread_once_t tokend_signal_pipe_once = PTHREAD_ONCE_INIT;
+
+static void tokend_signal_pipe_create(void) {
+    if (pipe2(tokend_signal_pipe_ends, O_CLOEXEC) != 0) return;
+    /* A full pipe (64 KiB of unread signals) drops the newest: never block in a handler. */
+    fcntl(tokend_signal_pipe_ends[1], F_SETFL, O_NONBLOCK);
+}
+
+static void tokend_signal_to_pipe(int signal_number) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)signal_number;
+    ssize_t ignored = write(tokend_signal_pipe_ends[1], &byte, 1);
+    (void)ignored;
+    errno = saved;
+}
+
+int tokend_signal_pipe(void) {
+    pthread_once(&tokend_signal_pipe_once, tokend_signal_pipe_create);
+    return tokend_signal_pipe_ends[0];
+}
+
+int tokend_forward_signal(int signal_number) {
+    if (tokend_signal_pipe() < 0) return -1;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = tokend_signal_to_pipe;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    return sigaction(signal_number, &action, NULL);
+}
+
+int tokend_name_this_thread(const char *name) {
+    char truncated[16];
+    strncpy(truncated, name, sizeof truncated - 1);
+    truncated[sizeof truncated - 1] = 0;
+    return pthread_setname_np(pthread_self(), truncated);
 }

@@ -83,11 +83,20 @@ extension TokenSet: CustomStringConvertible, CustomDebugStringConvertible {
 
 extension TokenSet {
     /// The keyring item's secret value: one JSON object, dates as whole seconds since the epoch.
-    public func keyringJSON() throws -> String {
+    /// With `account`, the item's own account name is written beside the tokens: a bulk read of
+    /// every item's secret (one GetSecrets call) then knows whose each one is without asking for
+    /// each item's attributes, which gnome-keyring answers in time linear in the collection's size.
+    public func keyringJSON(account: String? = nil) throws -> String {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+        return String(decoding: try encoder.encode(KeyringSecret(tokens: self, account: account)), as: UTF8.self)
+    }
+
+    /// The account an item's secret names (`keyringJSON(account:)`); nil for a secret written
+    /// without one (by hand, or by tokend before 2026-11) or one that is not JSON.
+    public static func keyringAccount(in secret: String) -> String? {
+        (try? JSONDecoder().decode(KeyringSecret.Name.self, from: Data(secret.utf8)))?.account
     }
 
     /// Dates are held to the same bounds as JWT claims (1970 to 9999): any program in the session
@@ -103,5 +112,25 @@ extension TokenSet {
             return date
         }
         self = try decoder.decode(TokenSet.self, from: Data(keyringJSON.utf8))
+    }
+}
+
+/// The keyring secret: the token set's keys and, beside them, the account's name.
+private struct KeyringSecret: Encodable {
+    let tokens: TokenSet
+    let account: String?
+
+    struct Name: Decodable {
+        let account: String?
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case account
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try tokens.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(account, forKey: .account)
     }
 }

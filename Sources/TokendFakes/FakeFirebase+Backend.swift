@@ -32,11 +32,11 @@ extension FakeFirebase {
         let state: Mutex<State>
         /// The fake's waits (latency, hangs, trickles, `waitForRequests`): real delays, armed on
         /// `Options.clock` (a manual clock's instants turn into the same real delays).
-        let timers: DispatchTimerSource
+        let timers: SystemTimerSource
 
         init(options: Options) {
             state = Mutex(State(options: options))
-            timers = DispatchTimerSource(clock: options.clock)
+            timers = SystemTimerSource(clock: options.clock)
         }
 
         /// Waits `seconds` of real time; throws when the task is cancelled (its connection closed).

@@ -40,7 +40,7 @@ final class FuzzWorld: Sendable {
         }
         let ledger = ledger
         let clock = ForwardClock()  // the daemon's
-        let timers = DispatchTimerSource(clock: clock)
+        let timers = SystemTimerSource(clock: clock)
         // A fixed jitter draw: the same input must take the same backoff every time it replays.
         engine = AccountEngine(
             store: store, clock: clock, timers: timers, hub: hub, logger: Logger(label: "tokend.fuzz") { _ in SwiftLogNoOpLogHandler() },

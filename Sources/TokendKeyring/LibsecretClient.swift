@@ -91,6 +91,61 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         }
     }
 
+    /// The object paths of every item of ours, and how many of them are locked: one SearchItems
+    /// call, which gnome-keyring answers without loading each item (0.15 s at 6,000 items).
+    func itemPaths(cancellable: UnsafeMutablePointer<GCancellable>) -> Result<ItemPaths, KeyringError> {
+        retryingOnce { () throws(KeyringError) -> ItemPaths in
+            let service = try self.service(cancellable)
+            let attributes = Self.attributes(account: nil)
+            defer { g_hash_table_unref(attributes) }
+            var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+            var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_service_search_for_dbus_paths_sync(
+                service.pointer, try self.sessionSchema(), attributes, cancellable, &unlocked, &locked, &error)
+            defer {
+                g_strfreev(unlocked)
+                g_strfreev(locked)
+            }
+            if let error { throw KeyringError(consuming: error) }
+            return ItemPaths(unlocked: Self.strings(unlocked), locked: Self.strings(locked).count)
+        }
+    }
+
+    /// The secrets of the unlocked items at `paths`, by path: one GetSecrets call. A path whose
+    /// item went (or was locked) since it was found is left out.
+    func secrets(at paths: [String], cancellable: UnsafeMutablePointer<GCancellable>) -> Result<[String: String], KeyringError> {
+        retryingOnce { () throws(KeyringError) -> [String: String] in
+            let service = try self.service(cancellable)
+            var copies: [UnsafeMutablePointer<CChar>?] = paths.map { strdup($0) }
+            copies.append(nil)
+            defer { for copy in copies { free(copy) } }
+            var error: UnsafeMutablePointer<GError>?
+            let table = copies.withUnsafeMutableBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<gchar>?.self, capacity: buffer.count) { list in
+                    secret_service_get_secrets_for_dbus_paths_sync(service.pointer, list, cancellable, &error)
+                }
+            }
+            if let error {
+                if let table { g_hash_table_unref(table) }
+                throw KeyringError(consuming: error)
+            }
+            guard let table else { return [:] }
+            defer { g_hash_table_unref(table) }
+            var found: [String: String] = [:]
+            var iterator = GHashTableIter()
+            g_hash_table_iter_init(&iterator, table)
+            var key: gpointer?
+            var value: gpointer?
+            while g_hash_table_iter_next(&iterator, &key, &value) != 0 {
+                guard let key, let value else { continue }
+                let path = String(cString: key.assumingMemoryBound(to: CChar.self))
+                found[path] = Self.text(of: OpaquePointer(value))
+            }
+            return found
+        }
+    }
+
     func state(cancellable: UnsafeMutablePointer<GCancellable>) -> Result<KeyringState, KeyringError> {
         retryingOnce { () throws(KeyringError) -> KeyringState in
             let service = try self.service(cancellable)
@@ -253,6 +308,10 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
     private static func secretText(of item: UnsafeMutablePointer<SecretItem>) -> String? {
         guard let value = secret_item_get_secret(item) else { return nil }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        return text(of: value)
+    }
+
+    private static func text(of value: OpaquePointer) -> String? {
         var length = 0
         guard let bytes = secret_value_get(value, &length) else { return nil }
         // Read as bytes, not secret_value_get_text: that is nil unless the content type is
@@ -262,7 +321,18 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         }
     }
 
-    private static func decode(_ secret: String) throws(KeyringError) -> TokenSet {
+    private static func strings(_ list: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
+        guard let list else { return [] }
+        var strings: [String] = []
+        var index = 0
+        while let string = list[index] {
+            strings.append(String(cString: string))
+            index += 1
+        }
+        return strings
+    }
+
+    static func decode(_ secret: String) throws(KeyringError) -> TokenSet {
         do {
             return try TokenSet(keyringJSON: secret)
         } catch {
@@ -270,6 +340,12 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             throw KeyringError(.corrupt, "the item's secret is not a tokend token set (JSON with a refresh_token)")
         }
     }
+}
+
+/// Where the items of ours are (`LibsecretClient.itemPaths`).
+struct ItemPaths: Sendable {
+    var unlocked: [String]
+    var locked: Int
 }
 
 /// An owned reference to a GObject, released when the Swift value goes (on the keyring thread:

@@ -26,6 +26,34 @@ public protocol SecretStore: AnyObject, Sendable {
 
     /// Whether the Secret Service is reachable and its default collection unlocked.
     func state(isolation: isolated (any Actor)?) async -> KeyringState
+
+    /// Every stored session the store can read and attribute in bulk, for a restore of many
+    /// accounts: with gnome-keyring, reading items one by one costs time linear in the collection
+    /// for each item, so 10,000 reads took minutes. Accounts it leaves out are read with `load`
+    /// when `othersMayExist` says so.
+    func loadAll(isolation: isolated (any Actor)?) async -> Result<StoredSessions, KeyringError>
+}
+
+/// What a bulk read (`SecretStore.loadAll`) found.
+public struct StoredSessions: Sendable {
+    /// By account: its token set, or why its item is unreadable (`.corrupt`).
+    public var sessions: [String: Result<TokenSet, KeyringError>]
+    /// Whether an account left out of `sessions` may still have an item: one that is locked,
+    /// one whose secret does not name its account (written by hand or by an older tokend), or
+    /// two naming the same account. False: a left-out account definitely has no item.
+    public var othersMayExist: Bool
+
+    public init(sessions: [String: Result<TokenSet, KeyringError>], othersMayExist: Bool) {
+        self.sessions = sessions
+        self.othersMayExist = othersMayExist
+    }
+}
+
+extension SecretStore {
+    /// A store that cannot read in bulk: every account is read by itself.
+    public func loadAll(isolation: isolated (any Actor)?) async -> Result<StoredSessions, KeyringError> {
+        .success(StoredSessions(sessions: [:], othersMayExist: true))
+    }
 }
 
 // Convenience forms that pick up the caller's isolation, so `await store.load(account: "work")`
@@ -50,5 +78,9 @@ extension SecretStore {
 
     public func state(_ isolation: isolated (any Actor)? = #isolation) async -> KeyringState {
         await state(isolation: isolation)
+    }
+
+    public func loadAll(_ isolation: isolated (any Actor)? = #isolation) async -> Result<StoredSessions, KeyringError> {
+        await loadAll(isolation: isolation)
     }
 }

@@ -95,7 +95,7 @@ public final class HTTPTransport: Sendable {
     ) {
         self.deadline = deadline
         self.clock = clock
-        self.timers = timers ?? DispatchTimerSource(clock: clock)
+        self.timers = timers ?? SystemTimerSource(clock: clock)
         func client(proxy: HTTPClient.Configuration.Proxy?) -> HTTPClient {
             var configuration = HTTPClient.Configuration()
             configuration.timeout = .init(connect: .seconds(5), read: .milliseconds(Int64(saturating: deadline * 1000)))

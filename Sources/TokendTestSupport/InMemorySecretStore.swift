@@ -12,6 +12,8 @@ public final class InMemorySecretStore: SecretStore {
         var simulatedState: KeyringState = .available
         var hang = false
         var operationCount = 0
+        var bulkReads = 0
+        var reads = 0
     }
 
     /// How long a hanging operation takes to answer `.timedOut`, in seconds; the default is
@@ -25,7 +27,7 @@ public final class InMemorySecretStore: SecretStore {
     public init(timeout: Double = 5, items: [String: TokenSet] = [:], clock: any WallClock = SystemWallClock(), timers: (any TimerSource)? = nil) {
         self.timeout = timeout
         self.clock = clock
-        self.timers = timers ?? DispatchTimerSource(clock: clock)
+        self.timers = timers ?? SystemTimerSource(clock: clock)
         state.withLock { state in
             for (account, tokens) in items { state.items[account] = try? tokens.keyringJSON() }
         }
@@ -61,11 +63,10 @@ public final class InMemorySecretStore: SecretStore {
     public func load(account: String, isolation: isolated (any Actor)? = #isolation) async -> Result<TokenSet?, KeyringError> {
         await answer { state throws(KeyringError) -> TokenSet? in
             try Self.requireReachable(state)
+            state.reads += 1
             guard let secret = state.items[account] else { return nil }
             if state.simulatedState == .locked { throw Self.locked }
-            do { return try TokenSet(keyringJSON: secret) } catch {
-                throw KeyringError(.corrupt, "the item's secret is not a tokend token set")
-            }
+            return try Self.decode(secret)
         }
     }
 
@@ -99,6 +100,23 @@ public final class InMemorySecretStore: SecretStore {
         }
     }
 
+    /// Like the real store: a locked store reads nothing in bulk, and says its items may exist.
+    public func loadAll(isolation: isolated (any Actor)? = #isolation) async -> Result<StoredSessions, KeyringError> {
+        await answer { state throws(KeyringError) -> StoredSessions in
+            try Self.requireReachable(state)
+            state.bulkReads += 1
+            if state.simulatedState == .locked { return StoredSessions(sessions: [:], othersMayExist: !state.items.isEmpty) }
+            let sessions = state.items.mapValues { secret in
+                Result { () throws(KeyringError) in try Self.decode(secret) }
+            }
+            return StoredSessions(sessions: sessions, othersMayExist: false)
+        }
+    }
+
+    /// How many bulk reads (`loadAll`) and reads of one account (`load`) were answered.
+    public var bulkReads: Int { state.withLock { $0.bulkReads } }
+    public var reads: Int { state.withLock { $0.reads } }
+
     public func state(isolation: isolated (any Actor)? = #isolation) async -> KeyringState {
         switch await answer({ state throws(KeyringError) -> KeyringState in state.simulatedState }) {
         case .success(let state): return state
@@ -123,6 +141,12 @@ public final class InMemorySecretStore: SecretStore {
     }
 
     private static let locked = KeyringError(.locked, "the collection is locked (simulated)")
+
+    private static func decode(_ secret: String) throws(KeyringError) -> TokenSet {
+        do { return try TokenSet(keyringJSON: secret) } catch {
+            throw KeyringError(.corrupt, "the item's secret is not a tokend token set")
+        }
+    }
 
     private static func requireReachable(_ state: State) throws(KeyringError) {
         if state.simulatedState == .unavailable {

@@ -1,12 +1,15 @@
 import ArgumentParser
+import Glibc
 import Logging
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import TokendProtocol
 import TokendServer
 
 /// `tokend`: the daemon's command line. Runs in the foreground; systemd (or a shell) supervises.
 @main
-struct TokendCommand: AsyncParsableCommand {
+struct TokendCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tokend",
         abstract: "Keeps Firebase and OpenID Connect sessions alive and serves their tokens on a Unix socket.",
@@ -38,14 +41,31 @@ struct TokendCommand: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    /// Synchronous, so that nothing of Swift Concurrency runs on libdispatch: its jobs go to
+    /// NIO's event loops, and the main thread waits for the daemon. Once any Dispatch worker has
+    /// run, libdispatch wakes every second for good (`TimerThread`); an idle daemon must sleep.
+    func run() throws {
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        let served = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Void.self)
+        served.completeWithTask { try await serve() }
+        try served.futureResult.wait()
+    }
+
+    func serve() async throws {
         let level = logLevel
         LoggingSystem.bootstrap { JournaldLogHandler(label: $0, level: level) }
         let logger = Logger(label: "tokend")
         let options = DaemonOptions(socketPath: socket, configPath: config, environment: SocketPath.processEnvironment(), keyringTimeout: keyringTimeout)
         do {
             let daemon = try Daemon.build(options, logger: logger)
-            let group = ServiceGroup(configuration: .init(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            // SIGTERM and SIGINT through the daemon's own signal thread, not ServiceLifecycle's
+            // Dispatch signal sources.
+            let group = ServiceGroup(configuration: .init(services: [daemon], logger: logger))
+            let stops = ProcessSignals.shared.stream(of: [SIGTERM, SIGINT])
+            let stopper = Task {
+                for await _ in stops { await group.triggerGracefulShutdown() }
+            }
+            defer { stopper.cancel() }
             try await group.run()
         } catch let error as DaemonError {
             logger.critical("cannot start: \(error.description)")

@@ -125,6 +125,42 @@ struct LibsecretStoreTests {
         #expect(keyring.secretToolLookup(account: account) == nil)
     }
 
+    @Test func aBulkReadFindsEveryItemNamingItsAccountAndLeavesTheRestToLoad() async throws {
+        let named = TestTokens.account("bulk-named")
+        let copied = TestTokens.account("bulk-copied")
+        let copy = TestTokens.account("bulk-copy")
+        let handMade = TestTokens.account("bulk-hand")
+        let unreadable = TestTokens.account("bulk-unreadable")
+        let tokens = (named: TestTokens.tokens("named"), copied: TestTokens.tokens("copied"), handMade: TestTokens.tokens("hand"))
+        try await store.save(tokens.named, account: named).get()
+        try await store.save(tokens.copied, account: copied).get()
+        // The secret names its account beside the tokens.
+        let copiedSecret = try #require(keyring.secretToolLookup(account: copied))
+        #expect(TokenSet.keyringAccount(in: copiedSecret) == copied)
+        // Made by hand: `copied`'s secret under another account, so two items name `copied`; a
+        // token set that names no account (as tokend wrote them before); a named non-token-set.
+        func plant(_ secret: String, as account: String) throws {
+            _ = try keyring.secretTool(["store", "--label=hand-made", "application", "tokend", "account", account], stdin: secret).check()
+        }
+        try plant(copiedSecret, as: copy)
+        try plant(try tokens.handMade.keyringJSON(), as: handMade)
+        try plant(#"{"account":"\#(unreadable)"}"#, as: unreadable)
+        defer { for account in [named, copied, copy, handMade, unreadable] { _ = try? keyring.secretTool(["clear", "application", "tokend", "account", account]) } }
+
+        let read = try await store.loadAll().get()
+
+        #expect(read.sessions[named]?.success == tokens.named)
+        #expect(read.sessions[unreadable]?.failure?.code == .corrupt)
+        #expect(read.sessions[copied] == nil)
+        #expect(read.sessions[copy] == nil)
+        #expect(read.sessions[handMade] == nil)
+        #expect(read.othersMayExist)
+        // What it left out, each account's own read attributes.
+        #expect(try await store.load(account: copied).get() == tokens.copied)
+        #expect(try await store.load(account: copy).get() == tokens.copied)
+        #expect(try await store.load(account: handMade).get() == tokens.handMade)
+    }
+
     @Test func aLockedKeyringIsNeverTakenForAnEmptyOne() async throws {
         let account = TestTokens.account("locked")
         let tokens = TestTokens.tokens("locked")
@@ -142,6 +178,9 @@ struct LibsecretStoreTests {
         #expect(await store.delete(account: account).failure?.code == .locked)
         #expect(await store.delete(account: account, ifRefreshToken: tokens.refreshToken).failure?.code == .locked)
         #expect(try await store.accounts().get().contains(account))
+        let bulk = try await store.loadAll().get()
+        #expect(bulk.sessions[account] == nil)
+        #expect(bulk.othersMayExist)
         for error in [loadError].compactMap({ $0 }) {
             let text = String(describing: error) + TokendError(error, account: account).message
             #expect(!text.contains(tokens.refreshToken))
@@ -253,7 +292,7 @@ actor OrderedWriter {
     init(store: LibsecretStore) { self.store = store }
 
     func saveWithAnEarlierQueuedTask(account: String, fromTask: TokenSet, directly: TokenSet) async throws {
-        let task = Task { await self.store.save(fromTask, account: account) }
+        let task = Task { await store.save(fromTask, account: account) }
         try await store.save(directly, account: account).get()
         try await task.value.get()
     }

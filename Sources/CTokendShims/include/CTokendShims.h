@@ -1,5 +1,8 @@
 #ifndef CTOKEND_SHIMS_H
 #define CTOKEND_SHIMS_H
+// The timer thread's kernel interfaces (TokendCore's TimerThread), which Glibc's module leaves out.
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -50,5 +53,15 @@ int tokend_tcp4_socket_owner(uint32_t local_address, uint16_t local_port, uint32
 /// (MADV_DONTNEED). Pages come back from the file when used. Returns how many mappings were paged
 /// out, or -1 with errno set.
 int tokend_release_idle_pages(void);
+
+/// The read end of the process's signal pipe (created once): each signal passed to
+/// `tokend_forward_signal` arrives there as one byte, its number. -1 if no pipe could be made.
+int tokend_signal_pipe(void);
+
+/// Names the calling thread (the first 15 bytes show in `ps -L` and /proc/PID/task/TID/comm).
+int tokend_name_this_thread(const char *name);
+
+/// Replaces `signal_number`'s action by a write of its number to the signal pipe. 0, or -1.
+int tokend_forward_signal(int signal_number);
 
 #endif

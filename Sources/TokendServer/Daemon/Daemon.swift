@@ -4,7 +4,6 @@
 // others together.
 
 import CTokendShims
-import Dispatch
 import Logging
 import NIOCore
 import NIOPosix
@@ -170,14 +169,7 @@ public final class Daemon: Service, Sendable {
     /// SIGHUP, as a stream: the signal's default action (exit) is replaced before the socket
     /// listens. Hangups that arrive during a reload are coalesced into one more reload.
     static func hangups() -> AsyncStream<Void> {
-        signal(SIGHUP, SIG_IGN)
-        let (hangups, hangup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        // Unchecked: a dispatch source may be cancelled from any thread (libdispatch's contract).
-        nonisolated(unsafe) let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
-        source.setEventHandler { hangup.yield() }
-        hangup.onTermination = { _ in source.cancel() }
-        source.resume()
-        return hangups
+        ProcessSignals.shared.stream(of: [SIGHUP])
     }
 
     /// The end of every run: running hooks are killed, timers stop, then whatever keyring write
@@ -245,15 +237,12 @@ public final class Daemon: Service, Sendable {
     }
 
     /// WATCHDOG=1 only when each part that serves clients has just answered: every NIO event
-    /// loop (sockets), the engine actor (requests, refreshes) and its timer queue (proactive
-    /// refreshes). If any one is wedged the ping stops and systemd restarts the daemon.
+    /// loop (sockets), the engine actor (requests, refreshes) and the timer thread (proactive
+    /// refreshes; the wait for each interval is one of its timers). If any one is wedged the
+    /// ping stops and systemd restarts the daemon.
     func feedWatchdog(every interval: Double) async {
-        let timerQueue = engine.timerQueue
         // Ends when the task is cancelled (graceful shutdown), without one last ping.
         while await engine.timers.sleep(until: engine.clock.now().addingTimeInterval(interval)) {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                timerQueue.async { continuation.resume() }
-            }
             for loop in MultiThreadedEventLoopGroup.singleton.makeIterator() {
                 try? await loop.submit {}.get()
             }

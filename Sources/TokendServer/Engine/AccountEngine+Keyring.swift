@@ -3,11 +3,35 @@ import TokendKeyring
 import TokendProtocol
 
 extension AccountEngine {
-    /// Reads the stored sessions of `names` all at once, not one after another: behind a frozen
-    /// Secret Service every read ends at the same keyring timeout instead of one timeout each.
+    /// Reads the stored sessions of `names`: of many, with one bulk read of the keyring
+    /// (`SecretStore.loadAll`; one by one, 10,000 reads took minutes), then one by one those the
+    /// bulk read could not attribute. Those reads are made all at once, not one after another:
+    /// behind a frozen Secret Service each ends at the same keyring timeout.
     public func restore(_ names: [String]) async {
+        var unread = names
+        if names.count > 1 {
+            for name in names { await writeSetAside(name) }
+            let tickets = names.compactMap { name in accounts[name].map { (name, $0.ticket()) } }
+            unread = []
+            switch await store.loadAll() {
+            case .failure(let error):
+                // What each account's own read would have said too (a locked keyring is not
+                // a failure here: its items are left to the reads one by one).
+                for (name, ticket) in tickets { await apply(.storedSessionRead(ticket, .failure(error), unit: random()), to: name) }
+            case .success(let read):
+                for (name, ticket) in tickets {
+                    if let session = read.sessions[name] {
+                        await apply(.storedSessionRead(ticket, session.map { Optional($0) }, unit: random()), to: name)
+                    } else if read.othersMayExist {
+                        unread.append(name)
+                    } else {
+                        await apply(.storedSessionRead(ticket, .success(nil), unit: random()), to: name)
+                    }
+                }
+            }
+        }
         await withTaskGroup(of: Void.self) { group in
-            for name in names { group.addTask { await self.restore(name) } }
+            for name in unread { group.addTask { await self.restore(name) } }
         }
     }
 
@@ -88,10 +112,11 @@ extension AccountEngine {
             if state != keyringState { _ = noteKeyring(.failure(KeyringError(state == .locked ? .locked : .unavailable, "keyring \(state.rawValue)")), account: "-") }
             return
         }
+        var unread: [String] = []
         for name in accounts.names {
             guard let account = accounts[name] else { continue }
             if case .awaitingKeyring = account.machine.phase {
-                await restore(name)
+                unread.append(name)
             } else if account.unsaved, let tokens = account.machine.tokens {
                 if await writeHeldSession(name, tokens) == true {
                     logger.info("session written back to the keyring", metadata: ["account": "\(name)"])
@@ -100,6 +125,7 @@ extension AccountEngine {
                 accounts[name]?.unsaved = false
             }
         }
+        await restore(unread)
         // Sessions of removed accounts; a re-added one's is written by its `restore` instead.
         for name in accounts.setAsideOfRemoved {
             if await writeSetAside(name) {

@@ -4,7 +4,6 @@
 // per-account machine), TokendKeyring and TokendProviders; it never touches a socket, and its
 // one file read is the kernel's boot id (BootAnchoredStore).
 
-import Dispatch
 import Logging
 import TokendCore
 import TokendKeyring
@@ -81,8 +80,6 @@ public actor AccountEngine {
     var scheduler: RefreshScheduler
     var waiters = AccountWaiters()
     let tasks = EngineTasks()
-    /// The queue the daemon's timers fire on: the watchdog pings it to prove timers still run.
-    public nonisolated let timerQueue: DispatchQueue
     var keyringState: KeyringState = .available
     var keyringPoll: TimerHandle?
     /// Deferred write-backs of ID and access tokens (AccountEngine+WriteBack.swift).
@@ -95,21 +92,19 @@ public actor AccountEngine {
     /// Set by `shutdown()`: no timer is armed and no background work starts after it.
     var isShutDown = false
 
-    /// `timers` defaults to real Dispatch timers; tests pass a `ManualClock` (as both `clock` and
+    /// `timers` defaults to the process's timer thread; tests pass a `ManualClock` (as both `clock` and
     /// `timers`) so that nothing fires unless the test advances it.
     public init(
         store: any SecretStore, clock: any WallClock = ForwardClock(), timers: (any TimerSource)? = nil, hub: EventHub, logger: Logger,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         makeProvider: @escaping @Sendable (AccountConfiguration) -> any TokenProvider
     ) {
-        let timerQueue = DispatchQueue(label: "tokend.timers")
         let held = HeldTokens()
         self.heldTokens = held
         self.accounts = AccountTable(held: held)
         self.store = store
         self.clock = clock
-        self.timerQueue = timerQueue
-        let timers = timers ?? DispatchTimerSource(clock: clock, queue: timerQueue)
+        let timers = timers ?? SystemTimerSource(clock: clock)
         self.timers = timers
         self.scheduler = RefreshScheduler(timers: timers)
         self.hub = hub

@@ -46,6 +46,15 @@ final class BootAnchoredStore: SecretStore {
         await wrapped.state(isolation: isolation)
     }
 
+    func loadAll(isolation: isolated (any Actor)?) async -> Result<StoredSessions, KeyringError> {
+        let loaded = await wrapped.loadAll(isolation: isolation)
+        let now = clock.now()
+        let boot = reading
+        return loaded.map { read in
+            StoredSessions(sessions: read.sessions.mapValues { $0.map { $0.restored(now: now, boot: boot) } }, othersMayExist: read.othersMayExist)
+        }
+    }
+
     /// The kernel's id of this boot; empty if unreadable, and then no anchor ever matches (the
     /// cautious fallback of `TokenSet.restored`).
     static func currentBootID() -> String {

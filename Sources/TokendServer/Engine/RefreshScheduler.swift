@@ -10,7 +10,7 @@ import TokendCore
 /// calls back into the engine, which asks the wall clock again.
 ///
 /// There is no periodic recheck: each timer is armed on the wall clock and on the monotonic one
-/// (`DispatchTimerSource`), so a suspend or a wall clock set forward fires it at once, and one set
+/// (`SystemTimerSource`), so a suspend or a wall clock set forward fires it at once, and one set
 /// back cannot hold it late. An idle daemon sleeps until its next timer.
 struct RefreshScheduler {
     /// An account's armed wake-up.

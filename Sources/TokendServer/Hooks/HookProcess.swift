@@ -1,5 +1,4 @@
 import CTokendShims
-import Dispatch
 import Synchronization
 import TokendCore
 #if canImport(Glibc)
@@ -51,7 +50,7 @@ enum HookProcess {
     /// Runs `argv` (argv[0] looked up on PATH) with exactly `environment`, off the caller's thread.
     static func run(_ argv: [String], environment: [String: String], timeout: Double, running: Running) async -> Outcome {
         await withCheckedContinuation { continuation in
-            DispatchQueue.global(qos: .utility).async {
+            DedicatedThread.start("tokend-hook") {
                 continuation.resume(returning: runBlocking(argv, environment: environment, timeout: timeout, running: running))
             }
         }
