@@ -10,7 +10,7 @@ public enum SharedDefaults {
 
     /// `--config`, else `TOKEND_CONFIG`, else `$XDG_CONFIG_HOME/tokend/config.toml`, else
     /// `$HOME/.config/tokend/config.toml` (`~/…` when HOME is unset, as a message would say it).
-    public static func configPath(explicit: String? = nil, environment: [String: String]) -> String {
+    public static func configPath(explicit: String? = nil, environment: Environment) -> String {
         if let explicit, !explicit.isEmpty { return explicit }
         if let path = environment["TOKEND_CONFIG"], !path.isEmpty { return path }
         if let base = environment["XDG_CONFIG_HOME"], !base.isEmpty { return base + "/tokend/config.toml" }

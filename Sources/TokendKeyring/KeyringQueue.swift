@@ -29,6 +29,9 @@ final class KeyringQueue: Sendable {
         struct State {
             var payload: String
             var callers: [PendingOperation<Void>]
+            /// Each caller's wait in the queue, cancelled when the write starts: an idle daemon
+            /// must not wake for a deadline that can no longer matter.
+            var queueDeadlines: [TimerHandle] = []
         }
         let state: Mutex<State>
         init(payload: String, caller: PendingOperation<Void>) {
@@ -102,26 +105,29 @@ final class KeyringQueue: Sendable {
         await withCheckedContinuation(isolation: isolation) { continuation in
             let pending = PendingOperation(continuation)
             waiting.withLock { $0 += 1 }
+            let queueDeadline = armQueueDeadline(for: pending, "the write stays queued and will still happen")
             let queued: QueuedWrite? = replaceableWrites.withLock { writes in
                 if let waiting = writes[account] {
                     waiting.state.withLock {
                         $0.payload = payload
                         $0.callers.append(pending)
+                        $0.queueDeadlines.append(queueDeadline)
                     }
                     return nil
                 }
                 let write = QueuedWrite(payload: payload, caller: pending)
+                write.state.withLock { $0.queueDeadlines.append(queueDeadline) }
                 writes[account] = write
                 return write
             }
-            armQueueDeadline(for: pending, "the write stays queued and will still happen")
             guard let queued else { return }
             thread.enqueue(
                 KeyringThread.Job(
                     run: { [self] in
                         // Started: from now on a newer write queues behind this one.
                         replaceableWrites.withLock { if $0[account] === queued { $0[account] = nil } }
-                        let (payload, callers) = queued.state.withLock { ($0.payload, $0.callers) }
+                        let (payload, callers, queueDeadlines) = queued.state.withLock { ($0.payload, $0.callers, $0.queueDeadlines) }
+                        for deadline in queueDeadlines { deadline.cancel() }
                         waiting.withLock { $0 -= callers.count }
                         let cancellable = CancellableHandle()
                         // Written even when every caller stopped waiting: these are the newest tokens.
@@ -139,14 +145,14 @@ final class KeyringQueue: Sendable {
                     },
                     abandon: { [self] in
                         replaceableWrites.withLock { if $0[account] === queued { $0[account] = nil } }
-                        let callers = queued.state.withLock { $0.callers }
+                        let (callers, queueDeadlines) = queued.state.withLock { ($0.callers, $0.queueDeadlines) }
+                        for deadline in queueDeadlines { deadline.cancel() }
                         waiting.withLock { $0 -= callers.count }
                         for caller in callers { caller.expire(queuedBehindTimeout) }
                     }))
         }
     }
 
-    @discardableResult
     private func armQueueDeadline<Success>(for caller: PendingOperation<Success>, _ outcome: String) -> TimerHandle {
         let refusal = KeyringError(.queued, "still queued behind other keyring operations after \(timeout) s; \(outcome)")
         return timers.schedule(at: clock.now().addingTimeInterval(timeout)) { caller.expireIfWaiting(refusal) }

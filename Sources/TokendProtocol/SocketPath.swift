@@ -14,7 +14,7 @@ public enum SocketPath {
         public let description: String
     }
 
-    public static func resolve(explicit: String? = nil, environment: [String: String]) throws(Unresolvable) -> String {
+    public static func resolve(explicit: String? = nil, environment: Environment) throws(Unresolvable) -> String {
         let path: String
         if let explicit, !explicit.isEmpty {
             path = explicit
@@ -30,35 +30,5 @@ public enum SocketPath {
             throw Unresolvable(description: "socket path is longer than \(maximumLength) bytes, which Unix sockets cannot bind: \(path)")
         }
         return path
-    }
-
-    /// The process environment as a dictionary, without Foundation's ProcessInfo. Split on the
-    /// bytes: walking each entry as Characters (grapheme breaking) cost tokenctl 0.6 M
-    /// instructions, an eighth of a `tokenctl token` call.
-    /// Only the variables `names`, for a caller that knows what it reads: the whole environment
-    /// as a dictionary cost `tokenctl token` 0.3 M instructions, half of what is left of a call.
-    public static func processEnvironment(only names: [String]) -> [String: String] {
-        var result: [String: String] = [:]
-        for name in names {
-            if let value = getenv(name) { result[name] = String(cString: value) }
-        }
-        return result
-    }
-
-    public static func processEnvironment() -> [String: String] {
-        var result: [String: String] = [:]
-        var cursor = environ
-        while let entry = cursor.pointee {
-            let length = strlen(entry)
-            entry.withMemoryRebound(to: UInt8.self, capacity: length) { start in
-                let bytes = UnsafeBufferPointer(start: start, count: length)
-                if let equals = bytes.firstIndex(of: UInt8(ascii: "=")) {
-                    let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[..<equals]), as: UTF8.self)
-                    result[name] = String(decoding: UnsafeBufferPointer(rebasing: bytes[(equals + 1)...]), as: UTF8.self)
-                }
-            }
-            cursor += 1
-        }
-        return result
     }
 }

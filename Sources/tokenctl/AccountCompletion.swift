@@ -1,4 +1,5 @@
 import ArgumentParser
+import TokendCore
 import TokendProtocol
 
 /// Account names for shell completion, asked of the running daemon (`tokenctl list`). Silent
@@ -11,7 +12,7 @@ enum AccountCompletion {
         var options = ConnectionOptions()
         options.socket = socketOption(in: words)
         options.timeoutOption = timeout
-        let context = CommandContext(console: SystemConsole(), environment: SocketPath.processEnvironment())
+        let context = CommandContext(console: SystemConsole(), environment: Environment.process())
         guard let daemon = try? DaemonConnection(options: options, context: context),
             let (response, _) = try? daemon.call(Request(op: Op.list.rawValue))
         else { return [] }

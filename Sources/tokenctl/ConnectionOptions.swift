@@ -52,7 +52,7 @@ struct ConnectionSettings {
 /// The context a subcommand runs in: its console, the environment and the clock.
 struct CommandContext {
     var console: any Console
-    var environment: [String: String]
+    var environment: Environment
     var now: () -> Date = { Date() }
     /// SIGPIPE's disposition before tokenctl ignored it, for `exec` to hand on unchanged.
     var inheritedPipeHandler: __sighandler_t? = SIG_DFL
@@ -63,7 +63,7 @@ struct DaemonConnection {
     let client: BlockingClient
     let path: String
     let settings: ConnectionSettings
-    let environment: [String: String]
+    let environment: Environment
 
     /// The request id tokenctl sends; one request per connection, so any fixed value will do.
     static let requestID = RequestID.number(1)
@@ -148,7 +148,7 @@ struct DaemonConnection {
         return (response, line)
     }
 
-    static func check(_ response: Response, account: String?, environment: [String: String]) throws(TokenctlError) {
+    static func check(_ response: Response, account: String?, environment: Environment) throws(TokenctlError) {
         guard !response.ok else { return }
         guard let error = response.error else { throw .protocolMismatch("a failure without an error") }
         throw TokenctlError(daemon: error, account: account, environment: environment)

@@ -199,7 +199,7 @@ extension Tokenctl {
 
 extension TokenctlError {
     /// A failed `account` action: what the provider said, and the command that helps.
-    init(account error: TokendError, verb: String, account: String, environment: [String: String]) {
+    init(account error: TokendError, verb: String, account: String, environment: Environment) {
         let said = Text.singleLine(error.message)
         let name = Text.singleLine(account)
         switch error.code {

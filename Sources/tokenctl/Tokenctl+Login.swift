@@ -114,7 +114,7 @@ extension Tokenctl {
 extension TokenctlError {
     /// A failed sign-in: the daemon's message says what the provider said; the next step says
     /// what to run.
-    init(login error: TokendError, account: String, environment: [String: String]) {
+    init(login error: TokendError, account: String, environment: Environment) {
         let said = Text.singleLine(error.message)
         let name = Text.singleLine(account)
         switch error.code {
@@ -193,17 +193,17 @@ final class BrowserOpener {
     private var directory: (path: String, made: Bool)?
     private var pages: [String] = []
 
-    init(environment: [String: String], disabled: Bool) {
+    init(environment: Environment, disabled: Bool) {
         let display = [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains { !($0 ?? "").isEmpty }
         enabled = display && !disabled
         self.environment = environment
     }
 
-    private let environment: [String: String]
+    private let environment: Environment
 
     /// `$XDG_RUNTIME_DIR/tokend` (the user's tmpfs, never on disk; tokend's own socket directory),
     /// else a fresh 0700 directory under `$TMPDIR` or /tmp.
-    static func privateDirectory(_ environment: [String: String]) -> (path: String, made: Bool)? {
+    static func privateDirectory(_ environment: Environment) -> (path: String, made: Bool)? {
         if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
             let directory = runtime + "/tokend"
             _ = mkdir(directory, 0o700)

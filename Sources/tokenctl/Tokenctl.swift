@@ -24,7 +24,7 @@ struct Tokenctl: ParsableCommand {
 
     /// Parses `arguments` (without the program name), runs the command and returns the exit
     /// status. Nothing below calls exit(): every failure arrives here as a `TokenctlError`.
-    static func run(_ arguments: [String], environment: [String: String], console: any Console) -> Int32 {
+    static func run(_ arguments: [String], environment: Environment, console: any Console) -> Int32 {
         // A daemon hanging up mid-write must surface as EPIPE (exit 69), not kill us silently;
         // the same holds for stdout, which `watch` treats as its reader going away.
         let inheritedPipeHandler = signal(SIGPIPE, SIG_IGN)

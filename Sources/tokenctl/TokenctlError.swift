@@ -56,7 +56,7 @@ struct TokenctlError: Error, Equatable, CustomStringConvertible {
 
 extension TokenctlError {
     /// What a daemon error means for the user of `account` (nil when the request named none).
-    init(daemon error: TokendError, account: String?, environment: [String: String]) {
+    init(daemon error: TokendError, account: String?, environment: Environment) {
         let said = Text.singleLine(error.message)
         let detail = said.isEmpty ? "" : " (\(said))"
         let name = account ?? "the account"
@@ -130,7 +130,7 @@ extension TokenctlError {
     }
 
     /// The config path as the daemon resolves it (docs/architecture.md, "Names and places"), for the config_error hint.
-    static func configPath(_ environment: [String: String]) -> String {
+    static func configPath(_ environment: Environment) -> String {
         SharedDefaults.configPath(environment: environment)
     }
 

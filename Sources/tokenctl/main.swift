@@ -1,3 +1,4 @@
+import TokendCore
 import TokendProtocol
 #if canImport(Glibc)
 import Glibc
@@ -8,6 +9,6 @@ import Glibc
 let arguments = Array(CommandLine.arguments.dropFirst())
 // The plain `token` form (the one `Tokenctl.run` serves without ArgumentParser) reads few variables.
 let plainToken = FastArguments(arguments, name: Tokenctl.Token.fastName).map { $0.trailing == nil } ?? false
-let environment = plainToken ? SocketPath.processEnvironment(only: Tokenctl.Token.variables) : SocketPath.processEnvironment()
+let environment = Environment.process(only: plainToken ? Tokenctl.Token.variables : nil)
 let status = Tokenctl.run(arguments, environment: environment, console: SystemConsole())
 exit(status)

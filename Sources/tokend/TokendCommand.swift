@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import TokendCore
 import TokendProtocol
 import TokendServer
 
@@ -55,7 +56,7 @@ struct TokendCommand: ParsableCommand {
         let level = logLevel
         LoggingSystem.bootstrap { JournaldLogHandler(label: $0, level: level) }
         let logger = Logger(label: "tokend")
-        let options = DaemonOptions(socketPath: socket, configPath: config, environment: SocketPath.processEnvironment(), keyringTimeout: keyringTimeout)
+        let options = DaemonOptions(socketPath: socket, configPath: config, environment: Environment.process().dictionary, keyringTimeout: keyringTimeout)
         do {
             let daemon = try Daemon.build(options, logger: logger)
             // SIGTERM and SIGINT through the daemon's own signal thread, not ServiceLifecycle's

@@ -3,6 +3,7 @@ import Synchronization
 import TokendProtocol
 import Testing
 
+import TokendCore
 @testable import tokenctl
 
 #if canImport(Glibc)
@@ -31,7 +32,7 @@ final class CapturingConsole: Console {
 }
 
 /// Runs tokenctl in-process the way main.swift does.
-func runTokenctl(_ arguments: [String], console: CapturingConsole = CapturingConsole(), environment: [String: String] = [:]) -> Int32 {
+func runTokenctl(_ arguments: [String], console: CapturingConsole = CapturingConsole(), environment: Environment = [:]) -> Int32 {
     Tokenctl.run(arguments, environment: environment, console: console)
 }
 

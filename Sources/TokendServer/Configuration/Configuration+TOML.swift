@@ -14,7 +14,7 @@ extension Configuration {
 
     /// The path tokenctl names too (`SharedDefaults.configPath`).
     public static func defaultPath(explicit: String?, environment: [String: String]) -> String {
-        SharedDefaults.configPath(explicit: explicit, environment: environment)
+        SharedDefaults.configPath(explicit: explicit, environment: Environment(environment))
     }
 
     /// Reads and checks the file. A missing file is an empty configuration (the daemon can run

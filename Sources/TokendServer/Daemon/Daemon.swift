@@ -69,7 +69,7 @@ public final class Daemon: Service, Sendable {
     public static func build(_ options: DaemonOptions, logger: Logger, store: (any SecretStore)? = nil) throws(DaemonError) -> Daemon {
         let socketPath: String
         do {
-            socketPath = try SocketPath.resolve(explicit: options.socketPath, environment: options.environment)
+            socketPath = try SocketPath.resolve(explicit: options.socketPath, environment: Environment(options.environment))
         } catch {
             throw DaemonError(code: .socket, description: error.description)
         }

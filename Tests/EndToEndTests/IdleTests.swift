@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+import TokendTestSupport
+
+/// Issue 20, item 3: an idle tokend is asleep. Nothing periodic runs in it: no recheck, and no
+/// libdispatch, whose workqueue monitor wakes every second once a worker of its global queues
+/// has run (docs/architecture.md, "No libdispatch in the daemon").
+@Suite struct IdleTests {
+    /// Context switches of each of the process's threads, by thread id, with the thread's name.
+    static func switches(of pid: Int32) -> [String: (name: String, count: Int)] {
+        var result: [String: (name: String, count: Int)] = [:]
+        let tasks = "/proc/\(pid)/task"
+        for thread in (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? [] {
+            let name = ((try? String(contentsOfFile: "\(tasks)/\(thread)/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            let status = (try? String(contentsOfFile: "\(tasks)/\(thread)/status", encoding: .utf8)) ?? ""
+            let count = status.split(separator: "\n").filter { $0.hasPrefix("voluntary_ctxt_switches") || $0.hasPrefix("nonvoluntary_ctxt_switches") }
+                .compactMap { Int($0.split(separator: "\t").last ?? "") }.reduce(0, +)
+            result[thread] = (name, count)
+        }
+        return result
+    }
+
+    @Test func anIdleDaemonWakesForNothing() async throws {
+        try await withWorld { world in
+            // Work that touches every part: a request answered on the loop, one through the
+            // engine (a task), a refresh (HTTP, the keyring thread), a status.
+            try await world.importNewUser()
+            #expect(try await world.tokenctl(["token", "work"]).status == 0)
+            #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
+            #expect(try await world.status().state == "active")
+            let pid = try #require(world.daemonPID)
+            let before = Self.switches(of: pid)
+            // An observation, not a wait for an event: libdispatch's monitor would tick eight
+            // times in it, and a keyring deadline left armed after its call (5 s) once. tokend's
+            // own next timers (the token's refresh, the write-back, the idle memory release) are
+            // minutes and 30 s away.
+            try await Task.sleep(for: .seconds(8))
+            let after = Self.switches(of: pid)
+            // Not counted: threads that wake for what others do. GLib's gdbus and gmain answer the
+            // session bus, which other tests share; its thread-pool worker (libsecret's calls)
+            // waits 0.5 s for more work, then 15 s, then ends. NIO's loops read their sockets: the
+            // fake closes an idle HTTP connection after a few seconds. libdispatch's threads carry
+            // the process's name, as do the main thread and any other thread tokend would start.
+            let woken = after.filter { thread, now in
+                !(["gdbus", "gmain", "pool"].contains(now.name) || now.name.hasPrefix("NIO-")) && now.count != (before[thread]?.count ?? 0)
+            }
+            #expect(woken.isEmpty, "threads that woke while idle: \(woken.map { "\($0.value.name) (+\($0.value.count - (before[$0.key]?.count ?? 0)))" })")
+        }
+    }
+}
