@@ -225,3 +225,14 @@ int tokend_name_this_thread(const char *name) {
     truncated[sizeof truncated - 1] = 0;
     return pthread_setname_np(pthread_self(), truncated);
 }
+
+/* Referenced by name, so that the linker binds it: the runtime tokend ships links in statically
+ * (--static-swift-stdlib), which hides its symbols from dlsym, where NIO looks for the hook. Weak,
+ * for the binaries that link these shims without Swift Concurrency. */
+extern const void *swift_task_enqueueGlobal_hook __attribute__((weak));
+
+int tokend_install_enqueue_global_hook(const void *hook) {
+    if (&swift_task_enqueueGlobal_hook == NULL) return -1;
+    const void *none = NULL;
+    return __atomic_compare_exchange_n(&swift_task_enqueueGlobal_hook, &none, hook, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) ? 0 : -1;
+}

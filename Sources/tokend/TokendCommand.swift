@@ -46,16 +46,19 @@ struct TokendCommand: ParsableCommand {
     /// NIO's event loops, and the main thread waits for the daemon. Once any Dispatch worker has
     /// run, libdispatch wakes every second for good (`TimerThread`); an idle daemon must sleep.
     func run() throws {
-        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        let onLoops = TasksOnEventLoops.install()
         let served = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Void.self)
-        served.completeWithTask { try await serve() }
+        served.completeWithTask { try await serve(tasksOnLoops: onLoops) }
         try served.futureResult.wait()
     }
 
-    func serve() async throws {
+    func serve(tasksOnLoops: Bool) async throws {
         let level = logLevel
         LoggingSystem.bootstrap { JournaldLogHandler(label: $0, level: level) }
         let logger = Logger(label: "tokend")
+        if !tasksOnLoops {
+            logger.warning("Swift Concurrency could not be moved onto NIO's event loops: tasks run on libdispatch, which wakes an idle tokend every second")
+        }
         let options = DaemonOptions(socketPath: socket, configPath: config, environment: Environment.process().dictionary, keyringTimeout: keyringTimeout)
         do {
             let daemon = try Daemon.build(options, logger: logger)

@@ -30,6 +30,9 @@ import TokendTestSupport
             #expect(try await world.status().state == "active")
             let pid = try #require(world.daemonPID)
             let before = Self.switches(of: pid)
+            // Not one libdispatch worker ran: its monitor would then tick for good.
+            let dispatchWorkers = before.values.map(\.name).filter { $0.hasSuffix("-qos") || $0.contains("qos.") }
+            #expect(dispatchWorkers.isEmpty, "libdispatch threads in tokend: \(dispatchWorkers)")
             // An observation, not a wait for an event: libdispatch's monitor would tick eight
             // times in it, and a keyring deadline left armed after its call (5 s) once. tokend's
             // own next timers (the token's refresh, the write-back, the idle memory release) are
@@ -39,8 +42,8 @@ import TokendTestSupport
             // Not counted: threads that wake for what others do. GLib's gdbus and gmain answer the
             // session bus, which other tests share; its thread-pool worker (libsecret's calls)
             // waits 0.5 s for more work, then 15 s, then ends. NIO's loops read their sockets: the
-            // fake closes an idle HTTP connection after a few seconds. libdispatch's threads carry
-            // the process's name, as do the main thread and any other thread tokend would start.
+            // fake closes an idle HTTP connection after a few seconds. libdispatch's threads
+            // (named after their queues, "…default-qos") and tokend's own are all counted.
             let woken = after.filter { thread, now in
                 !(["gdbus", "gmain", "pool"].contains(now.name) || now.name.hasPrefix("NIO-")) && now.count != (before[thread]?.count ?? 0)
             }

@@ -58,6 +58,11 @@ int tokend_release_idle_pages(void);
 /// `tokend_forward_signal` arrives there as one byte, its number. -1 if no pipe could be made.
 int tokend_signal_pipe(void);
 
+/// Installs `hook` as Swift Concurrency's global-executor hook (`swift_task_enqueueGlobal_hook`,
+/// swift/Runtime/Concurrency.h), if none is installed yet. 0, or -1 (one is already, or this
+/// process has no Swift Concurrency runtime).
+int tokend_install_enqueue_global_hook(const void *hook);
+
 /// Names the calling thread (the first 15 bytes show in `ps -L` and /proc/PID/task/TID/comm).
 int tokend_name_this_thread(const char *name);
 
