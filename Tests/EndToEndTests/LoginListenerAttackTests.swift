@@ -15,11 +15,13 @@ import TokendTestSupport
             fake.script([.json(200, ["access_token": "real-access", "refresh_token": "real-refresh", "expires_in": 600])])
             let bin = try Self.fakeOpener(in: world)
             // The spy watches every command line and environment it can read while the login
-            // starts, until three seconds after xdg-open showed up (a loaded machine may take long
-            // to get there: its deadline is only a broken test's).
+            // starts, until three seconds after xdg-open showed up. A loaded machine may take long
+            // to get there (a full CI run once took over two minutes, past a deadline of one
+            // Patience): the spy outlives both of the test's waits before xdg-open, so its own
+            // deadline is only a broken test's.
             let spyOutput = world.keyring.root.appendingPathComponent("spy.out").path
             let spy = try ChildProcess.start(
-                "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", Self.spy, String(Int(Patience.seconds))],
+                "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", Self.spy, String(Int(3 * Patience.seconds))],
                 environment: ["PATH": "/usr/bin:/bin"], output: spyOutput)
             defer { ChildProcess.stop(spy) }
             var environment = world.environment
