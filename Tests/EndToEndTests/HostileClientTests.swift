@@ -127,6 +127,9 @@ import Glibc
         let world = try await DaemonHarness.start()
         try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
             let pid = try #require(world.daemonPID)
+            // The keyring's descriptors (a bus connection, GLib's wake-ups) open once the stored
+            // session has been read, after the socket answers: counted only once they are there.
+            try await poll("the keyring was read") { try await world.status().state != "waiting_for_keyring" }
             let baseline = try descriptorCount(pid)
             let rssBefore = try residentBytes(pid)
             let probe = ServedProbe(world)
