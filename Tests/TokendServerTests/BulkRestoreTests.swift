@@ -22,15 +22,10 @@ import TokendTestSupport
             accounts[name] = AccountConfiguration(name: name, provider: .firebase(apiKey: "k", emulatorHost: "127.0.0.1:9"), refreshBefore: 300)
         }
         await engine.apply(Configuration(accounts: accounts))
-        do {
-            try await body(engine)
-        } catch {
+        try await withTearDown(engine, tearDown: { engine in
             await engine.shutdown()
             await transport.shutdown()
-            throw error
-        }
-        await engine.shutdown()
-        await transport.shutdown()
+        }, body)
     }
 
     func state(_ engine: AccountEngine, _ name: String) async throws -> String {
