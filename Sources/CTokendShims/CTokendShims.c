@@ -22,7 +22,6 @@ int tokend_peer_credentials_of(int fd, tokend_peer_credentials *out) {
     return 0;
 }
 
-int tokend_so_peercred(void) { return SO_PEERCRED; }
 
 int tokend_set_not_dumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 
@@ -30,6 +29,10 @@ int tokend_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
 
 int tokend_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
+}
+
+int tokend_accept_connection(int listening_fd) {
+    return accept4(listening_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 }
 
 /* Spawn attributes for a child that starts clean: no blocked signals, default dispositions for

@@ -34,28 +34,17 @@ public final class BlockingClient {
         self.path = path
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)  // conversion: C constants
         guard fd >= 0 else { throw Failure(code: .notReachable, description: "cannot create a socket: \(Self.errnoText())") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
         // Failure paths below do not close `fd`: once every stored property is set, a throwing
         // class initializer still runs `deinit`, which closes it. Closing here too would close a
         // descriptor number that another thread may already have been handed again.
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard let address = UnixSocketAddress(path: path) else {
             throw Failure(code: .notReachable, description: "socket path too long: \(path)")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
         }
         // A Unix-socket connect waits for room in a full backlog up to the send timeout.
         Self.setTimeout(fd, SO_SNDTIMEO, seconds: connectTimeout)
         var result: Int32
         repeat {
-            result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
+            result = address.withSockaddr { connect(fd, $0, $1) }
         } while result != 0 && errno == EINTR
         guard result == 0 else {
             if errno == EAGAIN || errno == EWOULDBLOCK {

@@ -76,4 +76,8 @@ public struct LineFramer: Sendable {
 
     /// Bytes held for a line not yet complete.
     public var pendingByteCount: Int { buffer.count - start }
+
+    /// The bytes not yet handed out as lines, as they came: what the daemon's accept loop passes
+    /// on with a connection it hands over (`AcceptLoop`).
+    public var pendingBytes: ArraySlice<UInt8> { failed ? [] : buffer[start...] }
 }

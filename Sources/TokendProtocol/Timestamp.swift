@@ -12,12 +12,18 @@ public enum Timestamp {
         var seconds = time_t(Int(saturating: min(max(date.timeIntervalSince1970, 0), Date.latestInstant).rounded(.down)))
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
+        // Digits written into place: every token reply carries one, and padded Strings cost it
+        // several allocations.
+        var text = Array("0000-00-00T00:00:00Z".utf8)
+        let fields = [(parts.tm_year + 1900, 0, 4), (parts.tm_mon + 1, 5, 2), (parts.tm_mday, 8, 2), (parts.tm_hour, 11, 2), (parts.tm_min, 14, 2), (parts.tm_sec, 17, 2)]
+        for (value, start, width) in fields {
+            var rest = value  // 0...9999: the instant is clamped above
+            for index in (start..<start + width).reversed() {
+                text[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+            }
         }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))Z"
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)`; nil for anything else.

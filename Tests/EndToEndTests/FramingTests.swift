@@ -48,6 +48,31 @@ import TokendTestSupport
         }
     }
 
+    /// Lines the accept loop answers at once and lines that need the engine, in one write: the
+    /// connection is handed to a channel at the first engine line, and the replies still come
+    /// in request order (docs/architecture.md, "A connection").
+    @Test func repliesKeepRequestOrderAcrossTheHandOver() async throws {
+        let world = try await DaemonHarness.start()
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            try await world.importNewUser()
+            let connection = try RawConnection(path: world.socketPath)
+            let lines = [
+                #"{"op":"hello","id":1}"#, #"{"op":"token","account":"work","id":2}"#, #"{"op":"status","id":3}"#,
+                #"{"op":"hello","id":4}"#, #"{"op":"token","account":"work","id":5}"#, #"{"op":"hello","#,
+            ]
+            #expect(await connection.send(Array(lines.joined(separator: "\n").utf8)) > 0)
+            try await Task.sleep(for: .milliseconds(200))  // the last line's end comes in a later read
+            #expect(await connection.send(Array("\"id\":6}\n".utf8)) > 0)
+            var ids: [RequestID?] = []
+            while ids.count < 6, let line = try await connection.readLine(timeout: 30) {
+                let response = try JSONDecoder().decode(Response.self, from: Data(line))
+                #expect(response.ok, "\(String(decoding: line, as: UTF8.self))")
+                ids.append(response.id)
+            }
+            #expect(ids == (1...6).map { RequestID.number(Double($0)) })
+        }
+    }
+
     /// `printf '{"op":"hello"}' | socat - UNIX-CONNECT:…`: the last line has no newline and the
     /// client half-closes. It is a request all the same, and gets its answer (it used to get
     /// nothing, and socat exited 0).

@@ -17,9 +17,6 @@ typedef struct {
 /// Reads SO_PEERCRED of a connected Unix socket. Returns 0, or -1 with errno set.
 int tokend_peer_credentials_of(int fd, tokend_peer_credentials *out);
 
-/// The option constants, for callers that read SO_PEERCRED through another API (swift-nio).
-int tokend_so_peercred(void);
-
 /// Makes the process non-dumpable: no core files and no ptrace by same-uid processes,
 /// so a crash or a debugger cannot lift tokens out of memory (ssh-agent does the same).
 int tokend_set_not_dumpable(void);
@@ -29,6 +26,10 @@ int tokend_is_dumpable(void);
 
 /// pipe2(O_CLOEXEC): a pipe no other child spawned meanwhile inherits (GNU, hence here).
 int tokend_pipe_cloexec(int fds[2]);
+
+/// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC (GNU, hence here): the next waiting connection, or
+/// -1 with errno set (EAGAIN: none).
+int tokend_accept_connection(int listening_fd);
 
 /// The one way tokend's programs start another (hooks, xdg-open, the tests' children):
 /// posix_spawn of `file` (posix_spawnp when `search_path`) with `argv` and `envp`; descriptors

@@ -1,5 +1,6 @@
-// Connections/ — the Unix socket: the listener (its directory checks, peer uid, connection cap),
-// line framing, the connection served on its event loop (`ConnectionHandler`) and the request
+// Connections/ — the Unix socket: the listener (its directory checks, connection cap), the accept
+// loop (peer uid, lines answered at once), line framing, the connection served on its event loop
+// once handed over (`ConnectionHandler`) and the request
 // handler that decodes a line into a `Command` and hands it to Handlers/. It calls the engine only
 // through Commands/' service protocols.
 
@@ -21,24 +22,37 @@ public struct ListenerError: Error, Sendable, CustomStringConvertible {
     public var description: String
 }
 
-/// The Unix-socket front of the daemon (docs/protocol.md): checks each peer's uid with SO_PEERCRED
-/// before a byte is read, frames JSON Lines, and writes whatever the `RequestHandler` replies.
+/// The Unix-socket front of the daemon (docs/protocol.md): its `AcceptLoop` checks each peer's uid
+/// with SO_PEERCRED before a byte is read and answers what it can at once; the rest of a
+/// connection is served by a channel that frames JSON Lines and writes whatever the
+/// `RequestHandler` replies.
 public final class SocketListener: Sendable {
     /// Connections beyond this get one `unavailable` line and are closed, so a flood cannot
     /// exhaust descriptors that the keyring and HTTP clients need. 1024 is far above any real
     /// number of local clients.
     public static let maximumConnections = 1024
 
+    /// Connections beyond this wait in the kernel's queue for the accept loop: a burst of clients
+    /// (a build farm's worth) is queued rather than refused at connect.
+    static let backlog: Int32 = 256
+
     let handler: RequestHandler
     let logger: Logger
     let lineTimeLimits: LineTimeLimits
     let uid = getuid()
-    /// Connections accepted and not yet closed, entered as they are accepted, so their count is
-    /// the one the cap checks and a burst of connections cannot slip past it.
+    /// Connections accepted and not yet closed, on the accept loop or on a channel: the count the
+    /// cap checks, entered as each is accepted so a burst cannot slip past it.
+    let openCount = Atomic<Int>(0)
+    /// The connections handed to channels, closed by `stop()`.
     let openConnections = Mutex<[ObjectIdentifier: any Channel]>([:])
-    let server = Mutex<(any Channel)?>(nil)
+    let acceptLoop = Mutex<AcceptLoop?>(nil)
+    /// Set by `stop()`: a connection handed over after it is closed at once.
+    let stopping = Atomic<Bool>(false)
     /// Told of every connection accepted (the daemon's `IdleMemory`).
     let onConnection: @Sendable () -> Void
+    /// The one event loop of every handed-over connection: a connection on another loop would
+    /// cost a thread wake-up, which its client's latency pays.
+    let channelLoop = MultiThreadedEventLoopGroup.singleton.next()
 
     public init(handler: RequestHandler, logger: Logger, lineTimeLimits: LineTimeLimits = .standard, onConnection: @escaping @Sendable () -> Void = {}) {
         self.handler = handler
@@ -85,63 +99,92 @@ public final class SocketListener: Sendable {
     }
 
     /// Binds `path` (socket 0600) or adopts a socket-activated descriptor, then serves until
-    /// `stop()` is called. Every connection lives on one event loop, the listener's: a connection
-    /// handed to another thread costs a wake-up per connection (docs/architecture.md).
+    /// `stop()` is called: the accept loop answers what it can at once and hands the rest of a
+    /// connection to a channel on one event loop (docs/architecture.md, "A connection").
     public func run(path: String, activatedDescriptor: CInt?, onListening: @Sendable () -> Void = {}) async throws {
-        let uid = self.uid
-        let logger = self.logger
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
-        let bootstrap = ServerBootstrap(group: loop, childGroup: loop)
-            .serverChannelOption(.backlog, value: 256)
-            // `echo '{"op":"hello"}' | socat - UNIX-CONNECT:…` half-closes after its line: the
-            // reply must still go out, so EOF ends reading, not the connection.
-            .childChannelOption(.allowRemoteHalfClosure, value: true)
-            .childChannelInitializer { [self] channel in
-                Self.credentials(of: channel).flatMapThrowing { credentials in
-                    guard credentials.uid == uid else {
-                        logger.warning("refused a client of another user", metadata: ["uid": "\(credentials.uid)", "pid": "\(credentials.pid)"])
-                        throw ListenerError(code: .bindFailed, description: "peer uid \(credentials.uid) refused")
-                    }
-                    self.onConnection()
-                    let key = ObjectIdentifier(channel)
-                    let open = self.openConnections.withLock { connections in
-                        connections[key] = channel
-                        return connections.count
-                    }
-                    channel.closeFuture.whenComplete { _ in self.openConnections.withLock { _ = $0.removeValue(forKey: key) } }
-                    if open <= Self.maximumConnections {
-                        try channel.pipeline.syncOperations.addHandlers(LineFrameHandler(limits: self.lineTimeLimits), ConnectionHandler(self.handler))
-                    } else {
-                        logger.warning("too many connections; refusing a new one", metadata: ["open": "\(open - 1)"])
-                        // Not a failed initializer: NIO would close the channel before it is
-                        // active, and the refusal could not be written.
-                        try channel.pipeline.syncOperations.addHandler(OverCapRefusal())
-                    }
-                }.flatMapError { error in
-                    // NIO leaves a channel whose initializer failed open: without this, a refused
-                    // peer keeps its descriptor (and its client waits) until it hangs up itself.
-                    channel.close(promise: nil)
-                    return channel.eventLoop.makeFailedFuture(error)
-                }
-            }
-        let listener: any Channel
-        if let activatedDescriptor {
-            listener = try await bootstrap.withBoundSocket(activatedDescriptor).get()
-        } else {
-            // umask for the bind, so the socket is never, even briefly, wider than 0600.
-            let previous = umask(0o177)
-            defer { umask(previous) }
-            listener = try await bootstrap.bind(unixDomainSocketPath: path).get()
-            chmod(path, 0o600)
+        let listening = try activatedDescriptor ?? Self.bind(path)
+        let ended = channelLoop.makePromise(of: Void.self)
+        let loop: AcceptLoop
+        do {
+            loop = try AcceptLoop(listening: listening, owner: self) { ended.succeed(()) }
+        } catch {
+            close(listening)
+            throw error
         }
-        server.withLock { $0 = listener }
+        acceptLoop.withLock { $0 = loop }
+        if stopping.load(ordering: .acquiring) { loop.stop() }  // stopped before it listened
         onListening()
-        try await listener.closeFuture.get()
+        try await ended.futureResult.get()
         // Returns once every connection has closed too (`stop()` ends them within `closingGrace`):
         // a reply still going out must not be cut off by the process exiting.
         for connection in openConnections.withLock({ Array($0.values) }) {
             try? await connection.closeFuture.get()
         }
+    }
+
+    /// A listening socket at `path`, never (even briefly) wider than 0600.
+    static func bind(_ path: String) throws(ListenerError) -> Int32 {
+        guard let address = UnixSocketAddress(path: path) else {
+            throw ListenerError(code: .bindFailed, description: "the socket path \(path) is too long for a Unix socket; choose a shorter --socket")
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)  // conversion: C constants
+        guard fd >= 0 else { throw ListenerError(code: .bindFailed, description: "cannot create a socket: \(String(cString: strerror(errno)))") }
+        let previous = umask(0o177)
+        let bound = address.withSockaddr { Glibc.bind(fd, $0, $1) } == 0 && listen(fd, backlog) == 0
+        let failure = errno
+        umask(previous)
+        guard bound else {
+            close(fd)
+            throw ListenerError(code: .bindFailed, description: "cannot listen on \(path): \(String(cString: strerror(failure)))")
+        }
+        chmod(path, 0o600)
+        return fd
+    }
+
+    /// Counts a connection just accepted; false when it is one over the cap.
+    func openedConnection() -> Bool {
+        openCount.wrappingAdd(1, ordering: .relaxed).newValue <= Self.maximumConnections
+    }
+
+    func closedConnection() {
+        openCount.wrappingSubtract(1, ordering: .relaxed)
+    }
+
+    /// Serves the rest of a connection on a channel: first the replies the accept loop could not
+    /// write (`unsent`), then the lines it did not answer (`unanswered`) as if just read. A
+    /// connection over the cap gets the refusal instead.
+    func adopt(_ fd: Int32, unsent: ArraySlice<UInt8> = [], unanswered: ArraySlice<UInt8> = [], overCap: Bool = false) {
+        let initialized = Atomic<Bool>(false)
+        ClientBootstrap(group: channelLoop)
+            // `echo '{"op":"hello"}' | socat - UNIX-CONNECT:…` half-closes after its line: the
+            // reply must still go out, so EOF ends reading, not the connection.
+            .channelOption(.allowRemoteHalfClosure, value: true)
+            .channelInitializer { [self] channel in
+                initialized.store(true, ordering: .relaxed)
+                let key = ObjectIdentifier(channel)
+                openConnections.withLock { $0[key] = channel }
+                channel.closeFuture.whenComplete { _ in
+                    self.openConnections.withLock { _ = $0.removeValue(forKey: key) }
+                    self.closedConnection()
+                }
+                if stopping.load(ordering: .acquiring) {
+                    return channel.close()
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    if overCap {
+                        logger.warning("too many connections; refusing a new one", metadata: ["open": "\(Self.maximumConnections)"])
+                        try channel.pipeline.syncOperations.addHandler(OverCapRefusal())
+                    } else {
+                        try channel.pipeline.syncOperations.addHandlers(
+                            CarriedOver(unsent: unsent, unanswered: unanswered), LineFrameHandler(limits: lineTimeLimits), ConnectionHandler(handler))
+                    }
+                }
+            }
+            .withConnectedSocket(fd)
+            .whenFailure { [self] error in
+                logger.error("could not hand a connection to an event loop", metadata: ["error": "\(error)"])
+                if !initialized.load(ordering: .relaxed) { closedConnection() }
+            }
     }
 
     /// How long a connection may take to answer its request in flight once the daemon stops:
@@ -153,18 +196,37 @@ public final class SocketListener: Sendable {
     /// so no new request is read, and the request in flight still gets its answer before the
     /// connection closes. Whatever is still open after `closingGrace` is closed.
     public func stop() {
-        server.withLock { $0 }?.close(promise: nil)
+        stopping.store(true, ordering: .releasing)
+        acceptLoop.withLock { $0 }?.stop()
         for channel in openConnections.withLock({ Array($0.values) }) { channel.close(mode: .input, promise: nil) }
-        MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: Self.closingGrace) { [self] in
+        channelLoop.scheduleTask(in: Self.closingGrace) { [self] in
             for channel in openConnections.withLock({ Array($0.values) }) { channel.close(promise: nil) }
         }
     }
+}
 
-    static func credentials(of channel: any Channel) -> EventLoopFuture<tokend_peer_credentials> {
-        guard let provider = channel as? any SocketOptionProvider else {
-            return channel.eventLoop.makeFailedFuture(ListenerError(code: .bindFailed, description: "no socket options"))
-        }
-        return provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(tokend_so_peercred()))
+/// The first handler of a connection the accept loop handed over: it passes on what that loop
+/// read and wrote before, then leaves the pipeline.
+final class CarriedOver: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let unsent: ArraySlice<UInt8>
+    private let unanswered: ArraySlice<UInt8>
+
+    init(unsent: ArraySlice<UInt8>, unanswered: ArraySlice<UInt8>) {
+        self.unsent = unsent
+        self.unanswered = unanswered
+    }
+
+    /// Before the channel's first read (which follows its activation): the replies go out ahead
+    /// of any later one, and the framer holds the unanswered bytes when its line clock starts.
+    func channelActive(context: ChannelHandlerContext) {
+        context.fireChannelActive()
+        if !unsent.isEmpty { context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: unsent)), promise: nil) }
+        if !unanswered.isEmpty { context.fireChannelRead(wrapInboundOut(ByteBuffer(bytes: unanswered))) }
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 }
 

@@ -1,0 +1,200 @@
+import CTokendShims
+import Synchronization
+import TokendCore
+import TokendProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The listening socket's own thread (docs/architecture.md, "A connection"). It accepts each
+/// connection, checks the peer's uid, and answers every line the daemon can answer at once
+/// (`RequestHandler.answerAtOnce`: `hello`, or a token the account holds) with one read and one
+/// write: no channel, no pipeline, no task. The first line that needs more (the engine, a stream,
+/// the clock of a partial line, back-pressure on a full socket) hands the connection, with the
+/// bytes it has not answered, to a NIO channel (`SocketListener.adopt`), which serves it from
+/// then on. A `tokenctl token` is thus an accept, a read, a write and a close on this thread.
+final class AcceptLoop: Sendable {
+    /// Bytes read from a connection at a time: a few hundred request lines. A longer line is
+    /// handed to a channel whole, whose framer holds up to the protocol's 64 KiB cap.
+    static let readSize = 4096
+    /// Connections accepted per wake-up before the loop serves the ones already open, so a flood
+    /// of connects cannot starve them.
+    static let acceptsPerWake = 64
+    /// How long accepting pauses when the process is out of descriptors: the waiting connection
+    /// keeps the socket readable, and without a pause the loop would spin on it (NIO's
+    /// `AcceptBackoffHandler` does the same).
+    static let pauseWhenOutOfDescriptors = 1.0
+
+    private let owner: SocketListener
+    private let listening: Int32
+    private let poller: Int32
+    /// Its read end wakes the loop to close everything and end; its write end (nil once closed)
+    /// is written by `stop()`, under the lock, so a stop after the end writes to no reused number.
+    private let stopReader: Int32
+    private let stopWriter: Mutex<Int32?>
+    /// The connections this loop serves (not those handed over): closed when it stops.
+    private let connections = Mutex<Set<Int32>>([])
+    private let ended: @Sendable () -> Void
+
+    /// Takes `listening` (a bound, listening socket) and serves it on a thread of its own until
+    /// `stop()`; then closes it and every connection it still serves, and calls `ended`.
+    init(listening: Int32, owner: SocketListener, ended: @escaping @Sendable () -> Void) throws(ListenerError) {
+        var pipe: [Int32] = [-1, -1]
+        let poller = epoll_create1(Int32(EPOLL_CLOEXEC))  // conversion: a C flag constant
+        guard poller >= 0, tokend_pipe_cloexec(&pipe) == 0 else {
+            if poller >= 0 { close(poller) }
+            throw ListenerError(code: .bindFailed, description: "cannot create the accept loop's descriptors: \(String(cString: strerror(errno)))")
+        }
+        self.owner = owner
+        self.listening = listening
+        self.poller = poller
+        self.stopReader = pipe[0]
+        self.stopWriter = Mutex(pipe[1])
+        self.ended = ended
+        _ = fcntl(listening, F_SETFL, fcntl(listening, F_GETFL) | O_NONBLOCK)  // an activated socket comes blocking
+        watch(listening)
+        watch(stopReader)
+        DedicatedThread.start("tokend-accept") { [self] in run() }
+    }
+
+    /// Ends the loop: no connection is accepted after it returns to its wait.
+    func stop() {
+        stopWriter.withLock { writer in
+            var byte: UInt8 = 1
+            if let writer { _ = write(writer, &byte, 1) }
+        }
+    }
+
+    private func watch(_ fd: Int32) {
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
+        event.data.fd = fd
+        _ = epoll_ctl(poller, EPOLL_CTL_ADD, fd, &event)
+    }
+
+    private func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 64)
+        var buffer = [UInt8](repeating: 0, count: Self.readSize)
+        while true {
+            let count = epoll_wait(poller, &events, Int32(events.count), -1)  // conversion: 64
+            if count < 0 {
+                if errno == EINTR { continue }
+                owner.logger.critical("the accept loop cannot wait for its sockets; no more connections are accepted", metadata: ["errno": "\(errno)"])
+                break
+            }
+            for index in 0..<Int(count) {  // conversion: epoll_wait's count, 0...64 here
+                let fd = events[index].data.fd
+                if fd == stopReader {
+                    finish()
+                    return
+                } else if fd == listening {
+                    acceptWaiting(&buffer)
+                } else if connections.withLock({ $0.contains(fd) }) {
+                    // A descriptor handed over or closed earlier in this batch is not ours to read.
+                    serve(fd, &buffer)
+                }
+            }
+        }
+        finish()
+    }
+
+    private func acceptWaiting(_ buffer: inout [UInt8]) {
+        for _ in 0..<Self.acceptsPerWake {
+            let fd = tokend_accept_connection(listening)
+            guard fd >= 0 else {
+                switch errno {
+                case EINTR, ECONNABORTED, EPROTO: continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM: pauseAccepting()
+                default: break  // EAGAIN: none left
+                }
+                return
+            }
+            var peer = tokend_peer_credentials()
+            guard tokend_peer_credentials_of(fd, &peer) == 0, peer.uid == owner.uid else {
+                owner.logger.warning("refused a client of another user", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
+                close(fd)
+                continue
+            }
+            owner.onConnection()
+            guard owner.openedConnection() else {
+                owner.adopt(fd, overCap: true)
+                continue
+            }
+            connections.withLock { _ = $0.insert(fd) }
+            watch(fd)
+            serve(fd, &buffer)  // on loopback the request is often there already
+        }
+    }
+
+    /// Out of descriptors: accepting stops for a moment (the other connections are served).
+    private func pauseAccepting() {
+        owner.logger.warning("out of file descriptors; accepting pauses for a second")
+        _ = epoll_ctl(poller, EPOLL_CTL_DEL, listening, nil)
+        _ = TimerThread.shared.schedule(after: Self.pauseWhenOutOfDescriptors) { [self] in
+            stopWriter.withLock { if $0 != nil { watch(listening) } }  // not once the loop has ended
+        }
+    }
+
+    /// Reads what the client sent and answers each line that can be answered at once; hands the
+    /// connection over at the first one that cannot, or when the replies do not fit the socket.
+    private func serve(_ fd: Int32, _ buffer: inout [UInt8]) {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0, errno == EAGAIN || errno == EINTR { return }
+        guard count > 0 else {
+            closeConnection(fd)  // the client left between lines, or its socket failed
+            return
+        }
+        var framer = LineFramer(keepsEmptyLines: true)
+        framer.append(buffer[0..<count])
+        var replies: [UInt8] = []
+        var unanswered: ArraySlice<UInt8> = []
+        while framer.pendingByteCount > 0 {
+            let before = framer.pendingBytes
+            // No line, an empty one (the channel counts those), or one that needs the engine.
+            guard let line = try? framer.nextLine(), !line.isEmpty,
+                  let response = owner.handler.answerAtOnce(WireCoding.decodeRequest(line))
+            else {
+                unanswered = before
+                break
+            }
+            replies.append(contentsOf: WireCoding.encodeLine(response))
+        }
+        var written = 0
+        while written < replies.count {
+            let sent = replies.withUnsafeBytes { send(fd, $0.baseAddress! + written, $0.count - written, Int32(MSG_NOSIGNAL)) }  // conversion: a C flag constant
+            if sent > 0 {
+                written += sent
+            } else if sent < 0, errno == EINTR {
+                continue
+            } else if sent < 0, errno == EAGAIN {
+                break
+            } else {
+                closeConnection(fd)  // the client is gone
+                return
+            }
+        }
+        if written < replies.count || !unanswered.isEmpty {
+            connections.withLock { _ = $0.remove(fd) }
+            _ = epoll_ctl(poller, EPOLL_CTL_DEL, fd, nil)
+            owner.adopt(fd, unsent: replies[written...], unanswered: unanswered)
+        }
+    }
+
+    private func closeConnection(_ fd: Int32) {
+        connections.withLock { _ = $0.remove(fd) }
+        close(fd)
+        owner.closedConnection()
+    }
+
+    private func finish() {
+        close(listening)
+        for fd in connections.withLock({ $0 }) { closeConnection(fd) }
+        stopWriter.withLock { writer in
+            close(poller)
+            close(stopReader)
+            if let writer { close(writer) }
+            writer = nil
+        }
+        ended()
+    }
+}
