@@ -158,7 +158,7 @@ lines += [
 if "TOKEND_RSS_MANY" in facts:
     lines += [
         f"| idle RSS, {facts['MANY']} accounts (35 s after the imports) | {int(facts['TOKEND_RSS_MANY']) / 1024:.1f} MB | | |",
-        f"| start-up with {facts['MANY']} stored accounts (keyring restore, until the last one answers) "
+        f"| start-up with {facts['MANY']} stored accounts (keyring restore, until every account answers) "
         f"| {facts['TOKEND_RESTORE_MS']} ms | | |",
     ]
 lines += ["", f"![latency percentiles against concurrency]({out_png.name})", ""]

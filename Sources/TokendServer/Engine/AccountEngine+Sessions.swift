@@ -18,7 +18,15 @@ extension AccountEngine {
         logger.info("session imported", metadata: ["account": "\(name)"])
         if let backoff { return .failure(Advice.importedDuringBackoff(checkedAt: backoff)) }
         startRefresh(name, force: true)
-        return await awaitRefreshOutcome(name, since: start, deadline: start.addingTimeInterval(timeout))
+        let outcome = await awaitRefreshOutcome(name, since: start, deadline: start.addingTimeInterval(timeout))
+        // The keyring holds the imported refresh token alone: its first ID token is written at
+        // once, not paced, so a restart soon after importing many accounts serves them from the
+        // keyring instead of refreshing every one of them.
+        if case .success = outcome, accounts[name]?.writeBackDeferred == true {
+            writeBacks.drop(name)
+            await writeBack(name)
+        }
+        return outcome
     }
 
     /// Forgets the account's session, in memory and in the keyring, revoking its refresh token at
