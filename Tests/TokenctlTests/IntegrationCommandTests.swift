@@ -26,6 +26,24 @@ import TokendProtocol
         #expect(text == #"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"expirationTimestamp":"2026-11-23T14:00:00Z","token":"header.payload.signature"}}"#)
     }
 
+    /// Google's executable response, version 1 (google-auth's "executable response format").
+    @Test func googleExecutableResponseShape() throws {
+        var response = Response()
+        response.account = "work"
+        response.token = "header.payload.signature"
+        response.expiresAt = "2026-11-23T14:00:00Z"
+        let text = GoogleExecutableResponse.render(try TokenGrant(response), tokenType: GoogleExecutableResponse.idTokenType)
+        #expect(text == #"{"expiration_time":1795442400,"id_token":"header.payload.signature","success":true,"token_type":"urn:ietf:params:oauth:token-type:id_token","version":1}"#)
+        let failure = GoogleExecutableResponse.render(failure: TokenctlError(.needsLogin, "work has no session", next: "run: tokenctl login work"))
+        #expect(failure == #"{"code":"needs_login","message":"work has no session; run: tokenctl login work","success":false,"version":1}"#)
+    }
+
+    @Test func googleSubjectTokenTypes() throws {
+        #expect(try GoogleExecutableResponse.tokenType(asked: nil) == GoogleExecutableResponse.idTokenType)
+        #expect(try GoogleExecutableResponse.tokenType(asked: GoogleExecutableResponse.jwtType) == GoogleExecutableResponse.jwtType)
+        #expect(throws: TokenctlError.self) { try GoogleExecutableResponse.tokenType(asked: "urn:ietf:params:oauth:token-type:saml2") }
+    }
+
     @Test func aGrantRefusesWhatCannotBePassedOn() {
         var response = Response()
         response.token = "two words"

@@ -43,6 +43,27 @@ ensure_oidc_mock() {
   "$venv/bin/pip" install -q "oidc-provider-mock==$OIDC_MOCK_VERSION" "selenium==$SELENIUM_VERSION"
 }
 
+# The real clients of tokend's integrations (issue 21), each run by a test as its users run it:
+# google-auth for Google external accounts. Own git-ignored venv, main packages pinned.
+CLOUD_CLIENT_PINS=("google-auth==2.63.0" "requests==2.34.2" "urllib3==2.8.0")
+ensure_cloud_clients() {
+  ensure_pinned_venv .venv-clients "${CLOUD_CLIENT_PINS[@]}"
+}
+
+# A git-ignored venv holding exactly the pins given, made again when they change. The pins are
+# written last, so an interrupted install is redone on the next run.
+ensure_pinned_venv() {
+  local venv=$1
+  shift
+  if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.pins" 2>/dev/null)" = "$*" ]; then
+    return 0
+  fi
+  ensure_packages python3-venv
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "$@"
+  printf '%s' "$*" >"$venv/.pins"
+}
+
 # django-oauth-toolkit, a production OAuth 2.0 / OpenID Connect server, for scripts/test-real-oidc,
 # in its own git-ignored venv beside the repository, every version pinned: DOT 3.x answers 500 at
 # its device endpoints with oauthlib 4, so oauthlib stays on 3.3. selenium drives Debian's
@@ -50,14 +71,6 @@ ensure_oidc_mock() {
 REAL_OIDC_PINS=("django-oauth-toolkit==3.4.1" "oauthlib==3.3.1" "Django==5.2.19" "jwcrypto==1.6.1"
   "requests==2.32.5" "selenium==$SELENIUM_VERSION")
 ensure_real_oidc() {
-  local venv=.venv-real-oidc
   ensure_packages chromium chromium-driver
-  if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.pins" 2>/dev/null)" = "${REAL_OIDC_PINS[*]}" ]; then
-    return 0
-  fi
-  ensure_packages python3-venv
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q "${REAL_OIDC_PINS[@]}"
-  # Written last: an interrupted install is redone on the next run.
-  printf '%s' "${REAL_OIDC_PINS[*]}" >"$venv/.pins"
+  ensure_pinned_venv .venv-real-oidc "${REAL_OIDC_PINS[@]}"
 }
