@@ -101,7 +101,7 @@ rows = [
     ("accounts, each its own user on the fake", f"{accounts:,}"),
     ("provisioning (user on the fake + `import`, 8 at a time; first tokens living 1/20 … 20/20 of an hour)",
      f"{provision['provisioned']:,} in {provision['provision_seconds']:.0f} s, {provision['provision_failed']} failed"),
-    ("keyring writes while provisioning (one per import: the refresh token, at once)",
+    ("keyring writes while provisioning (two per import since 2026-11-26: the refresh token, then its first ID token)",
      f"{len(within(writes, at('PROVISION_START'), w0)):,}"),
     (f"refreshes the fake saw in the {os.environ['MINUTES']}-minute window",
      f"{len(window_refreshes):,} ({len(window_refreshes) / max(1, (w1 - w0) / 60):.0f}/min)"),
