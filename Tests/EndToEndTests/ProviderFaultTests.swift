@@ -78,7 +78,10 @@ import TokendTestSupport
                     served += 1
                 } else {
                     #expect(run.status == 75, "\(fault): \(run.stderr)")
-                    #expect(asked > heldExpiry.addingTimeInterval(-1.5), "refused while the held token was still good")
+                    // The daemon judged the request at some instant before the answer came back:
+                    // a refusal is right only if by then the held token had less than min_valid
+                    // (1 s) left. Judged by `asked`, a loaded machine's slow tokenctl start failed it.
+                    #expect(Date() > heldExpiry.addingTimeInterval(-1.1), "refused while the held token was still good")
                     refused += 1
                 }
                 let now = try await world.storedSession()?.refreshToken
