@@ -15,14 +15,19 @@ public enum Timestamp {
         // Digits written into place: every token reply carries one, and padded Strings cost it
         // several allocations.
         var text = Array("0000-00-00T00:00:00Z".utf8)
-        let fields = [(parts.tm_year + 1900, 0, 4), (parts.tm_mon + 1, 5, 2), (parts.tm_mday, 8, 2), (parts.tm_hour, 11, 2), (parts.tm_min, 14, 2), (parts.tm_sec, 17, 2)]
-        for (value, start, width) in fields {
+        func put(_ value: Int32, at start: Int, width: Int) {
             var rest = value  // 0...9999: the instant is clamped above
             for index in (start..<start + width).reversed() {
                 text[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
                 rest /= 10
             }
         }
+        put(parts.tm_year + 1900, at: 0, width: 4)
+        put(parts.tm_mon + 1, at: 5, width: 2)
+        put(parts.tm_mday, at: 8, width: 2)
+        put(parts.tm_hour, at: 11, width: 2)
+        put(parts.tm_min, at: 14, width: 2)
+        put(parts.tm_sec, at: 17, width: 2)
         return String(decoding: text, as: UTF8.self)
     }
 

@@ -51,7 +51,7 @@ enum GoogleExecutableResponse {
             }
         }
         let expiry = grant.expiresAt.flatMap(Timestamp.parse).map { Int(saturating: $0.timeIntervalSince1970) }
-        return encode(Success(tokenType: tokenType, idToken: grant.token, expirationTime: expiry))
+        return Text.jsonObject(Success(tokenType: tokenType, idToken: grant.token, expirationTime: expiry))
     }
 
     static func render(failure: TokenctlError) -> String {
@@ -61,14 +61,7 @@ enum GoogleExecutableResponse {
             var code: String
             var message: String
         }
-        return encode(Failure(code: failure.code.name, message: String(failure.line.dropFirst("tokenctl: ".count))))
-    }
-
-    private static func encode(_ value: some Encodable) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding strings, numbers and fixed structs cannot fail.
-        return String(decoding: (try? encoder.encode(value)) ?? Data(), as: UTF8.self)
+        return Text.jsonObject(Failure(code: failure.code.name, message: String(failure.line.dropFirst("tokenctl: ".count))))
     }
 }
 

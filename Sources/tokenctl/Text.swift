@@ -1,10 +1,19 @@
 import TokendCore
 import TokendProtocol
 
-/// Small text helpers for what tokenctl shows humans.
+/// Small text helpers for what tokenctl prints: for humans, and the JSON of credential plugins.
 enum Text {
     /// Control characters (newlines, tabs, ESC) become spaces: one record stays one line and
     /// text from the daemon cannot drive the terminal.
+    /// `value` as one line of JSON, keys sorted, slashes as they are: what a credential plugin
+    /// prints for the tool that runs it (`exec-credential`'s formats).
+    static func jsonObject(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding strings, numbers and fixed structs cannot fail.
+        return String(decoding: (try? encoder.encode(value)) ?? Data(), as: UTF8.self)
+    }
+
     static func singleLine(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: isControl) else { return text }
         var result = String.UnicodeScalarView()

@@ -70,11 +70,7 @@ extension Tokenctl {
                 var kind = "ExecCredential"
                 var status: Status
             }
-            let credential = Credential(apiVersion: apiVersion, status: Status(token: grant.token, expirationTimestamp: grant.expiresAt))
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            // Encoding strings and fixed structs cannot fail.
-            return String(decoding: (try? encoder.encode(credential)) ?? Data(), as: UTF8.self)
+            return Text.jsonObject(Credential(apiVersion: apiVersion, status: Status(token: grant.token, expirationTimestamp: grant.expiresAt)))
         }
     }
 }

@@ -21,14 +21,9 @@ import Glibc
         init(type: Int32 = Int32(SOCK_STREAM.rawValue), mode: mode_t = 0o600, listening: Bool = true) throws {
             directory = try TemporaryDirectory(prefix: "tokend-activation")
             descriptor = socket(AF_UNIX, type, 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
             let path = directory.appending("s.sock")
-            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-            #expect(bound == 0)
+            let address = try #require(UnixSocketAddress(path: path))
+            #expect(address.withSockaddr { bind(descriptor, $0, $1) } == 0)
             #expect(chmod(path, mode) == 0)
             if listening { #expect(listen(descriptor, 1) == 0) }
         }
@@ -37,6 +32,22 @@ import Glibc
             _ = Glibc.close(descriptor)
             try? directory.remove()
         }
+    }
+
+    /// `$NOTIFY_SOCKET` as systemd sets it: a path, or "@name" for an abstract socket.
+    @Test(arguments: [false, true])
+    func notifyReachesAPathOrAnAbstractSocket(abstract: Bool) throws {
+        let directory = try TemporaryDirectory(prefix: "tokend-notify")
+        defer { try? directory.remove() }
+        let name = abstract ? "tokend-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))" : directory.appending("notify")
+        let receiver = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { _ = Glibc.close(receiver) }
+        let address = try #require(abstract ? UnixSocketAddress(abstractName: name) : UnixSocketAddress(path: name))
+        #expect(address.withSockaddr { bind(receiver, $0, $1) } == 0)
+        SystemdIntegration.notify("READY=1", environment: ["NOTIFY_SOCKET": abstract ? "@" + name : name])
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = recv(receiver, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+        #expect(count == 7 && String(decoding: buffer.prefix(7), as: UTF8.self) == "READY=1")
     }
 
     @Test func aListening0600UnixStreamSocketIsAdopted() throws {

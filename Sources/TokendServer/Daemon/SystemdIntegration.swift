@@ -1,4 +1,5 @@
 import TokendCore
+import TokendProtocol
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,31 +17,15 @@ public enum SystemdIntegration {
 
     /// Sends `state` (e.g. "READY=1") to `$NOTIFY_SOCKET` if systemd set one; silent otherwise.
     public static func notify(_ state: String, environment: [String: String]) {
-        guard var path = environment["NOTIFY_SOCKET"], !path.isEmpty else { return }
+        guard let path = environment["NOTIFY_SOCKET"], !path.isEmpty else { return }
+        // "@name" is an abstract socket: a NUL byte, then the name.
+        let target = path.hasPrefix("@") ? UnixSocketAddress(abstractName: String(path.dropFirst())) : UnixSocketAddress(path: path)
+        guard let address = target else { return }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)  // conversion: C constants
         guard fd >= 0 else { return }
         defer { close(fd) }
-        let abstract = path.hasPrefix("@")
-        if abstract { path.removeFirst() }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return }
-        let offset = abstract ? 1 : 0  // abstract sockets start with a NUL byte
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            if abstract {
-                for index in stride(from: bytes.count, to: 0, by: -1) { raw[index] = raw[index - 1] }
-                raw[0] = 0
-            }
-        }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + offset)
         _ = state.withCString { message in
-            withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, message, strlen(message), 0, $0, length)
-                }
-            }
+            address.withSockaddr { sendto(fd, message, strlen(message), 0, $0, $1) }
         }
     }
 

@@ -23,8 +23,7 @@ extension AccountEngine {
         // once, not paced, so a restart soon after importing many accounts serves them from the
         // keyring instead of refreshing every one of them.
         if case .success = outcome, accounts[name]?.writeBackDeferred == true {
-            writeBacks.drop(name)
-            await writeBack(name)
+            await writeBackOutOfTurn(name)
         }
         return outcome
     }

@@ -52,8 +52,13 @@ extension AccountEngine {
         writeBackTimer = nil
         let deadline = clock.now().addingTimeInterval(Self.writeBackAtShutdown)
         for name in writeBacks.waitingInOrder where clock.now() < deadline {
-            writeBacks.drop(name)
-            await writeBack(name)
+            await writeBackOutOfTurn(name)
         }
+    }
+
+    /// Writes `name`'s deferred tokens now, ahead of the paced queue (shutdown, an import).
+    func writeBackOutOfTurn(_ name: String) async {
+        writeBacks.drop(name)
+        await writeBack(name)
     }
 }
