@@ -6,21 +6,28 @@ public struct RefreshPolicy: Sendable, Equatable {
     public static let jitterShare: Double = 0.10
 
     public var refreshBefore: Double
+    /// The longest `min_valid` of the account's token files: a file is removed that long before
+    /// its token expires, so the refresh comes that much earlier too (docs/architecture.md,
+    /// "Token files"). Zero without token files.
+    public var fileMinValid: Double
 
-    public init(refreshBefore: Double = RefreshPolicy.defaultRefreshBefore) {
+    public init(refreshBefore: Double = RefreshPolicy.defaultRefreshBefore, fileMinValid: Double = 0) {
         self.refreshBefore = refreshBefore
+        self.fileMinValid = fileMinValid
     }
 
     /// `min(refresh_before, lifetime / 3)`: a short-lived token gets refreshed with a third of its
-    /// life left rather than immediately after it is minted.
+    /// life left rather than immediately after it is minted. A token file's `min_valid` adds up
+    /// to another third, so a refresh still leaves a third of the life between two refreshes.
     public func margin(lifetime: Double) -> Double {
-        max(0, min(refreshBefore, lifetime / 3))
+        max(0, min(refreshBefore, lifetime / 3)) + max(0, min(fileMinValid, lifetime / 3))
     }
 
     /// The margin for a token issued at `issuedAt`; with no issue time known, as if it lived
-    /// three full margins (so the margin is `refresh_before` itself).
+    /// three times the longer of its two parts (so neither is cut: `refresh_before` plus the
+    /// files' `min_valid`).
     public func margin(expiresAt: Date, issuedAt: Date?) -> Double {
-        margin(lifetime: issuedAt.map { expiresAt.timeIntervalSince($0) } ?? refreshBefore * 3)
+        margin(lifetime: issuedAt.map { expiresAt.timeIntervalSince($0) } ?? max(refreshBefore, fileMinValid) * 3)
     }
 
     /// When a proactive refresh should start, and how much earlier it may be moved to part it

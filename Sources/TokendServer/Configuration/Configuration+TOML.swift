@@ -5,7 +5,7 @@ import TokendProviders
 
 extension Configuration {
     /// Keys every account table may have, whatever its provider; the rest belong to the provider.
-    static let commonKeys: Set<String> = ["provider", "refresh_before", "git_hosts", "git_username", PlainHTTP.optInKey]
+    static let commonKeys: Set<String> = ["provider", "refresh_before", "git_hosts", "git_username", "sink", PlainHTTP.optInKey]
     static let topLevelKeys: Set<String> = ["account", "hooks", "notify"]
     /// Account names end up in keyring attributes, command lines and log lines: keep them tame.
     static let accountNameCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -128,9 +128,73 @@ extension Configuration {
                 account.gitHosts = strings
             }
             account.gitUsername = try string("git_username", required: false)
+            if let value = table["sink"] {
+                account.tokenFiles = try tokenFiles(value, account: name, environment: environment) { fail("sink", table: tableName, $0) }
+            }
             configuration.accounts[name] = account
         }
+        var claimed: [String: String] = [:]
+        for (name, account) in configuration.accounts.sorted(by: { $0.key < $1.key }) {
+            for file in account.tokenFiles {
+                if let other = claimed.updateValue(name, forKey: file.path) {
+                    throw fail("sink", table: "account.\(name)", "\(file.path) is already the token file of account \(other); give each its own path")
+                }
+            }
+        }
         return configuration
+    }
+}
+
+extension Configuration {
+    static let tokenFileKeys: Set<String> = ["path", "kind", "min_valid"]
+
+    /// `sink = { path = "…", kind = "id", min_valid = "5m" }`, or an array of them.
+    static func tokenFiles(
+        _ value: TOMLValueConvertible, account: String, environment: [String: String], fail: (String) -> ConfigurationError
+    ) throws(ConfigurationError) -> [TokenFile] {
+        let shape = "must be a table like { path = \"aws-token\", kind = \"id\", min_valid = \"5m\" }, or an array of them"
+        let tables: [TOMLTable]
+        if let table = value.table {
+            tables = [table]
+        } else if let array = value.array, !array.isEmpty, array.allSatisfy({ $0.table != nil }) {
+            tables = array.compactMap(\.table)
+        } else {
+            throw fail(shape)
+        }
+        guard let directory = TokenFileDirectory.path(environment: environment) else {
+            throw fail("needs XDG_RUNTIME_DIR, the token files' directory is $XDG_RUNTIME_DIR/tokend/sinks (a login session sets it)")
+        }
+        var files: [TokenFile] = []
+        for table in tables {
+            if let key = table.keys.sorted().first(where: { !tokenFileKeys.contains($0) }) {
+                throw fail("unknown key \(key) (known: kind, min_valid, path)")
+            }
+            var kind: TokenKind?
+            if let text = table["kind"]?.string {
+                guard let parsed = TokenKind(rawValue: text) else { throw fail("kind must be \"id\" or \"access\", not \"\(text)\"") }
+                kind = parsed
+            } else if table["kind"] != nil {
+                throw fail("kind must be \"id\" or \"access\"")
+            }
+            var minValid = TokenFile.defaultMinValid
+            if let raw = table["min_valid"] {
+                guard let seconds = raw.int.map(Double.init) ?? raw.string.flatMap(DurationText.seconds), TokenFile.minValidRange.contains(seconds) else {
+                    throw fail("min_valid must be a duration from 1s to 12h, like \"5m\" or \"90s\"")
+                }
+                minValid = seconds
+            }
+            let text = table["path"]?.string ?? "\(account).\((kind ?? .id).rawValue)"
+            switch TokenFile.resolve(text, in: directory) {
+            case .success(let path):
+                guard !files.contains(where: { $0.path == path }) else { throw fail("\(path) is named twice") }
+                files.append(TokenFile(path: path, kind: kind, minValid: minValid))
+            case .failure(.outsideDirectory):
+                throw fail("path \(text) is outside \(directory), the one directory token files may live in; name a file there (path = \"aws-token\") and link to it from where a client looks")
+            case .failure(.badName):
+                throw fail("path \"\(text)\" must be a file name (no \"/\", not starting with \".\") in \(directory)")
+            }
+        }
+        return files
     }
 }
 

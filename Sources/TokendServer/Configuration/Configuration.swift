@@ -34,6 +34,8 @@ public struct AccountConfiguration: Sendable, Equatable {
     public var gitHosts: [String] = []
     /// `git_username`: the user name git is given; nil lets tokenctl choose (email claim or `oauth2`).
     public var gitUsername: String? = nil
+    /// `sink`: the files kept holding the account's token (Sinks/).
+    public var tokenFiles: [TokenFile] = []
 
     public init(name: String, provider: AnyProviderSettings, refreshBefore: Double) {
         self.name = name
@@ -44,7 +46,9 @@ public struct AccountConfiguration: Sendable, Equatable {
     public var kind: ProviderKind { provider.kind }
     public var defaultTokenKind: TokenKind { provider.base.defaultTokenKind }
 
-    public var policy: RefreshPolicy { RefreshPolicy(refreshBefore: refreshBefore) }
+    public var policy: RefreshPolicy {
+        RefreshPolicy(refreshBefore: refreshBefore, fileMinValid: tokenFiles.map(\.minValid).max() ?? 0)
+    }
 }
 
 /// A configuration problem, located: file, line where known, key.

@@ -172,13 +172,15 @@ public final class Daemon: Service, Sendable {
         ProcessSignals.shared.stream(of: [SIGHUP])
     }
 
-    /// The end of every run: running hooks are killed, timers stop, then whatever keyring write
-    /// is in flight completes (the keyring thread runs jobs in order, so one more call returns
-    /// after all earlier ones, or after the keyring timeout), then HTTP shuts down.
+    /// The end of every run: running hooks are killed, timers stop, token files go (nothing will
+    /// refresh them), then whatever keyring write is in flight completes (the keyring thread
+    /// runs jobs in order, so one more call returns after all earlier ones, or after the keyring
+    /// timeout), then HTTP shuts down.
     func finish() async {
         idleMemory.cancel()
         hooks.killRunning()
         await engine.shutdown()
+        engine.tokenFiles.removeAll()
         await engine.writeBackBeforeStopping()
         _ = await store.state()
         await transport.shutdown()  // AsyncHTTPClient traps if its client is dropped unshut

@@ -69,6 +69,8 @@ public actor AccountEngine {
     var accounts: AccountTable
     /// What `accounts` would serve now, for the event loop's fast path (`ConnectionHandler`).
     public nonisolated let heldTokens: HeldTokens
+    /// The accounts' token files, kept by `accounts` (Sinks/).
+    public nonisolated let tokenFiles: TokenFiles
     let store: any SecretStore
     public nonisolated let clock: any WallClock
     /// Every wait the engine and the daemon keep is a timer here (docs/architecture.md, "Time").
@@ -101,10 +103,12 @@ public actor AccountEngine {
     ) {
         let held = HeldTokens()
         self.heldTokens = held
-        self.accounts = AccountTable(held: held)
+        let timers = timers ?? SystemTimerSource(clock: clock)
+        let files = TokenFiles(clock: clock, timers: timers, logger: logger)
+        self.tokenFiles = files
+        self.accounts = AccountTable(held: held, files: files)
         self.store = store
         self.clock = clock
-        let timers = timers ?? SystemTimerSource(clock: clock)
         self.timers = timers
         self.scheduler = RefreshScheduler(timers: timers)
         self.hub = hub

@@ -3,8 +3,9 @@ import TokendCore
 /// Everything the engine keeps per account name, in one collection: each configured account's
 /// `Account`, and the session set aside for a name that must still reach the keyring (an
 /// account a reload removed while its session was unsaved, or pointed at another endpoint). It
-/// keeps `census` and `held` in step with every change, so the state counts never need a pass
-/// over all accounts and the event loop never serves a token the engine has dropped.
+/// keeps `census`, `held` and `files` in step with every change, so the state counts never need a
+/// pass over all accounts, the event loop never serves a token the engine has dropped and no
+/// token file outlives the session it came from.
 struct AccountTable {
     struct Entry {
         var account: AccountEngine.Account?
@@ -20,9 +21,11 @@ struct AccountTable {
     /// How many accounts are configured (entries holding only a set-aside session do not count).
     private(set) var count = 0
     let held: HeldTokens
+    let files: TokenFiles?
 
-    init(held: HeldTokens = HeldTokens()) {
+    init(held: HeldTokens = HeldTokens(), files: TokenFiles? = nil) {
         self.held = held
+        self.files = files
     }
 
     subscript(name: String) -> AccountEngine.Account? {
@@ -95,6 +98,10 @@ struct AccountTable {
 
     private mutating func store(_ entry: Entry, _ name: String) {
         entries[name] = entry.isEmpty ? nil : entry
-        held.set(name, entry.account.map { HeldTokens.Entry(tokens: $0.machine.servableTokens, defaultKind: $0.configuration.defaultTokenKind) })
+        let account = entry.account
+        held.set(name, account.map { HeldTokens.Entry(tokens: $0.machine.servableTokens, defaultKind: $0.configuration.defaultTokenKind) })
+        files?.update(
+            name, files: account?.configuration.tokenFiles ?? [], defaultKind: account?.configuration.defaultTokenKind ?? .id,
+            tokens: account?.machine.servableTokens)
     }
 }

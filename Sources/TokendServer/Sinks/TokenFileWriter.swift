@@ -1,0 +1,86 @@
+import TokendCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The token files' only file-system calls: a file is replaced atomically (a temporary file in
+/// the same directory, then `rename`), created 0600 and never through a symbolic link, in a
+/// directory that is ours and writable by no one else. Blocking: run on `TokenFiles`' queue.
+enum TokenFileWriter {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Replaces the file `name` in `directory` with exactly `token` (no newline: clients send the
+    /// file's bytes as they are).
+    static func write(_ token: String, named name: String, in directory: String) throws(Failure) {
+        let dir = try open(directory)
+        defer { close(dir) }
+        // Names of token files never start with "." (TokenFile.resolve), so this one is ours.
+        let temporary = ".\(name).tmp"
+        _ = unlinkat(dir, temporary, 0)  // left over by a daemon killed mid-write
+        let fd = openat(dir, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw failure("cannot create a file in \(directory)") }
+        var ok = fchmod(fd, 0o600) == 0  // exact whatever the umask
+        var bytes = Array(token.utf8)
+        var offset = 0
+        while ok, offset < bytes.count {
+            let count = bytes[offset...].withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                offset += count
+            } else if count < 0, errno == EINTR {
+                continue
+            } else {
+                ok = false
+            }
+        }
+        let error = errno
+        for index in bytes.indices { bytes[index] = 0 }  // one copy of the token fewer in memory
+        close(fd)
+        guard ok else {
+            _ = unlinkat(dir, temporary, 0)
+            throw Failure(description: "cannot write a file in \(directory): \(String(cString: strerror(error)))")
+        }
+        guard renameat(dir, temporary, dir, name) == 0 else {
+            let failed = failure("cannot replace \(directory)/\(name)")
+            _ = unlinkat(dir, temporary, 0)
+            throw failed
+        }
+    }
+
+    /// Removes the file `name` in `directory`; one already gone is fine.
+    static func remove(named name: String, in directory: String) throws(Failure) {
+        var info = stat()
+        // No directory, no file: nothing to make just to find it empty.
+        guard lstat(directory, &info) == 0 else { return }
+        let dir = try open(directory)
+        defer { close(dir) }
+        guard unlinkat(dir, name, 0) == 0 || errno == ENOENT else { throw failure("cannot remove \(directory)/\(name)") }
+    }
+
+    /// The directory, opened: made 0700 (and its parent, tokend's runtime directory) when
+    /// missing; refused when it is a link, not ours, or writable by others, who could then
+    /// replace a token file or read one through a link of theirs.
+    static func open(_ directory: String) throws(Failure) -> Int32 {
+        let parent = TokenFile.split(directory).directory
+        for path in [parent, directory] where !path.isEmpty {
+            if mkdir(path, 0o700) == 0 { chmod(path, 0o700) }  // exact whatever the umask
+        }
+        let fd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw failure("cannot open \(directory)") }
+        for (path, descriptor) in [(parent, Glibc.open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)), (directory, fd)] {
+            var info = stat()
+            let fine = descriptor >= 0 && fstat(descriptor, &info) == 0 && info.st_uid == geteuid() && info.st_mode & 0o022 == 0
+            if descriptor != fd, descriptor >= 0 { close(descriptor) }
+            guard fine else {
+                close(fd)
+                throw Failure(description: "\(path) must be a directory of this user that no one else can write to (chmod 700 \(path))")
+            }
+        }
+        return fd
+    }
+
+    private static func failure(_ what: String) -> Failure {
+        Failure(description: "\(what): \(String(cString: strerror(errno)))")
+    }
+}

@@ -1,0 +1,137 @@
+import Logging
+import Synchronization
+import TokendCore
+
+/// Keeps every account's token files in step with its servable tokens (docs/architecture.md,
+/// "Token files"): a file holds a token only while that token has more than its `min_valid`
+/// left. `AccountTable` calls `update` on every change of an account, inside the engine, and the
+/// timer thread calls back at each removal instant. The file-system work runs right there, under
+/// the lock: a write in our tmpfs directory is about a dozen system calls (tens of µs, once per
+/// refresh), and doing it in place keeps every path's writes in the order asked without a thread
+/// or a queue (libdispatch is kept out of the daemon: docs/architecture.md, "Time").
+public final class TokenFiles: Sendable {
+    /// After a failed write or removal, the next try: soon enough that a file the user fixed
+    /// (a directory chmod'ed back) is written again within the minute, rare enough not to spin.
+    static let retryDelay: Double = 30
+
+    private struct Account {
+        var files: [TokenFile] = []
+        var defaultKind: TokenKind = .id
+        var tokens: TokenSet?
+        /// The next instant a file must go (its token reaches `min_valid` left).
+        var timer: TimerHandle?
+    }
+
+    private struct State {
+        var accounts: [String: Account] = [:]
+        /// What each path holds as far as this daemon knows: a token, or nothing (`""`). No
+        /// entry: unknown (a file left by an earlier daemon, or a write that failed).
+        var holds: [String: String] = [:]
+        /// Which account's file each path is now, so that a path passed from one account to
+        /// another by a reload is never removed by the account that gave it up.
+        var owners: [String: String] = [:]
+        /// The last failure per path, logged once rather than on every retry.
+        var failures: [String: String] = [:]
+        var stopped = false
+    }
+
+    private let state = Mutex(State())
+    private let clock: any WallClock
+    private let timers: any TimerSource
+    private let logger: Logger
+
+    public init(clock: any WallClock, timers: any TimerSource, logger: Logger) {
+        self.clock = clock
+        self.timers = timers
+        self.logger = logger
+    }
+
+    /// The account's configuration (nil: it is gone) and the tokens it would serve now.
+    func update(_ account: String, files: [TokenFile], defaultKind: TokenKind, tokens: TokenSet?) {
+        state.withLock { state in
+            if files.isEmpty, state.accounts[account] == nil { return }  // the common case: no files
+            var entry = state.accounts[account] ?? Account()
+            for gone in entry.files where !files.contains(where: { $0.path == gone.path }) && state.owners[gone.path] == account {
+                state.owners[gone.path] = nil
+                settle(gone.path, to: nil, in: &state)
+            }
+            entry.files = files
+            entry.defaultKind = defaultKind
+            entry.tokens = tokens
+            state.accounts[account] = files.isEmpty ? nil : entry
+            reconcile(account, in: &state)
+        }
+    }
+
+    /// Removes every file this daemon keeps and writes none after (daemon shutdown: no one will
+    /// refresh them, so none may outlive it).
+    public func removeAll() {
+        state.withLock { state in
+            state.stopped = true
+            for (path, _) in state.owners { settle(path, to: nil, in: &state, evenStopped: true) }
+            for account in state.accounts.values { account.timer?.cancel() }
+            state.accounts.removeAll()
+            state.owners.removeAll()
+        }
+    }
+
+    /// Writes or removes each of the account's files as its tokens say, and arms the timer for
+    /// the soonest removal.
+    private func reconcile(_ account: String, in state: inout State) {
+        guard var entry = state.accounts[account] else { return }
+        entry.timer?.cancel()
+        entry.timer = nil
+        let now = clock.now()
+        var next: Date?
+        for file in entry.files {
+            state.owners[file.path] = account
+            let content = file.content(of: entry.tokens, defaultKind: entry.defaultKind, at: now)
+            settle(file.path, to: content?.token, in: &state)
+            if let removeAt = content?.removeAt { next = min(next ?? removeAt, removeAt) }
+        }
+        if let next, !state.stopped {
+            entry.timer = timers.schedule(at: next) { [weak self] in self?.reconcile(account) }
+        }
+        state.accounts[account] = entry
+    }
+
+    private func reconcile(_ account: String) {
+        state.withLock { reconcile(account, in: &$0) }
+    }
+
+    /// Writes (or, for nil, removes) `path` so that it holds `token`, unless it holds it already.
+    /// A failure leaves the content unknown and tries again after `retryDelay` (a later change
+    /// of the account tries sooner).
+    private func settle(_ path: String, to token: String?, in state: inout State, evenStopped: Bool = false) {
+        guard !state.stopped || evenStopped, state.holds[path] != (token ?? "") else { return }
+        let (directory, name) = TokenFile.split(path)
+        do throws(TokenFileWriter.Failure) {
+            if let token {
+                try TokenFileWriter.write(token, named: name, in: directory)
+                logger.debug("token file written", metadata: ["path": "\(path)"])
+            } else {
+                try TokenFileWriter.remove(named: name, in: directory)
+            }
+            state.holds[path] = token ?? ""
+            if state.failures.removeValue(forKey: path) != nil { logger.info("token file written again", metadata: ["path": "\(path)"]) }
+        } catch {
+            if state.failures.updateValue(error.description, forKey: path) != error.description {
+                logger.error("token file: \(error.description); tokend tries again every \(Int(Self.retryDelay)) s", metadata: ["path": "\(path)"])
+            }
+            state.holds[path] = nil
+            guard !state.stopped else { return }
+            let owner = state.owners[path]
+            _ = timers.schedule(at: clock.now().addingTimeInterval(Self.retryDelay)) { [weak self] in
+                guard let self else { return }
+                if let owner {
+                    reconcile(owner)
+                } else {
+                    // A removal no account will retry (the account gave the path up).
+                    self.state.withLock { state in
+                        if state.owners[path] == nil { self.settle(path, to: nil, in: &state) }
+                    }
+                }
+            }
+        }
+    }
+}
