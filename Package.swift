@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .executable(name: "tokend", targets: ["tokend"]),
         .executable(name: "tokenctl", targets: ["tokenctl"]),
+        .executable(name: "docker-credential-tokend", targets: ["docker-credential-tokend"]),
         .executable(name: "tokend-fake-firebase", targets: ["tokend-fake-firebase"]),
         // For Fuzz/, a separate package (libFuzzer needs its own build flags): packages can only
         // depend on products.
@@ -71,12 +72,16 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
-        .executableTarget(
-            name: "tokenctl",
+        // tokenctl's commands, shared by its two executables: tokenctl and the docker credential
+        // helper (which container tools find on PATH by that name).
+        .target(
+            name: "TokenctlKit",
             dependencies: [
                 "TokendProtocol", "CTokendShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
+        .executableTarget(name: "tokenctl", dependencies: ["TokenctlKit", "TokendProtocol"]),
+        .executableTarget(name: "docker-credential-tokend", dependencies: ["TokenctlKit", "TokendProtocol"]),
         // The manual clock alone, so that pure-logic tests link nothing but the core.
         .target(name: "TokendTestClock", dependencies: ["TokendCore"]),
         // Child processes, the private keyring, an in-memory secret store, temporary directories:
@@ -121,7 +126,7 @@ let package = Package(
                 "TokendServer", "TokendTestSupport", "TokendFakes",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]),
-        .testTarget(name: "TokenctlTests", dependencies: ["tokenctl", "TokendTestSupport"]),
+        .testTarget(name: "TokenctlTests", dependencies: ["TokenctlKit", "TokendTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["TokendProtocol", "TokendTestSupport", "TokendFakes", "TokendKeyring", "TokendProviders"]),

@@ -99,6 +99,9 @@ public struct AccountStatus: Codable, Sendable, Equatable {
     /// The account's `git_hosts` and `git_username`, for `tokenctl git-credential`.
     public var gitHosts: [String]?
     public var gitUsername: String?
+    /// The account's `registry_hosts` and `registry_username`, for `docker-credential-tokend`.
+    public var registryHosts: [String]?
+    public var registryUsername: String?
 
     public init(name: String, provider: String, state: String, keyring: String) {
         self.name = name
@@ -116,6 +119,8 @@ public struct AccountStatus: Codable, Sendable, Equatable {
         case lastError = "last_error"
         case gitHosts = "git_hosts"
         case gitUsername = "git_username"
+        case registryHosts = "registry_hosts"
+        case registryUsername = "registry_username"
     }
 }
 

@@ -11,6 +11,7 @@ the client scripts share. Each stand-in answers as the real service documents it
 When built with `live_token`, a stand-in refuses a subject token that is not the account's live
 token at the moment it asks (as the real services refuse a token that fails verification)."""
 
+import base64
 import json
 import re
 import subprocess
@@ -142,3 +143,47 @@ def serve(handler):
     server = HTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return "http://127.0.0.1:%d" % server.server_port
+
+
+class Registry(StandIn):
+    """An OCI registry behind a token service, as the distribution spec's token authentication
+    works (https://distribution.github.io/distribution/spec/auth/token/): /v2/ answers 401 with a
+    Bearer challenge naming the realm; the client fetches a token there with HTTP Basic (the
+    credential helper's Username and Secret) and retries with it. Accepts only `username` with
+    the account's live token; serves one repository's tag list."""
+
+    username = "oauth2accesstoken"
+    bearers = set()
+    # Where each credential received is appended as a JSON line, for a caller in another process.
+    log = None
+
+    def do_GET(self):
+        path = urllib.parse.urlsplit(self.path).path
+        if path == "/token":
+            return self.token()
+        authorization = self.headers.get("Authorization", "")
+        if not (authorization.startswith("Bearer ") and authorization[7:] in self.bearers):
+            realm = "http://%s/token" % self.headers.get("Host")
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Bearer realm="%s",service="stand-in"' % realm)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if path == "/v2/":
+            return self.answer(200, b"{}", "application/json")
+        if path == "/v2/tokend/demo/tags/list":
+            return self.answer(200, json.dumps({"name": "tokend/demo", "tags": ["latest"]}).encode(), "application/json")
+        self.answer(404, b'{"errors":[{"code":"NAME_UNKNOWN"}]}', "application/json")
+
+    def token(self):
+        authorization = self.headers.get("Authorization", "")
+        user, _, secret = base64.b64decode(authorization[6:]).decode().partition(":") if authorization.startswith("Basic ") else ("", "", "")
+        self.received.append({"username": user, "secret": secret})
+        if self.log:
+            with open(self.log, "a") as file:
+                file.write(json.dumps(self.received[-1]) + "\n")
+        if user != self.username or not self.is_live(secret):
+            return self.answer(401, b'{"errors":[{"code":"UNAUTHORIZED"}]}', "application/json")
+        bearer = "registry-bearer-%d" % len(self.received)
+        self.bearers.add(bearer)
+        self.answer(200, json.dumps({"token": bearer, "access_token": bearer, "expires_in": 300}).encode(), "application/json")

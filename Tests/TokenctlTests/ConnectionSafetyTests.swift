@@ -3,7 +3,7 @@ import Testing
 import TokendProtocol
 import TokendTestSupport
 
-@testable import tokenctl
+@testable import TokenctlKit
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import tokenctl
+@testable import TokenctlKit
 
 /// The real client code against a fake daemon on a real Unix socket, in-process.
 @Suite("Against a fake daemon")

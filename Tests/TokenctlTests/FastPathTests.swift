@@ -1,7 +1,7 @@
 import ArgumentParser
 import Testing
 
-@testable import tokenctl
+@testable import TokenctlKit
 
 /// `token`'s hand parser must accept only what ArgumentParser accepts, with the same result.
 @Suite("token fast path")

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import tokenctl
+@testable import TokenctlKit
 
 @Suite("import: reading stdin")
 struct ImportInputTests {

@@ -3,7 +3,7 @@ import Testing
 import TokendCore
 import TokendProtocol
 
-@testable import tokenctl
+@testable import TokenctlKit
 
 /// The pure parts of exec-credential, git-credential and watch's readable lines.
 @Suite struct IntegrationCommandTests {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TokendTestSupport
 
-@testable import tokenctl
+@testable import TokenctlKit
 
 /// `tokenctl login` and `tokenctl account` against a fake daemon: what they send, how they relay
 /// a streamed sign-in, and how failures become exit codes.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Testing
 
-@testable import tokenctl
+@testable import TokenctlKit
 
 @Suite("Command-line parsing")
 struct ParsingTests {

@@ -2,7 +2,7 @@ import TokendCore
 import TokendProtocol
 import Testing
 
-@testable import tokenctl
+@testable import TokenctlKit
 
 @Suite("Status table")
 struct StatusTableTests {

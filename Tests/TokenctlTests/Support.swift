@@ -4,7 +4,7 @@ import TokendProtocol
 import Testing
 
 import TokendCore
-@testable import tokenctl
+@testable import TokenctlKit
 
 #if canImport(Glibc)
 import Glibc

@@ -143,4 +143,30 @@ import TokendProviders
         #expect(DurationText.seconds("soon") == nil)
         #expect(DurationText.seconds("5x") == nil)
     }
+
+    @Test func registryKeys() throws {
+        let configuration = try parse("""
+            [account.work]
+            provider = "firebase"
+            api_key = "k"
+            registry_hosts = ["registry.example.com", "127.0.0.1:5000"]
+            registry_username = "me"
+            """)
+        #expect(configuration.accounts["work"]?.registryHosts == ["registry.example.com", "127.0.0.1:5000"])
+        #expect(configuration.accounts["work"]?.registryUsername == "me")
+    }
+
+    @Test(arguments: [
+        ("registry_hosts = \"registry.example.com\"", "account.work.registry_hosts"),
+        ("registry_hosts = [\"user@registry.example.com\"]", "account.work.registry_hosts"),
+        ("registry_username = \"<token>\"", "account.work.registry_username"),
+        ("registry_username = \"\"", "account.work.registry_username"),
+    ])
+    func badRegistryKeysAreLocatedErrors(line: String, key: String) {
+        #expect {
+            _ = try parse("[account.work]\nprovider = \"firebase\"\napi_key = \"k\"\n\(line)\n")
+        } throws: { error in
+            (error as? ConfigurationError)?.key == key && (error as? ConfigurationError)?.line == 4
+        }
+    }
 }

@@ -44,10 +44,11 @@ ensure_oidc_mock() {
 }
 
 # The real clients of tokend's integrations (issue 21), each run by a test as its users run it:
-# google-auth for Google external accounts, boto3 for AWS web identity. Own git-ignored venv,
-# main packages pinned.
+# google-auth for Google external accounts, boto3 for AWS web identity (own git-ignored venv,
+# main packages pinned), and skopeo from Debian for the container registry credential helper.
 CLOUD_CLIENT_PINS=("google-auth==2.63.0" "requests==2.34.2" "urllib3==2.8.0" "boto3==1.44.8" "botocore==1.44.8")
 ensure_cloud_clients() {
+  ensure_packages skopeo
   ensure_pinned_venv .venv-clients "${CLOUD_CLIENT_PINS[@]}"
 }
 

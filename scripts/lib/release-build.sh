@@ -1,5 +1,6 @@
 # Shared by scripts/install and scripts/bench, so that the benchmark measures exactly what is
-# installed. `build_release_binaries` leaves tokend and tokenctl side by side in `release_bin_dir`.
+# installed. `build_release_binaries` leaves tokend, tokenctl and docker-credential-tokend side by
+# side in `release_bin_dir`.
 # Each build has its scratch directory: different flags in one .build would rebuild every shared
 # module whenever the other binary is built.
 
@@ -15,12 +16,16 @@ RELEASE_BIN_DIR=.build-release-bin
 
 build_release_binaries() {
   swift build -c release --scratch-path "$TOKEND_SCRATCH" --product tokend --static-swift-stdlib
-  swift build -c release --scratch-path "$TOKENCTL_SCRATCH" --product tokenctl \
-    --static-swift-stdlib -Xswiftc -static-executable
+  # The credential helper shares tokenctl's modules and flags: container tools start it per pull.
+  for product in tokenctl docker-credential-tokend; do
+    swift build -c release --scratch-path "$TOKENCTL_SCRATCH" --product "$product" \
+      --static-swift-stdlib -Xswiftc -static-executable
+  done
   install -d "$RELEASE_BIN_DIR"
+  local client_bin
+  client_bin=$(swift build -c release --scratch-path "$TOKENCTL_SCRATCH" --show-bin-path)
   install -m 0755 "$(swift build -c release --scratch-path "$TOKEND_SCRATCH" --show-bin-path)/tokend" \
-    "$(swift build -c release --scratch-path "$TOKENCTL_SCRATCH" --show-bin-path)/tokenctl" \
-    "$RELEASE_BIN_DIR/"
+    "$client_bin/tokenctl" "$client_bin/docker-credential-tokend" "$RELEASE_BIN_DIR/"
 }
 
 # The fake Firebase for benchmarks, built with tokend's flags so that it shares tokend's modules.

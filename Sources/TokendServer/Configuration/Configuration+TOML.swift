@@ -5,7 +5,7 @@ import TokendProviders
 
 extension Configuration {
     /// Keys every account table may have, whatever its provider; the rest belong to the provider.
-    static let commonKeys: Set<String> = ["provider", "refresh_before", "git_hosts", "git_username", "sink", PlainHTTP.optInKey]
+    static let commonKeys: Set<String> = ["provider", "refresh_before", "git_hosts", "git_username", "registry_hosts", "registry_username", "sink", PlainHTTP.optInKey]
     static let topLevelKeys: Set<String> = ["account", "hooks", "notify"]
     /// Account names end up in keyring attributes, command lines and log lines: keep them tame.
     static let accountNameCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -128,6 +128,19 @@ extension Configuration {
                 account.gitHosts = strings
             }
             account.gitUsername = try string("git_username", required: false)
+            if let value = table["registry_hosts"] {
+                let strings = value.array?.compactMap(\.string) ?? []
+                guard let array = value.array, strings.count == array.count, strings.allSatisfy({ RegistryHostClaim($0) != nil }) else {
+                    throw fail("registry_hosts", table: tableName, "must be an array of registries like \"registry.example.com\" or \"127.0.0.1:5000\"")
+                }
+                account.registryHosts = strings
+            }
+            account.registryUsername = try string("registry_username", required: false)
+            if account.registryUsername == "<token>" {
+                // Docker's credential helpers treat the user name <token> as "Secret is an
+                // identity token", which a registry exchanges for a token: not what tokend hands out.
+                throw fail("registry_username", table: tableName, "cannot be <token>: that name marks an identity token to exchange, not a token to use; leave it out for oauth2accesstoken")
+            }
             if let value = table["sink"] {
                 account.tokenFiles = try tokenFiles(value, account: name, environment: environment) { fail("sink", table: tableName, $0) }
             }

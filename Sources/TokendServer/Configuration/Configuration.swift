@@ -34,6 +34,11 @@ public struct AccountConfiguration: Sendable, Equatable {
     public var gitHosts: [String] = []
     /// `git_username`: the user name git is given; nil lets tokenctl choose (email claim or `oauth2`).
     public var gitUsername: String? = nil
+    /// `registry_hosts`: the OCI registries (`host[:port]`) `docker-credential-tokend` answers
+    /// for with this account; each parses as a `RegistryHostClaim`.
+    public var registryHosts: [String] = []
+    /// `registry_username`: the user name the registry is given; nil means `oauth2accesstoken`.
+    public var registryUsername: String? = nil
     /// `sink`: the files kept holding the account's token (Sinks/).
     public var tokenFiles: [TokenFile] = []
 

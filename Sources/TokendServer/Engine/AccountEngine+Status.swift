@@ -27,7 +27,7 @@ extension AccountEngine {
         } else {
             message = machine.phaseError?.message
         }
-        return AccountReport(
+        var report = AccountReport(
             name: name, provider: configuration.kind, state: machine.stateName(at: now), keyring: keyringState, at: now,
             expiresAt: machine.tokens?.token(configuration.defaultTokenKind)?.expiresAt ?? machine.tokens?.expiresAt,
             lastRefresh: machine.lastRefresh,
@@ -35,6 +35,9 @@ extension AccountEngine {
             nextRefresh: machine.nextWake.map { max($0, now) },
             lastError: machine.lastError, message: message, unsaved: account.unsaved,
             gitHosts: configuration.gitHosts, gitUsername: configuration.gitUsername)
+        report.registryHosts = configuration.registryHosts
+        report.registryUsername = configuration.registryUsername
+        return report
     }
 
     /// One line for systemd's STATUS=: "3 accounts: 2 active, 1 needs login; keyring locked".

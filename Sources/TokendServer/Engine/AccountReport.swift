@@ -22,4 +22,6 @@ public struct AccountReport: Sendable, Equatable {
     public var unsaved: Bool
     public var gitHosts: [String]
     public var gitUsername: String?
+    public var registryHosts: [String] = []
+    public var registryUsername: String?
 }

@@ -17,5 +17,7 @@ extension AccountStatus {
         unsaved = report.unsaved ? true : nil
         gitHosts = report.gitHosts.isEmpty ? nil : report.gitHosts
         gitUsername = report.gitUsername
+        registryHosts = report.registryHosts.isEmpty ? nil : report.registryHosts
+        registryUsername = report.registryUsername
     }
 }

@@ -6,8 +6,8 @@ import Glibc
 #endif
 
 /// The `tokenctl` command: the daemon's client for shells and scripts.
-struct Tokenctl: ParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct Tokenctl: ParsableCommand {
+    public static let configuration = CommandConfiguration(
         commandName: "tokenctl",
         abstract: "Get current tokens from tokend, and manage its accounts.",
         discussion: """
@@ -21,6 +21,16 @@ struct Tokenctl: ParsableCommand {
             Token.self, Status.self, List.self, Refresh.self, Login.self, Account.self, Import.self, Logout.self, Watch.self,
             Exec.self, Header.self, ExecCredential.self, GitCredential.self,
         ])
+
+    public init() {}
+
+    /// The executable's entry: `arguments` without the program name; returns the exit status.
+    public static func runAsProcess(_ arguments: [String]) -> Int32 {
+        // The plain `token` form (the one `run` serves without ArgumentParser) reads few variables.
+        let plainToken = FastArguments(arguments, name: Token.fastName).map { $0.trailing == nil } ?? false
+        let environment = Environment.process(only: plainToken ? Token.variables : nil)
+        return run(arguments, environment: environment, console: SystemConsole())
+    }
 
     /// Parses `arguments` (without the program name), runs the command and returns the exit
     /// status. Nothing below calls exit(): every failure arrives here as a `TokenctlError`.
