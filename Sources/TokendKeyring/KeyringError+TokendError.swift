@@ -9,15 +9,15 @@ extension TokendError {
         case .locked:
             self.init(
                 .keyringLocked,
-                "\(item) is locked: unlock the login keyring (e.g. log in to the desktop session, or run "
-                    + "`gnome-keyring-daemon --replace --unlock` with the password on stdin); tokend keeps the "
-                    + "tokens it holds in memory and writes them back once the keyring is unlocked")
+                "\(item) is locked and nothing here has unlocked it: \(KeyringError.unlockAdvice); tokend "
+                    + "keeps the tokens it holds in memory and writes them back once the keyring is unlocked")
         case .unavailable:
             self.init(
                 .keyringUnavailable,
                 "no Secret Service on the session bus: start gnome-keyring-daemon (e.g. "
                     + "`gnome-keyring-daemon --start --components=secrets`) in this login session and check "
-                    + "DBUS_SESSION_BUS_ADDRESS (\(keyring.message))")
+                    + "DBUS_SESSION_BUS_ADDRESS; on a machine without a desktop, see README, \"A headless server\" "
+                    + "(\(keyring.message))")
         case .timedOut:
             self.init(
                 .keyringUnavailable,
@@ -46,6 +46,13 @@ extension TokendError {
 }
 
 extension KeyringError {
+    /// What unlocks the login keyring, on a desktop and on a machine without one (README, "A
+    /// headless server"): said wherever tokend reports a locked keyring.
+    public static let unlockAdvice =
+        "log in to the desktop session, or, on a machine without one, keep the keyring's password in "
+        + "~/.config/tokend/keyring-password and run `systemctl --user enable --now tokend-keyring` "
+        + "(see README, \"A headless server\")"
+
     /// Shorthand for `TokendError(self, account:)`.
     public func tokendError(account: String? = nil) -> TokendError { TokendError(self, account: account) }
 }

@@ -36,7 +36,8 @@ struct KeyringErrorTests {
     @Test func tokendErrorsSayWhatToDo() {
         let locked = TokendError(KeyringError(.locked, "the item is locked"), account: "work")
         #expect(locked.code == .keyringLocked)
-        #expect(locked.message.contains("unlock the login keyring"))
+        #expect(locked.message.contains("log in to the desktop session"))
+        #expect(locked.message.contains("systemctl --user enable --now tokend-keyring"), "the headless way too")
 
         let unavailable = TokendError(KeyringError(.unavailable, "Cannot autolaunch D-Bus without X11 $DISPLAY"))
         #expect(unavailable.code == .keyringUnavailable)

@@ -45,6 +45,7 @@ import TokendTestSupport
         (#"sink = { path = "a", min_valid = "0s" }"#, "min_valid must be"),
         (#"sink = { path = "a", min_valid = "13h" }"#, "min_valid must be"),
         (#"sink = { path = "a", mode = "0644" }"#, "unknown key mode"),
+        (#"sink = { path = 1 }"#, "path must be a string"),
         (#"sink = [{ path = "a" }, { path = "a" }]"#, "named twice"),
     ])
     func mistakesNameTheKeyAndTheRule(sink: String, message: String) {

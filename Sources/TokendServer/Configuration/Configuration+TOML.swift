@@ -120,21 +120,19 @@ extension Configuration {
                 refreshBefore = seconds
             }
             var account = AccountConfiguration(name: name, provider: AnyProviderSettings(accountProvider), refreshBefore: refreshBefore)
-            if let value = table["git_hosts"] {
+            /// An array of host claims, each one `valid`; empty when the key is absent.
+            func claims(_ key: String, valid: (String) -> Bool, like examples: String) throws(ConfigurationError) -> [String] {
+                guard let value = table[key] else { return [] }
                 let strings = value.array?.compactMap(\.string) ?? []
-                guard let array = value.array, strings.count == array.count, strings.allSatisfy({ GitHostClaim($0) != nil }) else {
-                    throw fail("git_hosts", table: tableName, "must be an array of hosts like \"git.example.com\" or \"github.com/my-org\"")
+                guard let array = value.array, strings.count == array.count, strings.allSatisfy(valid) else {
+                    throw fail(key, table: tableName, "must be an array of \(examples)")
                 }
-                account.gitHosts = strings
+                return strings
             }
+            account.gitHosts = try claims("git_hosts", valid: { GitHostClaim($0) != nil }, like: "hosts like \"git.example.com\" or \"github.com/my-org\"")
             account.gitUsername = try string("git_username", required: false)
-            if let value = table["registry_hosts"] {
-                let strings = value.array?.compactMap(\.string) ?? []
-                guard let array = value.array, strings.count == array.count, strings.allSatisfy({ RegistryHostClaim($0) != nil }) else {
-                    throw fail("registry_hosts", table: tableName, "must be an array of registries like \"registry.example.com\" or \"127.0.0.1:5000\"")
-                }
-                account.registryHosts = strings
-            }
+            account.registryHosts = try claims(
+                "registry_hosts", valid: { RegistryHostClaim($0) != nil }, like: "registries like \"registry.example.com\" or \"127.0.0.1:5000\"")
             account.registryUsername = try string("registry_username", required: false)
             if account.registryUsername == "<token>" {
                 // Docker's credential helpers treat the user name <token> as "Secret is an
@@ -142,7 +140,7 @@ extension Configuration {
                 throw fail("registry_username", table: tableName, "cannot be <token>: that name marks an identity token to exchange, not a token to use; leave it out for oauth2accesstoken")
             }
             if let value = table["sink"] {
-                account.tokenFiles = try tokenFiles(value, account: name, environment: environment) { fail("sink", table: tableName, $0) }
+                account.tokenFiles = try tokenFiles(value, account: account, environment: environment) { fail("sink", table: tableName, $0) }
             }
             configuration.accounts[name] = account
         }
@@ -163,7 +161,7 @@ extension Configuration {
 
     /// `sink = { path = "…", kind = "id", min_valid = "5m" }`, or an array of them.
     static func tokenFiles(
-        _ value: TOMLValueConvertible, account: String, environment: [String: String], fail: (String) -> ConfigurationError
+        _ value: TOMLValueConvertible, account: AccountConfiguration, environment: [String: String], fail: (String) -> ConfigurationError
     ) throws(ConfigurationError) -> [TokenFile] {
         let shape = "must be a table like { path = \"aws-token\", kind = \"id\", min_valid = \"5m\" }, or an array of them"
         let tables: [TOMLTable]
@@ -196,7 +194,8 @@ extension Configuration {
                 }
                 minValid = seconds
             }
-            let text = table["path"]?.string ?? "\(account).\((kind ?? .id).rawValue)"
+            if let raw = table["path"], raw.string == nil { throw fail("path must be a string: a file name in \(directory)") }
+            let text = table["path"]?.string ?? "\(account.name).\((kind ?? account.defaultTokenKind).rawValue)"
             switch TokenFile.resolve(text, in: directory) {
             case .success(let path):
                 guard !files.contains(where: { $0.path == path }) else { throw fail("\(path) is named twice") }

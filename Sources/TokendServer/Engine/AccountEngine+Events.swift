@@ -64,7 +64,7 @@ extension AccountEngine {
             logger.info("keyring usable again", metadata: ["was": "\(previous.rawValue)"])
             hub.publish(AccountEvent(.keyringUnlocked, account: nil, at: now))
         case .locked:
-            logger.warning("keyring is locked; sessions are kept in memory and written back once it is unlocked")
+            logger.warning("keyring is locked and nothing here has unlocked it: \(KeyringError.unlockAdvice); sessions are kept in memory and written back once it is unlocked")
             hub.publish(AccountEvent(.keyringLocked, account: nil, at: now))
         case .unavailable:
             logger.warning("no usable Secret Service; sessions are kept in memory until one answers")

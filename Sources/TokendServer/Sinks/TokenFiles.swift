@@ -46,7 +46,8 @@ public final class TokenFiles: Sendable {
         self.logger = logger
     }
 
-    /// The account's configuration (nil: it is gone) and the tokens it would serve now.
+    /// The account's token files now (none once it is gone from the configuration) and the tokens
+    /// it would serve now.
     func update(_ account: String, files: [TokenFile], defaultKind: TokenKind, tokens: TokenSet?) {
         state.withLock { state in
             if files.isEmpty, state.accounts[account] == nil { return }  // the common case: no files
@@ -58,6 +59,7 @@ public final class TokenFiles: Sendable {
             entry.files = files
             entry.defaultKind = defaultKind
             entry.tokens = tokens
+            if files.isEmpty { entry.timer?.cancel() }
             state.accounts[account] = files.isEmpty ? nil : entry
             reconcile(account, in: &state)
         }
@@ -116,7 +118,8 @@ public final class TokenFiles: Sendable {
             if state.failures.removeValue(forKey: path) != nil { logger.info("token file written again", metadata: ["path": "\(path)"]) }
         } catch {
             if state.failures.updateValue(error.description, forKey: path) != error.description {
-                logger.error("token file: \(error.description); tokend tries again every \(Int(Self.retryDelay)) s", metadata: ["path": "\(path)"])
+                let retry = Int(Self.retryDelay)  // conversion: a constant, 30
+                logger.error("token file: \(error.description); tokend tries again every \(retry) s", metadata: ["path": "\(path)"])
             }
             state.holds[path] = nil
             guard !state.stopped else { return }
