@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import TokendCore
 import TokendTestClock
@@ -88,15 +89,36 @@ import TokendTestSupport
 
     // MARK: - Files on disk
 
+    /// Log lines, kept for a test to read.
+    final class Lines: Sendable {
+        let lines = Mutex<[String]>([])
+        var all: [String] { lines.withLock { $0 } }
+    }
+
+    struct CapturedLog: LogHandler {
+        let sink: Lines
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .debug
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            sink.lines.withLock { $0.append("\(event.level) \(event.message)") }
+        }
+    }
+
     struct World {
         let clock = ManualClock()
         let directory: TemporaryDirectory
         let files: TokenFiles
+        let log = Lines()
         var sinks: String { directory.appending("tokend/sinks") }
 
         init() throws {
             directory = try TemporaryDirectory()
-            files = TokenFiles(clock: clock, timers: clock, logger: Logger(label: "test"))
+            let sink = log
+            files = TokenFiles(clock: clock, timers: clock, logger: Logger(label: "test") { _ in CapturedLog(sink: sink) })
         }
 
         func file(_ name: String, minValid: Double = 60, kind: TokenKind? = nil) -> TokenFile {
@@ -149,6 +171,23 @@ import TokendTestSupport
         #expect(world.contents("t") == "id")
         world.files.update("work", files: [file], defaultKind: .id, tokens: nil)
         #expect(world.contents("t") == nil, "logout and needs_login leave no servable tokens, so no file")
+    }
+
+    /// Tokens born with less than `min_valid` to live can never fill the file: said once, with
+    /// what to change, however often they are refreshed.
+    @Test func tokensThatLiveLessThanMinValidAreSaidOnce() throws {
+        let world = try World()
+        defer { try? world.directory.remove() }
+        let file = world.file("t", minValid: 300)
+        for round in 0..<3 {
+            var tokens = world.tokens("short-\(round)", expiresIn: 120)
+            tokens.issuedAt = world.clock.now()
+            world.files.update("work", files: [file], defaultKind: .id, tokens: tokens)
+        }
+        #expect(world.contents("t") == nil)
+        let said = world.log.all.filter { $0.contains("lower min_valid") }
+        #expect(said.count == 1, "\(world.log.all)")
+        #expect(said.first?.contains("live 120 s") == true)
     }
 
     @Test func aPathPassedToAnotherAccountIsNotRemovedByTheOneThatGaveItUp() throws {

@@ -46,6 +46,13 @@ public struct TokenFile: Sendable, Equatable, Hashable {
         return (held.value, held.expiresAt.addingTimeInterval(-minValid))
     }
 
+    /// How long the file's token lived when it was issued, when the tokens say (nil otherwise).
+    func lifetime(of tokens: TokenSet?, defaultKind: TokenKind) -> Double? {
+        guard let tokens, let issuedAt = tokens.issuedAt, let held = tokens.token(kind ?? defaultKind) else { return nil }
+        let lifetime = held.expiresAt.timeIntervalSince(issuedAt)
+        return lifetime > 0 ? lifetime : nil
+    }
+
     /// The `path` a configuration gives, checked and made absolute: a bare file name is one in
     /// `directory`; an absolute path must name a file directly in it. Nil with the reason.
     static func resolve(_ text: String, in directory: String) -> Result<String, PathProblem> {
