@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// One configured token file: `sink = { path = "…", kind = "id", min_valid = "5m" }`.
-public struct TokenFile: Sendable, Equatable, Hashable {
+public struct TokenFile: Sendable, Hashable {
     /// Five minutes, as in the design's example: long enough for a client that reads the file
     /// and then calls its STS, short enough to cost one early refresh an hour.
     public static let defaultMinValid: Double = 300
@@ -54,7 +54,7 @@ public struct TokenFile: Sendable, Equatable, Hashable {
     }
 
     /// The `path` a configuration gives, checked and made absolute: a bare file name is one in
-    /// `directory`; an absolute path must name a file directly in it. Nil with the reason.
+    /// `directory`; an absolute path must name a file directly in it. Else why not.
     static func resolve(_ text: String, in directory: String) -> Result<String, PathProblem> {
         var name = text
         if text.hasPrefix("/") {

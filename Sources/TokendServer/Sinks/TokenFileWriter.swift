@@ -5,7 +5,8 @@ import Glibc
 
 /// The token files' only file-system calls: a file is replaced atomically (a temporary file in
 /// the same directory, then `rename`), created 0600 and never through a symbolic link, in a
-/// directory that is ours and writable by no one else. Blocking: run on `TokenFiles`' queue.
+/// directory that is ours and writable by no one else. Called under `TokenFiles`' lock, which
+/// keeps the operations on one path in the order asked.
 enum TokenFileWriter {
     struct Failure: Error, CustomStringConvertible {
         var description: String
@@ -21,23 +22,23 @@ enum TokenFileWriter {
         _ = unlinkat(dir, temporary, 0)  // left over by a daemon killed mid-write
         let fd = openat(dir, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw failure("cannot create a file in \(directory)") }
-        var ok = fchmod(fd, 0o600) == 0  // exact whatever the umask
+        // The errno of the step that failed, 0 while all is well.
+        var error: Int32 = fchmod(fd, 0o600) == 0 ? 0 : errno  // exact whatever the umask
         var bytes = Array(token.utf8)
         var offset = 0
-        while ok, offset < bytes.count {
+        while error == 0, offset < bytes.count {
             let count = bytes[offset...].withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
             if count > 0 {
                 offset += count
             } else if count < 0, errno == EINTR {
                 continue
             } else {
-                ok = false
+                error = count < 0 ? errno : EIO
             }
         }
-        let error = errno
         for index in bytes.indices { bytes[index] = 0 }  // one copy of the token fewer in memory
         close(fd)
-        guard ok else {
+        guard error == 0 else {
             _ = unlinkat(dir, temporary, 0)
             throw Failure(description: "cannot write a file in \(directory): \(String(cString: strerror(error)))")
         }
