@@ -110,12 +110,6 @@ import TokendTestSupport
     static var python: String { GoogleExecutableCredentialTests.python }
     static var repository: URL { GoogleExecutableCredentialTests.repository }
 
-    struct Outcome: Decodable {
-        var ok: Bool
-        var error: String?
-        var files: [String]
-    }
-
     /// README's token-file configuration, as written: its `sink = [ … ]` lines.
     static func readmeSinks() throws -> String {
         let readme = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
