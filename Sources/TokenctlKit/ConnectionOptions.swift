@@ -148,6 +148,18 @@ struct DaemonConnection {
         return (response, line)
     }
 
+    /// Every configured account as `list` shows it, claims included: what the credential helpers
+    /// (git's, the container tools') match a host against. A connection of its own, as tokenctl
+    /// makes one request per connection.
+    static func accounts(_ settings: ConnectionSettings, _ context: CommandContext) throws(TokenctlError) -> [AccountStatus] {
+        try DaemonConnection(settings: settings, context: context).call(Request(op: Op.list.rawValue)).response.accounts ?? []
+    }
+
+    /// `account`'s token with the daemon's defaults (kind, `min_valid`), on a connection of its own.
+    static func token(of account: String, _ settings: ConnectionSettings, _ context: CommandContext) throws(TokenctlError) -> TokenGrant {
+        try TokenGrant(DaemonConnection(settings: settings, context: context).call(Request(op: Op.token.rawValue, account: account)).response)
+    }
+
     static func check(_ response: Response, account: String?, environment: Environment) throws(TokenctlError) {
         guard !response.ok else { return }
         guard let error = response.error else { throw .protocolMismatch("a failure without an error") }

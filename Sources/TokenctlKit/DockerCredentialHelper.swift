@@ -59,7 +59,7 @@ public enum DockerCredentialHelper {
             _ = try context.console.readInput(limit: inputLimit)  // the caller writes it before it waits
         case .list:
             var listing: [String: String] = [:]
-            for status in try accounts(context) {
+            for status in try DaemonConnection.accounts(settings, context) {
                 for host in status.registryHosts ?? [] { listing[host] = status.registryUsername ?? defaultUsername }
             }
             try context.console.write(Text.jsonObject(listing) + "\n")
@@ -67,13 +67,12 @@ public enum DockerCredentialHelper {
             let input = try context.console.readInput(limit: inputLimit)
             let serverURL = String(decoding: input, as: UTF8.self).trimmed
             _ = tokend_set_not_dumpable()
-            let statuses = try accounts(context)
+            let statuses = try DaemonConnection.accounts(settings, context)
             let claims = statuses.map { (account: $0.name, hosts: $0.registryHosts ?? []) }
             guard let account = RegistryHostClaim.account(for: serverURL, claims: claims) else {
                 throw TokenctlError(.failure, notFound, next: "")
             }
-            let connection = try DaemonConnection(settings: settings, context: context)
-            let grant = try TokenGrant(connection.call(Request(op: Op.token.rawValue, account: account)).response)
+            let grant = try DaemonConnection.token(of: account, settings, context)
             let username = statuses.first { $0.name == account }?.registryUsername ?? defaultUsername
             try context.console.write(Text.jsonObject(["ServerURL": serverURL, "Username": username, "Secret": grant.token]) + "\n")
         }
@@ -82,9 +81,4 @@ public enum DockerCredentialHelper {
     /// The container tools give a helper no flags: the socket comes from the environment, and
     /// the wait is tokenctl's default.
     static let settings = ConnectionSettings(socket: nil, timeout: ConnectionOptions.defaultTimeout)
-
-    private static func accounts(_ context: CommandContext) throws(TokenctlError) -> [AccountStatus] {
-        let connection = try DaemonConnection(settings: settings, context: context)
-        return try connection.call(Request(op: Op.list.rawValue)).response.accounts ?? []
-    }
 }

@@ -3,8 +3,6 @@ import TokendProtocol
 
 /// Small text helpers for what tokenctl prints: for humans, and the JSON of credential plugins.
 enum Text {
-    /// Control characters (newlines, tabs, ESC) become spaces: one record stays one line and
-    /// text from the daemon cannot drive the terminal.
     /// `value` as one line of JSON, keys sorted, slashes as they are: what a credential plugin
     /// prints for the tool that runs it (`exec-credential`'s formats).
     static func jsonObject(_ value: some Encodable) -> String {
@@ -14,6 +12,8 @@ enum Text {
         return String(decoding: (try? encoder.encode(value)) ?? Data(), as: UTF8.self)
     }
 
+    /// Control characters (newlines, tabs, ESC) become spaces: one record stays one line and
+    /// text from the daemon cannot drive the terminal.
     static func singleLine(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: isControl) else { return text }
         var result = String.UnicodeScalarView()

@@ -35,14 +35,12 @@ extension Tokenctl {
             let request = Self.parse(input)
             // https, or http where a claim says so for a loopback host (GitHostClaim).
             guard let scheme = request["protocol"], ["https", "http"].contains(scheme), let host = request["host"], !host.isEmpty else { return }
-            let daemon = try DaemonConnection(options: connection, context: context)
-            let (listing, _) = try daemon.call(Request(op: Op.list.rawValue))
-            let claims = (listing.accounts ?? []).map { (account: $0.name, hosts: $0.gitHosts ?? []) }
+            let accounts = try DaemonConnection.accounts(connection.settings, context)
+            let claims = accounts.map { (account: $0.name, hosts: $0.gitHosts ?? []) }
             guard let account = GitHostClaim.bestAccount(protocol: scheme, host: host, path: request["path"], claims: claims),
-                let status = listing.accounts?.first(where: { $0.name == account })
+                let status = accounts.first(where: { $0.name == account })
             else { return }
-            let tokenConnection = try DaemonConnection(options: connection, context: context)
-            let grant = try TokenGrant(tokenConnection.call(Request(op: Op.token.rawValue, account: account)).response)
+            let grant = try DaemonConnection.token(of: account, connection.settings, context)
             let username = status.gitUsername ?? JWTClaims(token: grant.token)?.email ?? "oauth2"
             var answer = "username=\(Self.value(username))\npassword=\(grant.token)\n"
             if let expiry = grant.expiresAt.flatMap(Timestamp.parse) {

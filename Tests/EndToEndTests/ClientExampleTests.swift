@@ -8,11 +8,10 @@ import TokendTestSupport
 /// What the docs promise other programs: the protocol document's Python and socat examples run
 /// as written, bash completion loads and completes account names, `man -l` renders the page.
 @Suite struct ClientExampleTests {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The code block right after `<!-- tested example: LANGUAGE -->` in docs/protocol.md.
     static func example(_ language: String) throws -> String {
-        let text = try String(contentsOf: repository.appendingPathComponent("docs/protocol.md"), encoding: .utf8)
+        let text = try String(contentsOf: Repository.root.appendingPathComponent("docs/protocol.md"), encoding: .utf8)
         guard let marker = text.range(of: "<!-- tested example: \(language) -->"),
             let open = text.range(of: "```\(language)\n", range: marker.upperBound..<text.endIndex),
             let close = text.range(of: "\n```", range: open.upperBound..<text.endIndex)

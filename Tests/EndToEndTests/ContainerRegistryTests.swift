@@ -8,7 +8,6 @@ import TokendTestSupport
 /// against a loopback OCI registry stand-in (`Tests/Clients/registry_standin.py`) whose token
 /// service accepts only `oauth2accesstoken` with the account's live token.
 @Suite struct ContainerRegistryTests {
-    static var repository: URL { GoogleExecutableCredentialTests.repository }
     static var helper: String { DaemonHarness.binDirectory + "/docker-credential-tokend" }
 
     /// A world with the registry stand-in running and account `work` claiming it as README says.
@@ -24,8 +23,8 @@ import TokendTestSupport
                 let output = world.keyring.root.appendingPathComponent("registry.out").path
                 let log = world.keyring.root.appendingPathComponent("registry.log").path
                 let pid = try ChildProcess.start(
-                    GoogleExecutableCredentialTests.python,
-                    [repository.appendingPathComponent("Tests/Clients/registry_standin.py").path, DaemonHarness.binDirectory + "/tokenctl", "work", log],
+                    Repository.clientsPython,
+                    [Repository.path("Tests/Clients/registry_standin.py"), DaemonHarness.binDirectory + "/tokenctl", "work", log],
                     environment: world.environment, output: output)
                 var address = ""
                 do {
@@ -35,8 +34,7 @@ import TokendTestSupport
                         address = String(line.dropFirst("listening ".count))
                         return true
                     }
-                    let readme = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
-                    let section = try #require(readme.components(separatedBy: "### Container registries").dropFirst().first)
+                    let section = try Repository.readmeSection("### Container registries")
                     let claim = try #require(section.split(separator: "\n").first { $0.hasPrefix("registry_hosts = ") })
                     try world.writeConfig(world.firebaseAccount("work") + "\n" + claim.replacingOccurrences(of: "registry.example.com", with: address) + "\n")
                     try await world.startDaemon()
@@ -58,8 +56,7 @@ import TokendTestSupport
 
         /// README's auth.json, as written but for the registry's name (`host`).
         func authFile(naming host: String) throws -> String {
-            let readme = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
-            let section = try #require(readme.components(separatedBy: "### Container registries").dropFirst().first)
+            let section = try Repository.readmeSection("### Container registries")
             let start = try #require(section.range(of: "```json\n"))
             let end = try #require(section.range(of: "```", range: start.upperBound..<section.endIndex))
             let path = world.keyring.root.appendingPathComponent("auth-\(host.hashValue).json").path

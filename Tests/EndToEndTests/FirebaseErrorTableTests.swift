@@ -28,8 +28,7 @@ import TokendTestSupport
         var check: @Sendable (DaemonHarness) async throws -> Void = { _ in }
     }
 
-    static let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("README.md")
+    static let readme = Repository.root.appendingPathComponent("README.md")
 
     /// The rows between the table's marker comment and the first line that is not a row.
     static func rows() throws -> [Row] {

@@ -8,14 +8,7 @@ import TokendTestSupport
 /// with README's configuration as written (but for the STS address), against a loopback stand-in
 /// for Google's STS (issue 21, item 2).
 @Suite struct GoogleExecutableCredentialTests {
-    /// The virtualenv scripts/test makes (scripts/lib/deps.sh, `ensure_cloud_clients`).
-    static var python: String { repository.appendingPathComponent(".venv-clients/bin/python").path }
-    static var script: String { repository.appendingPathComponent("Tests/Clients/google_external_account.py").path }
-    static var repository: URL {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url = url.deletingLastPathComponent() }
-        return url
-    }
+    static var script: String { Repository.path("Tests/Clients/google_external_account.py") }
 
     struct Outcome: Decodable {
         var ok: Bool
@@ -27,10 +20,10 @@ import TokendTestSupport
     static func refresh(_ world: DaemonHarness, subjectTokenType: String? = nil) async throws -> Outcome {
         var environment = world.environment
         environment["GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES"] = "1"
-        let readme = repository.appendingPathComponent("README.md").path
+        let readme = Repository.path("README.md")
         let arguments = [script, readme, DaemonHarness.binDirectory + "/tokenctl"] + (subjectTokenType.map { [$0] } ?? [])
         let childEnvironment = environment
-        let run = try await offPool { try ChildProcess.run(python, arguments, environment: childEnvironment) }
+        let run = try await offPool { try ChildProcess.run(Repository.clientsPython, arguments, environment: childEnvironment) }
         guard run.status == 0, let line = run.stdout.split(separator: "\n").last else {
             throw HarnessError("the google-auth client failed (\(run.status)): \(run.stderr)")
         }

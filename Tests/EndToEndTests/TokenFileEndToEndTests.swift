@@ -107,13 +107,9 @@ import TokendTestSupport
 
     // MARK: - Real clients
 
-    static var python: String { GoogleExecutableCredentialTests.python }
-    static var repository: URL { GoogleExecutableCredentialTests.repository }
-
     /// README's token-file configuration, as written: its `sink = [ … ]` lines.
     static func readmeSinks() throws -> String {
-        let readme = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: "### Token files").dropFirst().first)
+        let section = try Repository.readmeSection("### Token files")
         let start = try #require(section.range(of: "sink = ["))
         let end = try #require(section.range(of: "\n]\n", range: start.upperBound..<section.endIndex))
         return String(section[start.lowerBound..<end.upperBound])
@@ -121,11 +117,11 @@ import TokendTestSupport
 
     static func runClient<T: Decodable>(_ script: String, _ world: DaemonHarness, as type: T.Type) async throws -> T {
         let arguments = [
-            repository.appendingPathComponent("Tests/Clients/\(script)").path, repository.appendingPathComponent("README.md").path,
+            Repository.path("Tests/Clients/\(script)"), Repository.path("README.md"),
             DaemonHarness.binDirectory + "/tokenctl", "work",
         ]
         let environment = world.environment
-        let run = try await offPool { try ChildProcess.run(python, arguments, environment: environment) }
+        let run = try await offPool { try ChildProcess.run(Repository.clientsPython, arguments, environment: environment) }
         guard run.status == 0, let line = run.stdout.split(separator: "\n").last else {
             throw HarnessError("\(script) failed (\(run.status)): \(run.stderr)")
         }

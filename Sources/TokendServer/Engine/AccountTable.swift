@@ -98,10 +98,9 @@ struct AccountTable {
 
     private mutating func store(_ entry: Entry, _ name: String) {
         entries[name] = entry.isEmpty ? nil : entry
-        let account = entry.account
-        held.set(name, account.map { HeldTokens.Entry(tokens: $0.machine.servableTokens, defaultKind: $0.configuration.defaultTokenKind) })
-        files?.update(
-            name, files: account?.configuration.tokenFiles ?? [], defaultKind: account?.configuration.defaultTokenKind ?? .id,
-            tokens: account?.machine.servableTokens)
+        let servable = entry.account?.machine.servableTokens
+        let defaultKind = entry.account?.configuration.defaultTokenKind ?? .id
+        held.set(name, entry.account.map { _ in HeldTokens.Entry(tokens: servable, defaultKind: defaultKind) })
+        files?.update(name, files: entry.account?.configuration.tokenFiles ?? [], defaultKind: defaultKind, tokens: servable)
     }
 }
