@@ -100,6 +100,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // SHA-256 of nonces (signInWithIdp), and the identity-provider stand-ins' signing key.
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .executableTarget(
             name: "tokend-fake-firebase",

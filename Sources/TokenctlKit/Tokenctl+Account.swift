@@ -120,7 +120,9 @@ extension Tokenctl {
                 abstract: "Make an anonymous user permanent, keeping its uid.",
                 discussion: """
                     --email ADDRESS reads the new password from a prompt without echo, or from the \
-                    first line of stdin. --google signs in with Google in a browser.
+                    first line of stdin. --idp ID links a sign-in at an identity provider the project \
+                    enables (microsoft.com, github.com, oidc.NAME; --google is --idp google.com), in a \
+                    browser or, with --device, with the provider's device grant.
                     """)
 
             @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
@@ -129,17 +131,30 @@ extension Tokenctl {
             @Option(help: ArgumentHelp("Give the user this email address and a password.", valueName: "address"))
             var email: String?
 
-            @Flag(help: "Link a Google account to the user.")
+            @Flag(help: "Link a Google account to the user (--idp google.com).")
             var google = false
 
-            @Flag(help: "With --google: print the sign-in URL instead of opening a browser.")
+            @Option(help: ArgumentHelp("Link an account at this identity provider (microsoft.com, github.com, oidc.NAME, …).", valueName: "id"))
+            var idp: String?
+
+            @Flag(help: "With --idp: the provider's device grant instead of the browser.")
+            var device = false
+
+            @Flag(help: "With --idp or --google: print the sign-in URL instead of opening a browser.")
             var noBrowser = false
+
+            /// `--idp ID`, or `google.com` for `--google`.
+            var identityProvider: String? { google ? "google.com" : idp }
 
             @OptionGroup var connection: ConnectionOptions
 
             func validate() throws {
                 try validateAccount(account)
-                guard (email != nil) != google else { throw ValidationError("choose one of --email ADDRESS and --google") }
+                guard [email != nil, google, idp != nil].filter({ $0 }).count == 1 else {
+                    throw ValidationError("choose one of --email ADDRESS, --google and --idp ID")
+                }
+                if let idp, idp.isEmpty { throw ValidationError("--idp needs a provider id, such as microsoft.com") }
+                if device, identityProvider == nil { throw ValidationError("--device goes with --idp ID") }
                 if let email, email.isEmpty { throw ValidationError("--email needs an address") }
             }
 
@@ -155,7 +170,9 @@ extension Tokenctl {
                     try context.console.write("\(Text.singleLine(account)) upgraded: signed in with \(Text.singleLine(response.signInProvider ?? "password")), same uid\n")
                     return
                 }
-                request.method = LoginMethod.google.rawValue
+                request.method = LoginMethod.idp.rawValue
+                request.idp = identityProvider
+                request.device = device ? true : nil
                 let timeout = connection.timeoutOption ?? Login.defaultTimeout
                 request.timeout = timeout
                 let daemon = try DaemonConnection(options: connection, context: context)
@@ -168,7 +185,7 @@ extension Tokenctl {
                     throw TokenctlError(account: error, verb: "upgrade", account: account, environment: context.environment)
                 }
                 try DaemonConnection.check(response, account: account, environment: context.environment)
-                try context.console.write("\(Text.singleLine(account)) upgraded: signed in with \(Text.singleLine(response.signInProvider ?? "google.com")), same uid\n")
+                try context.console.write("\(Text.singleLine(account)) upgraded: signed in with \(Text.singleLine(response.signInProvider ?? identityProvider ?? "")), same uid\n")
             }
         }
 

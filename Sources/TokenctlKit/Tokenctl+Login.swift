@@ -17,8 +17,10 @@ extension Tokenctl {
                 opened when there is a display), or --device for a code to enter on another device. \
                 Firebase: --email ADDRESS (the password is read from a prompt without echo, or \
                 from the first line of stdin; add --create to sign up), --anonymous, \
-                --custom-token (the token on stdin), or --google. Secrets are never taken from \
-                arguments or the environment. --timeout is how long the sign-in may take \
+                --custom-token (the token on stdin), or --idp ID: a sign-in at an identity provider \
+                the project enables (google.com, microsoft.com, github.com, oidc.NAME; --google is \
+                --idp google.com; add --device for the provider's device grant). Secrets are never \
+                taken from arguments or the environment. --timeout is how long the sign-in may take \
                 (default: 300 seconds).
                 """)
 
@@ -28,7 +30,7 @@ extension Tokenctl {
         @Flag(help: "Print the sign-in URL instead of opening a browser.")
         var noBrowser = false
 
-        @Flag(help: "OpenID Connect: the device grant (a code to enter on another device).")
+        @Flag(help: "OpenID Connect, or with --idp: the device grant (a code to enter on another device).")
         var device = false
 
         @Option(help: ArgumentHelp("Firebase: sign in with this email address and a password.", valueName: "address"))
@@ -43,27 +45,34 @@ extension Tokenctl {
         @Flag(help: "Firebase: sign in with a custom token read from stdin.")
         var customToken = false
 
-        @Flag(help: "Firebase: sign in with a Google account.")
+        @Flag(help: "Firebase: sign in with a Google account (--idp google.com).")
         var google = false
+
+        @Option(help: ArgumentHelp("Firebase: sign in at this identity provider (microsoft.com, github.com, oidc.NAME, …).", valueName: "id"))
+        var idp: String?
 
         @OptionGroup var connection: ConnectionOptions
 
         func validate() throws {
             try validateAccount(account)
-            let chosen = [device, email != nil, anonymous, customToken, google].filter { $0 }.count
-            guard chosen <= 1 else { throw ValidationError("choose one of --device, --email, --anonymous, --custom-token and --google") }
+            let chosen = [email != nil, anonymous, customToken, google, idp != nil].filter { $0 }.count + (device && identityProvider == nil ? 1 : 0)
+            guard chosen <= 1 else { throw ValidationError("choose one of --device, --email, --anonymous, --custom-token, --google and --idp ID") }
+            if let idp, idp.isEmpty { throw ValidationError("--idp needs a provider id, such as microsoft.com") }
             if create, email == nil { throw ValidationError("--create goes with --email ADDRESS") }
             if let email, email.isEmpty { throw ValidationError("--email needs an address") }
         }
 
         var method: LoginMethod {
+            if identityProvider != nil { return .idp }
             if device { return .device }
             if email != nil { return .email }
             if anonymous { return .anonymous }
             if customToken { return .customToken }
-            if google { return .google }
             return .browser
         }
+
+        /// `--idp ID`, or `google.com` for `--google`.
+        var identityProvider: String? { google ? "google.com" : idp }
 
         /// The daemon's own default (`SharedDefaults`).
         static let defaultTimeout = SharedDefaults.loginTimeout
@@ -76,8 +85,10 @@ extension Tokenctl {
             let secret = try readSecret(context.console)
             let timeout = connection.timeoutOption ?? Self.defaultTimeout
             let daemon = try DaemonConnection(options: connection, context: context)
-            let request = Request.login(
+            var request = Request.login(
                 account: account, method: method, email: email, create: create ? true : nil, secret: secret, timeout: timeout)
+            request.idp = identityProvider
+            request.device = identityProvider != nil && device ? true : nil
             try daemon.send(request, readTimeout: timeout + Self.daemonGrace + ConnectionSettings.answerMargin, timeout: timeout)
             let opener = BrowserOpener(environment: context.environment, disabled: noBrowser)
             let response = try relayStream(daemon, timeout: timeout, console: context.console, opener: opener)

@@ -12,6 +12,9 @@ public struct JWTClaims: Sendable, Equatable {
     public var authorizedParty: String?
     public var notBefore: Date?
     public var nonce: String?
+    /// `tid`: the Microsoft Entra tenant that issued the token, which its multi-tenant issuer
+    /// names in place of `{tenantid}` (see `IssuerTemplate`).
+    public var tenantID: String?
 
     private struct Payload: Decodable {
         var exp: Double?
@@ -23,6 +26,7 @@ public struct JWTClaims: Sendable, Equatable {
         var azp: String?
         var nbf: Double?
         var nonce: String?
+        var tid: String?
     }
 
     /// `aud` as whatever it is: a string, a list of strings, or (anything else) nothing.
@@ -68,6 +72,7 @@ public struct JWTClaims: Sendable, Equatable {
         authorizedParty = payload.azp
         notBefore = payload.nbf.flatMap(Self.instant)
         nonce = payload.nonce
+        tenantID = payload.tid
     }
 
     /// Claims after the year 9999 (or before 1970) are treated as absent: no real token carries

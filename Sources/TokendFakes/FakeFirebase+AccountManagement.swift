@@ -1,11 +1,10 @@
+import Crypto
 import Foundation
 import TokendCore
 
 /// Identity Toolkit account management and federated sign-in: `signInWithIdp`, `lookup`,
 /// `sendOobCode`, `update`, `delete`, in production's shapes.
 extension FakeFirebase.Backend {
-    /// The issuer a Google ID token must name (both spellings Google uses).
-
     private struct IDTokenBody: Decodable {
         var idToken: String?
     }
@@ -83,11 +82,14 @@ extension FakeFirebase.Backend {
         return now.timeIntervalSince1970 - authTime > window ? .firebase("CREDENTIAL_TOO_OLD_LOGIN_AGAIN") : nil
     }
 
-    /// `accounts:signInWithIdp` with a Google ID token, in the emulator's order (operations.ts
-    /// `signInWithIdp`, `handleLinkIdp`, `handleIdpSigninEmailRequired`): the request URI, the
-    /// provider, the ID token (`INVALID_IDP_RESPONSE`, always HTTP 400), the linking user. A
-    /// sign-in finds the user Google's subject is linked to, else — one account per email — the
-    /// user with Google's address: taken over when Google verified it, else `needConfirmation`
+    /// `accounts:signInWithIdp` for any provider the project enables, in the emulator's order
+    /// (operations.ts `signInWithIdp`, `parseClaims`, `fakeFetchUserInfoFromIdp`, `handleLinkIdp`,
+    /// `handleIdpSigninEmailRequired`): the request URI, the provider id (lower-cased), the
+    /// credential — claims from `id_token`, else from `access_token` as JSON or a JWT (emulator),
+    /// else from the provider's user API (production; `IdentityProvider.userInfo`); every
+    /// failure is `INVALID_IDP_RESPONSE`, always HTTP 400 — then the linking user. A sign-in
+    /// finds the user the provider's id is linked to, else — one account per email — the user
+    /// with its address: taken over when the provider verified it, else `needConfirmation`
     /// (200, no tokens); else a new user. Linking keeps the uid. `FEDERATED_USER_ID_ALREADY_LINKED`
     /// and `EMAIL_EXISTS` answer 200 with `errorMessage` when `returnIdpCredential` is true, else 400.
     func signInWithIdp(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
@@ -97,23 +99,20 @@ extension FakeFirebase.Backend {
             return .failure(.firebase("INVALID_REQUEST_URI"))
         }
         let form = FormEncoding.decode(Array((request.postBody ?? "").utf8))
-        guard let providerID = form["providerId"] else {
+        guard let providerID = form["providerId"]?.lowercased(), !providerID.isEmpty else {
             return .failure(.firebase("INVALID_CREDENTIAL_OR_PROVIDER_ID : Invalid IdP response/credential: \(requestUri)"))
         }
-        guard providerID == "google.com" else { return .failure(.firebase("INVALID_PROVIDER_ID : Provider Id is not supported.")) }
-        // production: a provider switched off in the console.
-        if state.options.disabledProviders.contains("google.com") { return .failure(.firebase("OPERATION_NOT_ALLOWED")) }
-        guard let googleToken = form["id_token"], let google = Self.claims(of: googleToken), let subject = google.sub,
-            let issuer = google.iss, state.options.googleIssuers.contains(issuer)
-        else { return .failure(.firebase("INVALID_IDP_RESPONSE : Unable to parse id_token")) }
-        // production only (the emulator checks neither): expiry, and the audience against the
-        // project's Google client and its safelist.
-        guard let exp = google.exp, exp > now.timeIntervalSince1970 else {
-            return .failure(.firebase("INVALID_IDP_RESPONSE : The supplied auth credential is malformed or has expired."))
+        guard providerID.contains(".") else { return .failure(.firebase("INVALID_PROVIDER_ID : Provider Id is not supported.")) }
+        // production: a provider the project has not enabled, or switched off in the console.
+        guard let configured = state.options.identityProviders[providerID], !state.options.disabledProviders.contains(providerID) else {
+            return .failure(.firebase("OPERATION_NOT_ALLOWED"))
         }
-        if !state.options.googleClientIDs.isEmpty, !state.options.googleClientIDs.contains(google.aud ?? "") {
-            return .failure(.firebase("INVALID_IDP_RESPONSE : The audience of the id_token is not a client of this project."))
+        let federated: FederatedClaims
+        switch Self.federatedClaims(form, provider: configured, now: now) {
+        case .failure(let rejection): return .failure(rejection)
+        case .success(let claims): federated = claims
         }
+        let subject = federated.sub
         var linking: Ledger.User?
         if let idToken = request.idToken {
             switch user(of: idToken, now: now, state: state) {
@@ -125,23 +124,25 @@ extension FakeFirebase.Backend {
             guard request.returnIdpCredential == true else { return .failure(.firebase(code)) }
             return .success(ToolkitAnswer(reply: .json(200, IdpError(errorMessage: code)), uid: nil))
         }
-        let owner = google.email.flatMap { state.ledger.user(withEmail: $0) }
+        // emulator `fakeFetchUserInfoFromIdp`: Google's federated id is a URL, the others' the raw id.
+        let federatedID = providerID == "google.com" ? "https://accounts.google.com/\(subject)" : subject
+        let owner = federated.email.flatMap { state.ledger.user(withEmail: $0) }
         var uid: String
         var isNewUser = false
         if let linking {
-            if state.ledger.user(withGoogleSubject: subject) != nil { return refused("FEDERATED_USER_ID_ALREADY_LINKED") }
+            if state.ledger.user(linkedTo: providerID, rawID: subject) != nil { return refused("FEDERATED_USER_ID_ALREADY_LINKED") }
             if state.options.oneAccountPerEmail, let owner, owner.uid != linking.uid { return refused("EMAIL_EXISTS") }
             uid = linking.uid
-        } else if let existing = state.ledger.user(withGoogleSubject: subject) {
+        } else if let existing = state.ledger.user(linkedTo: providerID, rawID: subject) {
             uid = existing.uid
         } else if state.options.oneAccountPerEmail, let owner {
-            guard google.email_verified == true else {
+            guard federated.emailVerified else {
                 return .success(ToolkitAnswer(
-                    reply: .json(200, NeedConfirmation(localId: owner.uid, email: owner.email ?? "", federatedId: "https://accounts.google.com/\(subject)")),
+                    reply: .json(200, NeedConfirmation(providerId: providerID, localId: owner.uid, email: owner.email ?? "", federatedId: federatedID)),
                     uid: nil))
             }
-            // Google vouches for the address: the user is Google's now. An unverified owner
-            // loses its password and its sessions (someone else may have set them).
+            // The provider vouches for the address: the user is the provider's now. An unverified
+            // owner loses its password and its sessions (someone else may have set them).
             if !owner.emailVerified {
                 _ = state.ledger.change(owner.uid) { $0.password = nil }
                 _ = state.ledger.revokeTokens(of: owner.uid, now: now)
@@ -153,28 +154,111 @@ extension FakeFirebase.Backend {
         }
         // emulator: a disabled user is refused only after the link is recorded.
         _ = state.ledger.change(uid) { user in
-            user.googleSubject = subject
-            if user.email == nil, let email = google.email {
+            user.federated[providerID] = subject
+            if user.email == nil, let email = federated.email {
                 user.email = email
-                user.emailVerified = google.email_verified ?? false
-            } else if user.email?.lowercased() == google.email?.lowercased(), google.email_verified == true {
+                user.emailVerified = federated.emailVerified
+            } else if user.email?.lowercased() == federated.email?.lowercased(), federated.emailVerified {
                 user.emailVerified = true
             }
         }
         if state.ledger.users[uid]?.disabled == true { return .failure(.firebase("USER_DISABLED")) }
-        let minted = state.ledger.signIn(uid: uid, provider: "google.com", now: now, options: state.options)
+        let minted = state.ledger.signIn(uid: uid, provider: providerID, now: now, options: state.options)
         var answer = response("identitytoolkit#VerifyAssertionResponse", minted)
-        answer.providerId = "google.com"
-        answer.federatedId = "https://accounts.google.com/\(subject)"
+        answer.providerId = providerID
+        answer.federatedId = federatedID
         answer.emailVerified = state.ledger.users[uid]?.emailVerified
         answer.isNewUser = isNewUser ? true : nil
         return .success(ToolkitAnswer(reply: .json(200, answer), uid: uid, minted: minted))
     }
 
-    /// One account per email, an address Google did not verify: 200 without tokens.
+    /// Who the provider says signed in.
+    struct FederatedClaims {
+        var sub: String
+        var email: String?
+        var emailVerified: Bool
+    }
+
+    /// The claims of the credential in `postBody`. An ID token: readable (a JWT or strict JSON,
+    /// emulator `parseClaims`) with a `sub`; then, production only, an issuer of the provider's,
+    /// unexpired, issued to one of its clients, and — when it carries a nonce — the raw nonce
+    /// whose SHA-256 (hex) it is (firebase-js-sdk `OAuthCredentialOptions.rawNonce`; the code
+    /// is the js-sdk map's `MISSING_OR_INVALID_NONCE`). An access token: JSON or a JWT
+    /// (emulator), else whatever the provider's user API says of it (production).
+    static func federatedClaims(_ form: [String: String], provider: FakeFirebase.IdentityProvider, now: Date) -> Result<FederatedClaims, FirebaseRejection> {
+        if let idToken = form["id_token"], !idToken.isEmpty {
+            guard let claims = Self.idpClaims(idToken), let subject = claims.sub, !subject.isEmpty else {
+                return .failure(.firebase("INVALID_IDP_RESPONSE : Unable to parse id_token"))
+            }
+            if !provider.issuers.isEmpty, !provider.issuers.contains(where: { IssuerTemplate.matches($0, issuer: claims.iss, tenant: claims.tid) }) {
+                return .failure(.firebase("INVALID_IDP_RESPONSE : Unable to parse id_token"))
+            }
+            guard let exp = claims.exp, exp > now.timeIntervalSince1970 else {
+                return .failure(.firebase("INVALID_IDP_RESPONSE : The supplied auth credential is malformed or has expired."))
+            }
+            if !provider.clientIDs.isEmpty, !provider.clientIDs.contains(claims.aud ?? "") {
+                return .failure(.firebase("INVALID_IDP_RESPONSE : The audience of the id_token is not a client of this project."))
+            }
+            if let nonce = claims.nonce {
+                guard let raw = form["nonce"], Self.sha256Hex(raw) == nonce else {
+                    return .failure(.firebase("MISSING_OR_INVALID_NONCE : Duplicate credential received. Please try again with a new credential."))
+                }
+            }
+            return .success(FederatedClaims(sub: subject, email: claims.email, emailVerified: claims.email_verified == true))
+        }
+        guard let accessToken = form["access_token"], !accessToken.isEmpty else {
+            return .failure(.firebase("INVALID_IDP_RESPONSE : the credential holds neither id_token nor access_token"))
+        }
+        if let claims = Self.idpClaims(accessToken), let subject = claims.sub, !subject.isEmpty {
+            return .success(FederatedClaims(sub: subject, email: claims.email, emailVerified: claims.email_verified == true))
+        }
+        guard let info = provider.userInfo?(accessToken), let subject = info["sub"], !subject.isEmpty else {
+            return .failure(.firebase("INVALID_IDP_RESPONSE : The supplied auth credential is malformed or has expired."))
+        }
+        return .success(FederatedClaims(sub: subject, email: info["email"], emailVerified: info["email_verified"] == "true"))
+    }
+
+    /// A credential's claims: a JWT's payload, or strict JSON (the emulator's fake tokens).
+    static func idpClaims(_ token: String) -> IdpClaims? {
+        if token.hasPrefix("{") { return try? JSONDecoder().decode(IdpClaims.self, from: Data(token.utf8)) }
+        return JWTClaims.decode(IdpClaims.self, from: token)
+    }
+
+    struct IdpClaims: Decodable {
+        var sub: String?
+        var iss: String?
+        var tid: String?
+        var exp: Double?
+        var nonce: String?
+        var email: String?
+        var email_verified: Bool?
+        /// A JWT's `aud` is one string or an array of them (RFC 7519 §4.1.3): the first counts.
+        var aud: String?
+
+        enum CodingKeys: String, CodingKey { case sub, iss, tid, exp, nonce, email, email_verified, aud }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            sub = try? container.decodeIfPresent(String.self, forKey: .sub)
+            iss = try? container.decodeIfPresent(String.self, forKey: .iss)
+            tid = try? container.decodeIfPresent(String.self, forKey: .tid)
+            exp = try? container.decodeIfPresent(Double.self, forKey: .exp)
+            nonce = try? container.decodeIfPresent(String.self, forKey: .nonce)
+            email = try? container.decodeIfPresent(String.self, forKey: .email)
+            email_verified = try? container.decodeIfPresent(Bool.self, forKey: .email_verified)
+            aud = (try? container.decodeIfPresent(String.self, forKey: .aud)) ?? (try? container.decodeIfPresent([String].self, forKey: .aud))?.first
+        }
+    }
+
+    /// Lowercase hex of SHA-256, as Firebase's guides hash a nonce.
+    static func sha256Hex(_ text: String) -> String {
+        SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// One account per email, an address the provider did not verify: 200 without tokens.
     private struct NeedConfirmation: Encodable {
         var kind = "identitytoolkit#VerifyAssertionResponse"
-        var providerId = "google.com"
+        var providerId: String
         var localId: String
         var email: String
         var federatedId: String
@@ -224,7 +308,7 @@ extension FakeFirebase.Backend {
             emailVerified = user.emailVerified
             passwordHash = user.password == nil ? nil : "UkVEQUNURUQ="  // production's placeholder
             providerUserInfo = user.providers.map { provider in
-                let raw = provider == "google.com" ? user.googleSubject ?? "" : user.email ?? ""
+                let raw = user.federated[provider] ?? user.email ?? ""
                 return Provider(providerId: provider, federatedId: raw, email: user.email, rawId: raw)
             }
             disabled = user.disabled ? true : nil

@@ -30,10 +30,13 @@ import TokendCore
 /// | signInWithPassword | a second factor | 200 `mfaPendingCredential`, no tokens | emulator `signInWithPassword` |
 /// | signInWithCustomToken | missing / not a uid or JWT with one / user disabled | `MISSING_CUSTOM_TOKEN` / `INVALID_CUSTOM_TOKEN` / `USER_DISABLED` | emulator `signInWithCustomToken` |
 /// | signInWithIdp | `requestUri` missing / not absolute | `MISSING_REQUEST_URI` / `INVALID_REQUEST_URI` | emulator `getNormalizedUri` |
-/// | signInWithIdp | no `providerId` / not `google.com` / Google off | `INVALID_CREDENTIAL_OR_PROVIDER_ID` / `INVALID_PROVIDER_ID` / `OPERATION_NOT_ALLOWED` | emulator `signInWithIdp`; the last prod |
-/// | signInWithIdp | ID token unreadable, expired, audience not the project's | 400 `INVALID_IDP_RESPONSE : …` (never a 200) | emulator `parseClaims`; expiry and audience prod |
-/// | signInWithIdp + idToken | Google subject linked anywhere / address owned by another user | `FEDERATED_USER_ID_ALREADY_LINKED` / `EMAIL_EXISTS`: 200 `errorMessage` with `returnIdpCredential`, else 400 | emulator `signInWithIdp`, `handleLinkIdp` |
-/// | signInWithIdp | another user has Google's address (`oneAccountPerEmail`): verified / not | that user, taken over (an unverified owner loses password and sessions) / 200 `needConfirmation`, no tokens | emulator `handleIdpSigninEmailRequired` |
+/// | signInWithIdp | no `providerId` / not a provider id / not enabled (`identityProviders`) or switched off | `INVALID_CREDENTIAL_OR_PROVIDER_ID` / `INVALID_PROVIDER_ID` / `OPERATION_NOT_ALLOWED` | emulator `signInWithIdp` (any id, lower-cased); the last prod |
+/// | signInWithIdp | ID token unreadable or without `sub`; issuer not the provider's (Microsoft's `{tenantid}` with `tid`), expired, audience not the project's | 400 `INVALID_IDP_RESPONSE : …` (never a 200) | emulator `parseClaims`; issuer, expiry and audience prod |
+/// | signInWithIdp | ID token with a `nonce`: raw `nonce` missing, or its SHA-256 hex not the claim | `MISSING_OR_INVALID_NONCE` | prod: js-sdk `OAuthCredentialOptions.rawNonce`, error map |
+/// | signInWithIdp | `access_token` only: JSON or a JWT / opaque (GitHub) | claims read from it / the provider's user API (`userInfo`), refused: `INVALID_IDP_RESPONSE` | emulator `parseClaims` / prod (the emulator answers "not supported") |
+/// | signInWithIdp | `federatedId` | `https://accounts.google.com/SUB` for Google, the provider's id for the others | emulator `fakeFetchUserInfoFromIdp` |
+/// | signInWithIdp + idToken | the provider's id linked anywhere / address owned by another user | `FEDERATED_USER_ID_ALREADY_LINKED` / `EMAIL_EXISTS`: 200 `errorMessage` with `returnIdpCredential`, else 400 | emulator `signInWithIdp`, `handleLinkIdp` |
+/// | signInWithIdp | another user has the provider's address (`oneAccountPerEmail`): verified / not | that user, taken over (an unverified owner loses password and sessions) / 200 `needConfirmation`, no tokens | emulator `handleIdpSigninEmailRequired` |
 /// | signInWithIdp | the user is disabled | `USER_DISABLED`, after the link is recorded | emulator `signInWithIdp` |
 /// | update | email changed with enumeration protection | `OPERATION_NOT_ALLOWED : Please verify the new email before changing email.` | prod only (not in the emulator): apps' reports, Google's enumeration-protection docs |
 /// | update | email taken / password < 6 or off policy | `EMAIL_EXISTS` / `WEAK_PASSWORD`, `PASSWORD_DOES_NOT_MEET_REQUIREMENTS` | emulator `setAccountInfoImpl` |

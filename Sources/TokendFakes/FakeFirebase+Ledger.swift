@@ -9,8 +9,8 @@ struct Ledger: Sendable {
         var password: String?
         var disabled = false
         var emailVerified = false
-        /// Google subjects (`sub` of a Google ID token) linked to this user.
-        var googleSubject: String?
+        /// Federated identities linked to this user: provider id → the provider's user id.
+        var federated: [String: String] = [:]
         /// A second factor is enrolled: password sign-ins answer `mfaPendingCredential`.
         var secondFactor = false
         /// Seconds since 1970 before which ID tokens are void and after which only newer refresh
@@ -25,7 +25,7 @@ struct Ledger: Sendable {
         var providers: [String] {
             var providers: [String] = []
             if password != nil { providers.append("password") }
-            if googleSubject != nil { providers.append("google.com") }
+            providers += federated.keys.sorted()
             return providers
         }
     }
@@ -85,7 +85,7 @@ struct Ledger: Sendable {
             authTime: Int(saturating: now.timeIntervalSince1970.rounded(.down)))
         if let user = users[uid] {
             subject.emailVerified = user.emailVerified
-            if let google = user.googleSubject { subject.identities["google.com"] = [google] }
+            for (provider, rawID) in user.federated { subject.identities[provider] = [rawID] }
         }
         users[uid]?.lastLoginAt = Int64(saturating: now.timeIntervalSince1970 * 1000)
         return issue(for: subject, now: now, options: options)
@@ -98,8 +98,8 @@ struct Ledger: Sendable {
         return true
     }
 
-    func user(withGoogleSubject subject: String) -> User? {
-        users.values.first { $0.googleSubject == subject }
+    func user(linkedTo provider: String, rawID: String) -> User? {
+        users.values.first { $0.federated[provider] == rawID }
     }
 
     /// What the Secure Token API does with a presented refresh token.

@@ -13,6 +13,26 @@ import TokendCore
 /// `requests` and the control plane. Never point anything real at it.
 public final class FakeFirebase: Sendable {
     /// Knobs that take effect on the next request (see `update(_:)`).
+    /// An identity provider as the project has it configured.
+    public struct IdentityProvider: Sendable {
+        /// Issuers whose ID tokens are taken as this provider's (Microsoft's `{tenantid}`
+        /// template allowed); empty: any, like the emulator.
+        public var issuers: Set<String>
+        /// Client ids an ID token may be issued to (the configured client and its safelist);
+        /// empty: any.
+        public var clientIDs: Set<String>
+        /// The provider's user API, for an access token that is neither JSON nor a JWT: what
+        /// production asks (GitHub's `GET /user`) and the emulator cannot. Returns the
+        /// provider's `sub`, `email`, `email_verified` claims, or nil for a token it refuses.
+        public var userInfo: (@Sendable (String) -> [String: String]?)?
+
+        public init(issuers: Set<String> = [], clientIDs: Set<String> = [], userInfo: (@Sendable (String) -> [String: String]?)? = nil) {
+            self.issuers = issuers
+            self.clientIDs = clientIDs
+            self.userInfo = userInfo
+        }
+    }
+
     public struct Options: Sendable {
         /// Seconds an ID token lives. Production and the emulator say 3600; tests shorten it to
         /// watch proactive refreshes happen.
@@ -56,14 +76,12 @@ public final class FakeFirebase: Sendable {
         /// Extra seconds an Identity Toolkit answer about this email (sign-in, sign-up) is held
         /// back: one slow sign-in among fast ones, for race tests.
         public var signInLatency: [String: Double] = [:]
-        /// The Google client ids whose ID tokens `signInWithIdp` accepts; empty: any.
-        public var googleClientIDs: Set<String> = []
-        /// The issuers whose ID tokens `signInWithIdp` takes as Google's: Google's own, plus a
-        /// local OpenID provider a test signs in at in Google's place.
-        public var googleIssuers: Set<String> = ["https://accounts.google.com", "accounts.google.com"]
+        /// The identity providers the project enables (Authentication, Sign-in method), by
+        /// provider id: `signInWithIdp` refuses any other with `OPERATION_NOT_ALLOWED`.
+        public var identityProviders: [String: IdentityProvider] = ["google.com": IdentityProvider(issuers: ["https://accounts.google.com", "accounts.google.com"])]
         /// One account per email address (the console's default, the emulator's
-        /// `allowDuplicateEmails: false`): a Google sign-in with an address another user has
-        /// takes that user over when Google verified it, else answers `needConfirmation`.
+        /// `allowDuplicateEmails: false`): a federated sign-in with an address another user has
+        /// takes that user over when the provider verified it, else answers `needConfirmation`.
         public var oneAccountPerEmail = true
         /// A password policy in force (production only; the emulator knows only `WEAK_PASSWORD`
         /// below 6 characters): sign-ups and upgrades that miss a requirement answer

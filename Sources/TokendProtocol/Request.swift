@@ -24,8 +24,13 @@ public struct Request: Codable, Sendable, Equatable {
     /// `import`: when the imported access/ID token expires (RFC 3339), if not in its JWT.
     public var expiresAt: String?
     /// `login`: how to sign in (`browser`, `device`, `email`, `anonymous`, `custom_token`,
-    /// `google`); `account` `upgrade`: `email` or `google`.
+    /// `google`, `idp`); `account` `upgrade`: `email`, `google` or `idp`.
     public var method: String?
+    /// `login`, `account upgrade` with method `idp`: the identity provider's id (`microsoft.com`).
+    public var idp: String?
+    /// `login`, `account upgrade` with method `idp`: sign in at the provider with the device
+    /// grant instead of the browser.
+    public var device: Bool?
     /// `login`, `account`: the email address to sign in, sign up, upgrade to or reset.
     public var email: String?
     /// `login` with `email`: create the user instead of signing in.
@@ -73,7 +78,7 @@ public struct Request: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case op, id, account, kind, timeout, method, email, create, secret, scopes, action, confirm, profile, scope, audience
+        case op, id, account, kind, timeout, method, idp, device, email, create, secret, scopes, action, confirm, profile, scope, audience
         case minValid = "min_valid"
         case refreshToken = "refresh_token"
         case idToken = "id_token"

@@ -15,14 +15,18 @@ public enum LoginMethod: String, Sendable, CaseIterable, Codable {
     case anonymous
     /// Firebase: a custom token minted by the project's backend, read from stdin.
     case customToken = "custom_token"
-    /// Firebase: a Google sign-in (the browser flow against Google) exchanged at signInWithIdp.
+    /// Firebase: a Google sign-in (the browser flow against Google) exchanged at signInWithIdp;
+    /// the short form of `idp` with `idp` = `google.com`.
     case google
+    /// Firebase: a sign-in at the identity provider the request's `idp` names (`microsoft.com`,
+    /// `github.com`, `oidc.NAME`, …), exchanged at signInWithIdp.
+    case idp
 
     /// Flows that wait for the user in a browser or on another device: one at a time per
     /// account, since a second would open a second browser tab for the same session.
     public var isInteractive: Bool {
         switch self {
-        case .browser, .device, .google: true
+        case .browser, .device, .google, .idp: true
         case .email, .anonymous, .customToken: false
         }
     }
@@ -31,7 +35,7 @@ public enum LoginMethod: String, Sendable, CaseIterable, Codable {
     public var needsEmail: Bool {
         switch self {
         case .email: true
-        case .browser, .device, .anonymous, .customToken, .google: false
+        case .browser, .device, .anonymous, .customToken, .google, .idp: false
         }
     }
 
@@ -40,7 +44,7 @@ public enum LoginMethod: String, Sendable, CaseIterable, Codable {
         switch self {
         case .email: "the password"
         case .customToken: "the custom token"
-        case .browser, .device, .anonymous, .google: nil
+        case .browser, .device, .anonymous, .google, .idp: nil
         }
     }
 

@@ -11,8 +11,6 @@ public protocol AccountManaging: Sendable {
     func sendPasswordReset(email: String) async -> Result<Void, LoginFailure>
     /// Gives an anonymous user an email and password, keeping its uid; returns the new session.
     func upgrade(idToken: String, email: String, password: String) async -> Result<SignedIn, LoginFailure>
-    /// Links an identity provider's ID token (Google) to the user, keeping its uid.
-    func link(idToken: String, providerIDToken: String, providerID: String) async -> Result<SignedIn, LoginFailure>
     func deleteUser(idToken: String) async -> Result<Void, LoginFailure>
 }
 

@@ -82,10 +82,6 @@ extension FirebaseProvider: AccountManaging {
             .flatMap { Self.signedIn($0, provider: "password", call: .passwordLink) }
     }
 
-    public func link(idToken: String, providerIDToken: String, providerID: String) async -> Result<SignedIn, LoginFailure> {
-        await signInWithIdp(providerIDToken: providerIDToken, providerID: providerID, linkingTo: idToken)
-    }
-
     public func deleteUser(idToken: String) async -> Result<Void, LoginFailure> {
         await identityToolkit(.delete, IDTokenBody(idToken: idToken), secrets: [idToken]).map { _ in () }
     }
@@ -98,17 +94,41 @@ extension FirebaseProvider: AccountManaging {
         var returnSecureToken = true
     }
 
-    /// Google's (or another IdP's) ID token exchanged for a Firebase session; with `linkingTo`,
-    /// linked to that user instead (anonymous upgrade keeps the uid).
-    func signInWithIdp(providerIDToken: String, providerID: String, linkingTo idToken: String?) async -> Result<SignedIn, LoginFailure> {
-        let form = String(decoding: FormEncoding.encode([("id_token", providerIDToken), ("providerId", providerID)]), as: UTF8.self)
-        // `requestUri` must be an http(s) URL; for an ID-token exchange no redirect happens.
+    /// An identity provider's sign-in exchanged for a Firebase session; with `linkingTo`, linked
+    /// to that user instead (an anonymous upgrade keeps the uid).
+    func signInWithIdp(_ credential: IdentityProviderCredential, providerID: String, linkingTo idToken: String?) async -> Result<SignedIn, LoginFailure> {
+        let form = String(decoding: FormEncoding.encode(credential.postBody + [("providerId", providerID)]), as: UTF8.self)
+        // `requestUri` must be an http(s) URL; for a credential exchange no redirect happens.
         // `http://localhost` is what the SDKs send for one (firebase-js-sdk
         // `packages/auth/src/core/credentials/oauth.ts`, `IDP_REQUEST_URI`).
         let body = IdpBody(requestUri: "http://localhost", postBody: form, idToken: idToken)
-        let call: FirebaseCall = idToken == nil ? .googleSignIn : .googleLink
-        let secrets = [providerIDToken] + (idToken.map { [$0] } ?? [])
+        let call: FirebaseCall = idToken == nil ? .idpSignIn(providerID) : .idpLink(providerID)
+        let secrets = credential.secrets + (idToken.map { [$0] } ?? [])
         return await identityToolkit(call, body, secrets: secrets)
             .flatMap { Self.signedIn($0, provider: providerID, call: call, secrets: secrets) }
+    }
+}
+
+/// What an identity provider returned, in the form Firebase's `signInWithIdp` takes it
+/// (Identity Toolkit REST, "Sign in with OAuth credential": `postBody`).
+enum IdentityProviderCredential: Sendable {
+    /// An OpenID Connect ID token and, when it carries a nonce, the raw nonce whose SHA-256 it is.
+    case idToken(String, rawNonce: String?)
+    /// An OAuth 2.0 access token (GitHub): Firebase asks the provider who it belongs to.
+    case accessToken(String)
+
+    var postBody: [(String, String)] {
+        switch self {
+        case .idToken(let token, let nonce): [("id_token", token)] + (nonce.map { [("nonce", $0)] } ?? [])
+        case .accessToken(let token): [("access_token", token)]
+        }
+    }
+
+    /// Never logged: redacted from any error Firebase might echo them in.
+    var secrets: [String] {
+        switch self {
+        case .idToken(let token, let nonce): [token] + (nonce.map { [$0] } ?? [])
+        case .accessToken(let token): [token]
+        }
     }
 }

@@ -118,6 +118,9 @@ extension FirebaseProvider {
             return make(.denied, "the user no longer exists; sign in again or create a new one")
         case "EMAIL_EXISTS" where call == .passwordLink:
             return make(.badRequest, "another user of the project already has this email; upgrade with another address, or sign that user in instead: tokenctl login ACCOUNT --email ADDRESS")
+        case "EMAIL_EXISTS" where call.identityProvider != nil:
+            let id = call.identityProvider ?? ""
+            return make(.denied, "another user of the project already has the email of this \(IdentityProvider.displayName(id)) account; sign that user in instead (tokenctl login ACCOUNT \(IdentityProvider.flag(id))), or link another \(IdentityProvider.displayName(id)) account")
         case "EMAIL_EXISTS":
             return make(.badRequest, "a user with this email already exists; sign in without --create")
         case "WEAK_PASSWORD":
@@ -143,15 +146,19 @@ extension FirebaseProvider {
             return make(.denied, "Firebase wants a recent sign-in before this change")
         case "INVALID_ID_TOKEN", "TOKEN_EXPIRED", "INVALID_REFRESH_TOKEN":
             return make(.denied, "Firebase no longer accepts the session\(said)")
+        case "INVALID_IDP_RESPONSE" where call.identityProvider == "google.com" && (reason.lowercased().contains("audience") || reason.lowercased().contains("client")):
+            return make(.misconfigured, "the project does not accept Google ID tokens issued to the account's Google client_id\(said); use the project's own Google OAuth client, or add this one under Authentication, Sign-in method, Google, \"Safelist client IDs from external projects\"")
         case "INVALID_IDP_RESPONSE" where reason.lowercased().contains("audience") || reason.lowercased().contains("client"):
-            return make(.misconfigured, "the project does not accept Google ID tokens issued to google_client_id\(said); use the project's own Google OAuth client, or add this one under Authentication, Sign-in method, Google, \"Safelist client IDs from external projects\"")
+            let name = IdentityProvider.displayName(call.identityProvider ?? "")
+            return make(.misconfigured, "the project does not accept \(name) tokens issued to the account's client_id\(said); use the client configured for \(name) in the Firebase console (Authentication, Sign-in method)")
         case "INVALID_IDP_RESPONSE":
             return make(.denied, "Firebase did not accept the identity provider's answer\(said); sign in again")
         case "NEED_CONFIRMATION":
             let address = detail.isEmpty ? "this email" : detail
-            return make(.denied, "the project allows one account per email address, and \(address) already has an account that signs in another way; sign in that way (tokenctl login ACCOUNT --email \(address)) instead of with Google")
+            return make(.denied, "the project allows one account per email address, and \(address) already has an account that signs in another way; sign in that way (tokenctl login ACCOUNT --email \(address)) instead of with \(IdentityProvider.displayName(call.identityProvider ?? ""))")
         case "FEDERATED_USER_ID_ALREADY_LINKED":
-            return make(.denied, "this Google account already belongs to another user of the project; sign in with it (tokenctl login ACCOUNT --google) instead of upgrading")
+            let id = call.identityProvider ?? ""
+            return make(.denied, "this \(IdentityProvider.displayName(id)) account already belongs to another user of the project; sign in with it (tokenctl login ACCOUNT \(IdentityProvider.flag(id))) instead of upgrading")
         case "INVALID_CUSTOM_TOKEN", "MISSING_CUSTOM_TOKEN":
             return make(.denied, "Firebase does not accept the custom token\(said.isEmpty ? " (malformed, expired or for another project)" : said); mint a new one")
         case "CREDENTIAL_MISMATCH":
@@ -176,12 +183,22 @@ extension FirebaseProvider {
 /// The Identity Toolkit call a failure answers: one code can call for different next steps
 /// (`EMAIL_EXISTS` on a sign-up or an upgrade, `OPERATION_NOT_ALLOWED` for each sign-in method).
 public enum FirebaseCall: Sendable, Equatable {
-    case passwordSignIn, passwordSignUp, anonymousSignUp, customToken, googleSignIn
+    case passwordSignIn, passwordSignUp, anonymousSignUp, customToken
+    /// A sign-in with the identity provider of this id (`accounts:signInWithIdp`).
+    case idpSignIn(String)
     /// An anonymous user given an email and password (`accounts:signUp` with `idToken`).
     case passwordLink
-    /// An anonymous user linked to Google (`accounts:signInWithIdp` with `idToken`).
-    case googleLink
+    /// An anonymous user linked to the identity provider of this id (`signInWithIdp` with `idToken`).
+    case idpLink(String)
     case passwordReset, verifyEmail, lookup, delete
+
+    /// The identity provider's id of a federated sign-in or link.
+    var identityProvider: String? {
+        switch self {
+        case .idpSignIn(let id), .idpLink(let id): id
+        default: nil
+        }
+    }
 
     /// `accounts:METHOD`.
     var method: String {
@@ -189,7 +206,7 @@ public enum FirebaseCall: Sendable, Equatable {
         case .passwordSignIn: "signInWithPassword"
         case .passwordSignUp, .anonymousSignUp, .passwordLink: "signUp"
         case .customToken: "signInWithCustomToken"
-        case .googleSignIn, .googleLink: "signInWithIdp"
+        case .idpSignIn, .idpLink: "signInWithIdp"
         case .passwordReset, .verifyEmail: "sendOobCode"
         case .lookup: "lookup"
         case .delete: "delete"
@@ -200,7 +217,7 @@ public enum FirebaseCall: Sendable, Equatable {
     var consoleSignInMethod: String {
         switch self {
         case .anonymousSignUp: "Anonymous"
-        case .googleSignIn, .googleLink: "Google"
+        case .idpSignIn(let id), .idpLink(let id): IdentityProvider.displayName(id)
         case .customToken: "custom-token"
         default: "Email/Password"
         }
@@ -212,7 +229,7 @@ public enum FirebaseCall: Sendable, Equatable {
         switch self {
         case .anonymousSignUp:
             "the project lets only administrators create users: enable Anonymous (Authentication, Sign-in method) and \"Enable create (sign-up)\" (Authentication, Settings, User actions)"
-        case .passwordSignUp, .passwordLink, .googleSignIn:
+        case .passwordSignUp, .passwordLink, .idpSignIn:
             "the project lets only administrators create users: enable \"Enable create (sign-up)\" (Authentication, Settings, User actions), or have an administrator create the user"
         case .delete:
             "the project lets only administrators delete users: enable \"Enable deletion\" (Authentication, Settings, User actions), or ask an administrator"

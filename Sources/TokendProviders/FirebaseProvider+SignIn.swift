@@ -1,7 +1,7 @@
 import TokendCore
 
 /// Firebase sign-in flows: email and password (sign-in or sign-up), anonymous, custom token,
-/// and an identity provider's ID token exchanged at `signInWithIdp` (Google).
+/// and an identity provider's sign-in exchanged at `signInWithIdp` (Google, Microsoft, GitHub, …).
 extension FirebaseProvider {
     private struct PasswordBody: Encodable {
         var email: String
@@ -22,8 +22,8 @@ extension FirebaseProvider {
         AsyncThrowingStream { continuation in
             let task = Task {
                 let outcome: Result<SignedIn, LoginFailure>
-                if request.method == .google {
-                    outcome = await signInWithGoogle(request) { continuation.yield($0) }
+                if request.method == .idp {
+                    outcome = await signInWithIdentityProvider(request) { continuation.yield($0) }
                 } else {
                     outcome = await signIn(request)
                 }
@@ -39,23 +39,28 @@ extension FirebaseProvider {
         }
     }
 
-    /// Scopes a Google sign-in asks for: an ID token with the user's email is all Firebase needs.
-    static let googleScopes = ["openid", "email", "profile"]
-
-    /// Google's browser sign-in (its steps relayed), then its ID token exchanged at
-    /// `signInWithIdp` — linked to `request.linkingIDToken`'s user when upgrading.
-    func signInWithGoogle(_ request: LoginRequest, relay: (LoginStep) -> Void) async -> Result<SignedIn, LoginFailure> {
-        guard let googleSignIn else {
-            return .failure(LoginFailure(
-                .misconfigured, code: "google_not_configured",
-                message: "Google sign-in needs google_client_id (and, for an installed-app client, google_client_secret) in the account's configuration, and a tokend with OpenID Connect sign-in"))
+    /// The identity provider's own sign-in (its steps relayed), then what it returned exchanged
+    /// at `signInWithIdp` — linked to `request.linkingIDToken`'s user when upgrading.
+    func signInWithIdentityProvider(_ request: LoginRequest, relay: (LoginStep) -> Void) async -> Result<SignedIn, LoginFailure> {
+        guard let id = request.identityProvider else {
+            return .failure(LoginFailure(.badRequest, code: "bad_request", message: "a sign-in with an identity provider needs its id (--idp ID)"))
         }
-        let google = LoginRequest(method: .browser, scopes: Self.googleScopes, timeout: request.timeout)
-        var googleIDToken: String?
+        let name = IdentityProvider.displayName(id)
+        guard let identityProvider = identitySignIns[id] else {
+            let configured = identitySignIns.keys.sorted()
+            return .failure(LoginFailure(
+                .misconfigured, code: "idp_not_configured",
+                message: "the account has no [account.NAME.idp.\"\(id)\"] table with the OAuth client \(name) issued for the project\(id == "google.com" ? " (or google_client_id)" : ""); "
+                    + "add one (README.md, \"Other identity providers\")\(configured.isEmpty ? "" : "; configured: " + configured.joined(separator: ", "))"))
+        }
+        let rawNonce = OIDCProvider.randomToken()
+        var signIn = LoginRequest(method: request.identityProviderDevice ? .device : .browser, timeout: request.timeout)
+        signIn.federation = LoginRequest.Federation(rawNonce: rawNonce)
+        var issued: IssuedTokens?
         do {
-            for try await step in googleSignIn.login(google) {
+            for try await step in identityProvider.signIn.login(signIn) {
                 if case .done(let signedIn) = step {
-                    googleIDToken = signedIn.tokens.idToken
+                    issued = signedIn.tokens
                     break
                 }
                 relay(step)
@@ -63,12 +68,25 @@ extension FirebaseProvider {
         } catch let failure as LoginFailure {
             return .failure(failure)
         } catch {
-            return .failure(LoginFailure(.transient, code: "failed", message: "the Google sign-in failed; try again"))
+            return .failure(LoginFailure(.transient, code: "failed", message: "the \(name) sign-in failed; try again"))
         }
-        guard let googleIDToken else {
-            return .failure(LoginFailure(.denied, code: "no_id_token", message: "Google's sign-in returned no ID token; check that google_client_id is a Google OAuth client and try again"))
+        let credential: IdentityProviderCredential
+        switch identityProvider.credential {
+        case .idToken:
+            guard let idToken = issued?.idToken else {
+                return .failure(LoginFailure(
+                    .misconfigured, code: "no_id_token",
+                    message: "\(name)'s sign-in returned no ID token; check the client_id and that scopes include openid, or set credential = \"access_token\""))
+            }
+            // The raw nonce goes along when the token carries one (the browser flow's).
+            credential = .idToken(idToken, rawNonce: JWTClaims(token: idToken)?.nonce == nil ? nil : rawNonce)
+        case .accessToken:
+            guard let accessToken = issued?.accessToken else {
+                return .failure(LoginFailure(.misconfigured, code: "no_access_token", message: "\(name)'s sign-in returned no access token; check the client_id"))
+            }
+            credential = .accessToken(accessToken)
         }
-        return await signInWithIdp(providerIDToken: googleIDToken, providerID: "google.com", linkingTo: request.linkingIDToken)
+        return await signInWithIdp(credential, providerID: id, linkingTo: request.linkingIDToken)
     }
 
     func signIn(_ request: LoginRequest) async -> Result<SignedIn, LoginFailure> {
@@ -89,12 +107,12 @@ extension FirebaseProvider {
             }
             return await identityToolkit(.customToken, CustomTokenBody(token: token), secrets: [token])
                 .flatMap { Self.signedIn($0, provider: "custom", call: .customToken) }
-        case .google:
-            return await signInWithGoogle(request) { _ in }
+        case .idp:
+            return await signInWithIdentityProvider(request) { _ in }
         default:
             return .failure(LoginFailure(
                 .badRequest, code: "unsupported_method",
-                message: "Firebase accounts sign in with --email ADDRESS, --anonymous, --custom-token or --google"))
+                message: "Firebase accounts sign in with --email ADDRESS, --anonymous, --custom-token, --google or --idp ID"))
         }
     }
 }

@@ -16,19 +16,16 @@ public struct FirebaseProvider: TokenProvider {
         public var apiKey: String
         /// `emulator` from the config, else `FIREBASE_AUTH_EMULATOR_HOST` at load time, else nil.
         public var emulatorHost: String?
-        /// The OAuth client Google issued for this app (`google_client_id`, `google_client_secret`),
-        /// for `tokenctl login --google`; nil when Google sign-in is not set up. An installed-app
+        /// The identity providers `tokenctl login --idp ID` signs in with, by Firebase's provider
+        /// id (`[account.NAME.idp."ID"]`; Google also from `google_client_id`). An installed-app
         /// client's secret identifies the program, not the user: Google says it is not confidential.
-        public var google: OIDCProvider.Settings?
+        public var identityProviders: [String: IdentityProvider]
 
-        public init(apiKey: String, emulatorHost: String?, google: OIDCProvider.Settings? = nil) {
+        public init(apiKey: String, emulatorHost: String?, identityProviders: [String: IdentityProvider] = [:]) {
             self.apiKey = apiKey
             self.emulatorHost = emulatorHost
-            self.google = google
+            self.identityProviders = identityProviders
         }
-
-        /// Google's OpenID issuer: `--google` signs in there, then exchanges the ID token at Firebase.
-        public static let googleIssuer = "https://accounts.google.com"
 
         public var descriptor: ProviderDescriptor { FirebaseProvider.descriptor }
         public var description: String { "firebase(emulator: \(emulatorHost ?? "none"))" }
@@ -38,14 +35,16 @@ public struct FirebaseProvider: TokenProvider {
 
         public func makeProvider(transport: HTTPTransport) -> any TokenProvider {
             var firebase = FirebaseProvider(apiKey: apiKey, emulatorHost: emulatorHost, transport: transport)
-            firebase.googleSignIn = google.map { OIDCProvider(settings: $0, transport: transport) }
+            firebase.identitySignIns = identityProviders.mapValues { identityProvider in
+                IdentitySignIn(signIn: OIDCProvider(settings: identityProvider.oauth, transport: transport), credential: identityProvider.credential)
+            }
             return firebase
         }
     }
 
     public static let descriptor = ProviderDescriptor(
-        kind: .firebase, keys: ["api_key", "emulator", "google_client_id", "google_client_secret", "google_issuer"], defaultTokenKind: .id, capabilities: [],
-        loginMethods: [.email, .anonymous, .customToken, .google],
+        kind: .firebase, keys: ["api_key", "emulator", "google_client_id", "google_client_secret", "google_issuer", "idp"], defaultTokenKind: .id,
+        capabilities: [], loginMethods: [.email, .anonymous, .customToken, .idp],
         parse: { values, environment throws(ProviderConfigError) in
             let reader = ProviderConfigReader(values)
             let apiKey = try reader.string("api_key", required: true) ?? ""
@@ -64,20 +63,26 @@ public struct FirebaseProvider: TokenProvider {
                 throw ProviderConfigError(
                     key: nil, "\(source) would get refresh tokens over plain HTTP off this machine; use a loopback emulator, or set \(PlainHTTP.optInKey) = true")
             }
-            var google: OIDCProvider.Settings? = nil
+            var identityProviders: [String: IdentityProvider] = [:]
+            for (id, table) in try reader.tables("idp") {
+                identityProviders[id] = try IdentityProvider.parse(id: id, table, allowPlainHTTP: reader.allowsPlainHTTP)
+            }
+            // The older spelling of `[account.NAME.idp."google.com"]`; `google_issuer` points
+            // --google at another OpenID provider whose ID tokens the project accepts as Google's.
             if let clientID = try reader.string("google_client_id") {
-                // `google_issuer` points --google at another OpenID provider whose ID tokens the
-                // project accepts as Google's (a local one in tests); the plain-HTTP rule holds.
-                let issuer = try reader.url("google_issuer") ?? Settings.googleIssuer
-                google = OIDCProvider.Settings(
-                    issuer: issuer, clientID: clientID, clientSecret: try reader.string("google_client_secret"),
-                    scopes: ["openid", "email", "profile"], tokenKind: .id, allowPlainHTTP: reader.allowsPlainHTTP)
+                guard identityProviders["google.com"] == nil else {
+                    throw ProviderConfigError(key: "google_client_id", "and [account.NAME.idp.\"google.com\"] both configure Google; keep one")
+                }
+                var table: [String: ProviderConfigValue] = ["client_id": .string(clientID)]
+                table["client_secret"] = try reader.string("google_client_secret").map(ProviderConfigValue.string)
+                table["issuer"] = try reader.url("google_issuer").map(ProviderConfigValue.string)
+                identityProviders["google.com"] = try IdentityProvider.parse(id: "google.com", table, allowPlainHTTP: reader.allowsPlainHTTP)
             } else {
                 for key in ["google_client_secret", "google_issuer"] where try reader.string(key) != nil {
                     throw ProviderConfigError(key: key, "goes with google_client_id")
                 }
             }
-            return Settings(apiKey: apiKey, emulatorHost: emulator, google: google)
+            return Settings(apiKey: apiKey, emulatorHost: emulator, identityProviders: identityProviders)
         },
         classify: { answer in RefreshClassifier.firebase(status: answer.status, body: answer.body, retryAfter: answer.retryAfter) })
 
@@ -85,10 +90,20 @@ public struct FirebaseProvider: TokenProvider {
     let apiKey: String
     let emulatorHost: String?
     let transport: HTTPTransport
-    /// Google's browser sign-in (an OpenID Connect provider for `https://accounts.google.com`
-    /// with the account's `google_client_id`), whose ID token `login --google` exchanges at
-    /// `signInWithIdp`. Nil when the account has no Google client configured.
-    public var googleSignIn: (any TokenProvider)?
+    /// The identity providers `login --idp` signs in at before exchanging what they returned
+    /// at `signInWithIdp`, by provider id.
+    public var identitySignIns: [String: IdentitySignIn] = [:]
+
+    /// One identity provider's sign-in, and which of its tokens Firebase is given.
+    public struct IdentitySignIn: Sendable {
+        public var signIn: any TokenProvider
+        public var credential: IdentityProvider.Credential
+
+        public init(signIn: any TokenProvider, credential: IdentityProvider.Credential) {
+            self.signIn = signIn
+            self.credential = credential
+        }
+    }
 
     public init(apiKey: String, emulatorHost: String?, transport: HTTPTransport) {
         self.apiKey = apiKey

@@ -12,6 +12,7 @@ struct IDTokenCheck {
     /// token stays expired.
     static let leeway: Double = 300
 
+    /// The issuer as discovery named it: possibly Microsoft's `{tenantid}` template.
     var issuer: String
     var clientID: String
     var nonce: String?
@@ -115,7 +116,7 @@ struct IDTokenCheck {
         guard let claims = JWTClaims(token: token) else {
             throw LoginFailure(.misconfigured, code: "invalid_id_token", message: "the provider's ID token has no readable claims")
         }
-        guard claims.issuer == issuer else {
+        guard IssuerTemplate.matches(issuer, issuer: claims.issuer, tenant: claims.tenantID) else {
             throw LoginFailure(.misconfigured, code: "invalid_id_token", message: "the ID token's issuer is \"\(claims.issuer ?? "none")\", not \"\(issuer)\"")
         }
         guard claims.audience.contains(clientID) else {

@@ -22,9 +22,27 @@ public struct LoginRequest: Sendable {
     public var scopes: [String]?
     /// How long the user has to finish (browser and device flows).
     public var timeout: Double
-    /// Firebase `google`: the current user's ID token, to link the Google identity to that user
-    /// (an anonymous upgrade keeps its uid) instead of signing in. Never logged.
+    /// Firebase `idp`: the identity provider's id (`google.com`, `microsoft.com`, `github.com`,
+    /// `oidc.NAME`) whose sign-in is exchanged at `signInWithIdp`.
+    public var identityProvider: String? = nil
+    /// Firebase `idp`: sign in at the identity provider with its device grant, not the browser.
+    public var identityProviderDevice = false
+    /// Firebase `idp`: the current user's ID token, to link the identity to that user (an
+    /// anonymous upgrade keeps its uid) instead of signing in. Never logged.
     public var linkingIDToken: String? = nil
+    /// Set when an OpenID Connect sign-in only proves who the user is to Firebase (`--idp`).
+    public var federation: Federation? = nil
+
+    /// A sign-in at an identity provider on Firebase's behalf: the provider's own session is not
+    /// kept (so no refresh token is needed), and the nonce the provider puts in its ID token is
+    /// the SHA-256 (hex) of `rawNonce`, which Firebase checks when given the raw one.
+    public struct Federation: Sendable {
+        public var rawNonce: String
+
+        public init(rawNonce: String) {
+            self.rawNonce = rawNonce
+        }
+    }
 
     /// Five minutes: long enough to find a password manager, short enough that a forgotten
     /// login does not hold a loopback port open for long.
@@ -57,7 +75,8 @@ public struct SignedIn: Sendable, Equatable {
     public var tokens: IssuedTokens
     /// The scopes the provider granted, when it said (OIDC); stored with the session.
     public var grantedScopes: [String]?
-    /// How the user signed in (`password`, `anonymous`, `custom`, `google.com`, `oidc`): for events.
+    /// How the user signed in (`password`, `anonymous`, `custom`, an identity provider's id
+    /// such as `google.com`, `oidc`): for events.
     public var signInProvider: String?
     /// The scopes asked for (OIDC), so that a provider that narrowed them can be logged.
     public var requestedScopes: [String]?

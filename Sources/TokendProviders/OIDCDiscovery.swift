@@ -44,8 +44,9 @@ actor OIDCDiscovery {
             return .failure(RefreshFailure(code: "discovery_invalid", message: "discovery at \(url) is not a discovery document"))
         }
         // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for,
-        // or tokens would be trusted from (and secrets sent to) a different provider.
-        guard wire.issuer == issuer else {
+        // or tokens would be trusted from (and secrets sent to) a different provider. Microsoft's
+        // multi-tenant documents name a template instead; ID tokens are then checked against it.
+        guard IssuerTemplate.isTemplate(wire.issuer, of: issuer) else {
             return .failure(RefreshFailure(
                 code: "issuer_mismatch", message: "discovery at \(url) names issuer \"\(wire.issuer)\", not the configured \"\(issuer)\""))
         }

@@ -35,7 +35,9 @@ extension OIDCProvider {
         }
         let verifier = Self.randomToken()
         let state = Self.randomToken()
-        let nonce = Self.randomToken()
+        // Firebase checks a federated ID token's nonce as the SHA-256 of the raw one it is given
+        // (firebase-js-sdk `OAuthCredentialOptions.rawNonce`), so the provider gets the hash.
+        let nonce = request.federation.map { Self.sha256Hex($0.rawNonce) } ?? Self.randomToken()
         let challenge = JWTClaims.base64URLEncode(Data(SHA256.hash(data: Data(verifier.utf8))))
         let scopes = request.scopes ?? settings.scopes
         let listener = try await LoopbackRedirectListener.start(state: state)
@@ -65,7 +67,7 @@ extension OIDCProvider {
         }
         return try await redeem(
             [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", listener.redirectURI), ("code_verifier", verifier)],
-            nonce: nonce, requestedScopes: scopes)
+            nonce: nonce, requestedScopes: scopes, keepsSession: request.federation == nil)
     }
 
     /// The device authorization grant (RFC 8628), with Google's variants: `verification_url`,
@@ -115,8 +117,11 @@ extension OIDCProvider {
             case .failure: continue  // the network hiccuped: the next poll asks again
             case .success(let got): poll = got
             }
-            if poll.status == 200 { return try await signedIn(from: poll, nonce: nil, requestedScopes: scopes) }
             let code = (try? JSONDecoder().decode(OAuthErrorBody.self, from: Data(poll.body)))?.error
+            // GitHub answers "pending" (every device-flow error) with HTTP 200 and an `error`.
+            if poll.status == 200, code == nil {
+                return try await signedIn(from: poll, nonce: nil, requestedScopes: scopes, keepsSession: request.federation == nil)
+            }
             switch (poll.status, code) {
             case (_, "authorization_pending"), (428, nil): continue
             case (_, "slow_down"): interval = min(interval + 5, DeviceGrant.pollIntervals.upperBound)
@@ -132,18 +137,19 @@ extension OIDCProvider {
     }
 
     /// Trades a grant at the token endpoint for a session; checks the ID token when one came.
-    func redeem(_ fields: [(String, String)], nonce: String?, requestedScopes: [String]) async throws -> SignedIn {
+    func redeem(_ fields: [(String, String)], nonce: String?, requestedScopes: [String], keepsSession: Bool) async throws -> SignedIn {
         guard let tokenEndpoint = try await requiredEndpoint({ $0.token }, "token_endpoint") else {
             throw LoginFailure(.misconfigured, code: "no_token_endpoint", message: "the provider names no token_endpoint; set one in the account")
         }
         switch await transport.send(authenticated(tokenEndpoint, fields)) {
         case .failure(let failure): throw LoginFailure(.transient, code: failure.refreshFailure.code, message: failure.message)
-        case .success(let answer): return try await signedIn(from: answer, nonce: nonce, requestedScopes: requestedScopes)
+        case .success(let answer): return try await signedIn(from: answer, nonce: nonce, requestedScopes: requestedScopes, keepsSession: keepsSession)
         }
     }
 
-    /// A token endpoint's answer to a grant, as a session.
-    func signedIn(from answer: HTTPAnswer, nonce: String?, requestedScopes: [String]) async throws -> SignedIn {
+    /// A token endpoint's answer to a grant, as a session; one tokend keeps must come with a
+    /// refresh token, one that only proves the user to Firebase need not.
+    func signedIn(from answer: HTTPAnswer, nonce: String?, requestedScopes: [String], keepsSession: Bool) async throws -> SignedIn {
         let issued: IssuedTokens
         switch Self.descriptor.classify(answer) {
         case .refreshed(let tokens): issued = tokens
@@ -151,7 +157,7 @@ extension OIDCProvider {
         case .misconfigured(let failure): throw LoginFailure(.misconfigured, code: failure.code, message: failure.message)
         case .transient(let failure, _): throw LoginFailure(.transient, code: failure.code, message: failure.message)
         }
-        guard issued.refreshToken != nil else {
+        guard issued.refreshToken != nil || !keepsSession else {
             throw LoginFailure(
                 .misconfigured, code: "no_refresh_token",
                 message: "the provider issued no refresh token, so tokend cannot keep the session (many providers want the offline_access scope)")
@@ -183,7 +189,9 @@ extension OIDCProvider {
         try await IDTokenCheck.verifySignature(token, jwks: jwks.body)
         let now = transport.clock.now()
         let providerTime = (answer?.headers["date"] ?? jwks.headers["date"]).flatMap(HTTPDate.parse)
-        try IDTokenCheck(issuer: settings.issuer, clientID: settings.clientID, nonce: nonce, now: now, providerTime: providerTime).check(token)
+        // Discovery's issuer when it was read (the key set came from it), else the configured one.
+        let issuer = await discovery.cached?.issuer ?? settings.issuer
+        try IDTokenCheck(issuer: issuer, clientID: settings.clientID, nonce: nonce, now: now, providerTime: providerTime).check(token)
     }
 
     /// An endpoint for a login: configuration, else discovery; discovery trouble is a failure.
@@ -193,6 +201,14 @@ extension OIDCProvider {
         case .failure(let failure):
             throw LoginFailure(failure.code == "discovery_failed" ? .transient : .misconfigured, code: failure.code, message: failure.message)
         }
+    }
+
+    /// Lowercase hex of SHA-256, as Firebase's Apple and OpenID Connect guides hash a nonce.
+    static func sha256Hex(_ text: String) -> String {
+        SHA256.hash(data: Data(text.utf8)).map { byte in
+            let hex = String(byte, radix: 16)
+            return hex.count == 1 ? "0" + hex : hex
+        }.joined()
     }
 
     /// 32 random bytes, base64url: the PKCE verifier (RFC 7636 §4.1 asks for 43–128 characters),

@@ -7,7 +7,9 @@ public enum ProviderConfigValue: Sendable, Equatable {
     case integer(Int)
     case boolean(Bool)
     case strings([String])
-    /// Anything else (a table, a date, a mixed array): always an error for the keys we know.
+    /// A table of values (`[account.NAME.idp."microsoft.com"]`).
+    case table([String: ProviderConfigValue])
+    /// Anything else (a date, a mixed array): always an error for the keys we know.
     case other
 }
 
@@ -126,6 +128,18 @@ public struct ProviderConfigReader: Sendable {
         guard let text = try string(key) else { return nil }
         guard let chosen = T(rawValue: text) else { throw ProviderConfigError(key: key, "\"\(text)\" is not one of the accepted values") }
         return chosen
+    }
+
+    /// A table whose every value is a table (`idp."ID"`), by name; empty when absent.
+    public func tables(_ key: String) throws(ProviderConfigError) -> [String: [String: ProviderConfigValue]] {
+        guard let value = values[key] else { return [:] }
+        guard case .table(let outer) = value else { throw ProviderConfigError(key: key, "must be a table of tables, like [account.NAME.\(key).\"microsoft.com\"]") }
+        var tables: [String: [String: ProviderConfigValue]] = [:]
+        for (name, inner) in outer {
+            guard case .table(let table) = inner else { throw ProviderConfigError(key: "\(key).\(name)", "must be a table, like [account.NAME.\(key).\"microsoft.com\"]") }
+            tables[name] = table
+        }
+        return tables
     }
 
     /// The account's `allow_plain_http` (the server hands it to every provider).

@@ -51,9 +51,13 @@ public enum RefreshClassifier {
     /// An OAuth 2.0 token endpoint answer (RFC 6749 §5.1, §5.2).
     /// `defaultLifetime` stands in for a missing `expires_in` when no token is a JWT with `exp`.
     public static func oauth(status: Int, body: [UInt8], retryAfter: Double?, defaultLifetime: Double? = nil) -> RefreshOutcome {
-        if status == 200 { return success(body: body, lifetimeIsString: false, defaultLifetime: defaultLifetime) }
-        if let redirect = redirect(status: status) { return redirect }
         let error = try? JSONDecoder().decode(OAuthError.self, from: Data(body))
+        // GitHub answers a refused grant with HTTP 200 and `error` (its OAuth apps' "Troubleshooting
+        // access token request errors"): such an answer is read as the refusal it is.
+        if status == 200, error == nil || hasAccessToken(body) {
+            return success(body: body, lifetimeIsString: false, defaultLifetime: defaultLifetime)
+        }
+        if let redirect = redirect(status: status) { return redirect }
         let code = error?.error ?? "http_\(status)"
         let failure = RefreshFailure(code: code, message: error?.errorDescription ?? "HTTP \(status)")
         if isTransientStatus(status) || oauthTransient.contains(code) { return .transient(failure, retryAfter: retryAfter) }
@@ -61,6 +65,10 @@ public enum RefreshClassifier {
         // invalid_client, unauthorized_client, unsupported_grant_type, invalid_scope and any 4xx
         // we do not know: the same request cannot succeed, and a new login would not fix it.
         return .misconfigured(failure)
+    }
+
+    private static func hasAccessToken(_ body: [UInt8]) -> Bool {
+        (try? JSONDecoder().decode(TokenAnswer.self, from: Data(body)))?.access_token != nil
     }
 
     /// Redirects are never followed (they would carry the refresh token elsewhere). One is not a

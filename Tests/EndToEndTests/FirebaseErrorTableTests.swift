@@ -113,7 +113,7 @@ import TokendTestSupport
             try await mock.setClaims(of: "fay", #"{"email": "fay@example.com", "email_verified": false}"#)
         },
         "login work --google | `INVALID_IDP_RESPONSE` (the client is not the project's)": Scenario(googleUser: "gus") { world, _ in
-            world.fake.update { $0.googleClientIDs = ["the-projects-own-client"] }
+            world.fake.update { $0.identityProviders["google.com"]?.clientIDs = ["the-projects-own-client"] }
         },
         "account upgrade work --email bo@example.com | `EMAIL_EXISTS`": Scenario(stdin: password) { world, _ in
             _ = world.fake.createUser(email: "bo@example.com", password: password)
@@ -180,13 +180,13 @@ import TokendTestSupport
         try await OIDCMockTests().withMock { world, mock in
             let baseline = world.fake.options
             try await OIDCMockTests.startWithGoogleStandIn(world, mock)
-            let google = world.fake.options.googleIssuers
+            let google = world.fake.options.identityProviders
             var mismatches: [String] = []
             for row in rows {
                 guard let scenario = Self.scenarios[row.key] else { continue }
                 world.fake.update {
                     $0 = baseline
-                    $0.googleIssuers = google
+                    $0.identityProviders = google
                 }
                 _ = try await world.tokenctl(["logout", "work"])
                 try await scenario.arrange(world, mock)

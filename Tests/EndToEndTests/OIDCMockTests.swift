@@ -194,7 +194,7 @@ import TokendTestSupport
 
     /// A Firebase account `work` whose `--google` signs in at the mock in Google's place.
     static func startWithGoogleStandIn(_ world: DaemonHarness, _ mock: OIDCProviderMock) async throws {
-        world.fake.update { $0.googleIssuers.insert(mock.issuer) }
+        world.fake.update { $0.identityProviders["google.com"]?.issuers.insert(mock.issuer) }
         try world.writeConfig(world.firebaseAccount("work") + """
 
             google_client_id = "\(clientID)"

@@ -50,8 +50,32 @@ import TokendTestSupport
         #expect(console.stderr.filter { $0 == "\n" }.count == 1)
     }
 
+    /// `--idp ID` (and `--google`, its short form) send method `idp` with the provider id;
+    /// `--device` with it asks for the provider's device grant.
+    @Test func identityProviderFlagsSendTheProviderID() throws {
+        for (arguments, idp, device) in [
+            (["login", "work", "--idp", "microsoft.com"], "microsoft.com", false),
+            (["login", "work", "--google"], "google.com", false),
+            (["login", "work", "--idp", "github.com", "--device"], "github.com", true),
+            (["account", "upgrade", "work", "--idp", "github.com", "--device"], "github.com", true),
+        ] {
+            let daemon = try FakeDaemon(replies: [#"{"id":1,"ok":true,"progress":"done","account":"work","sign_in_provider":"x"}"#])
+            defer { daemon.stop() }
+            let console = CapturingConsole()
+            #expect(runTokenctl(arguments + ["--socket", daemon.path, "--no-browser"], console: console) == 0, "\(arguments): \(console.stderr)")
+            let request = try #require(daemon.requestObjects.first)
+            #expect(request["method"] as? String == "idp", "\(arguments)")
+            #expect(request["idp"] as? String == idp, "\(arguments)")
+            #expect((request["device"] as? Bool ?? false) == device, "\(arguments)")
+        }
+    }
+
     @Test func contradictoryFlagsAreUsageErrors() {
-        for arguments in [["login", "work", "--anonymous", "--google"], ["login", "work", "--create"], ["account", "upgrade", "work"]] {
+        for arguments in [
+            ["login", "work", "--anonymous", "--google"], ["login", "work", "--create"], ["account", "upgrade", "work"],
+            ["login", "work", "--google", "--idp", "github.com"], ["login", "work", "--idp", ""], ["login", "work", "--email", "a@b.c", "--idp", "github.com"],
+            ["account", "upgrade", "work", "--device"], ["account", "upgrade", "work", "--google", "--idp", "github.com"],
+        ] {
             let console = CapturingConsole()
             #expect(runTokenctl(arguments, console: console, environment: ["TOKEND_SOCKET": "/nonexistent"]) == 64, "\(arguments)")
         }

@@ -25,7 +25,7 @@ import TokendTestSupport
 
     func provider(_ fake: FakeFirebase, transport: HTTPTransport, idToken: String) -> FirebaseProvider {
         var provider = FirebaseProvider(apiKey: "test-api-key", emulatorHost: fake.emulatorHost, transport: transport)
-        provider.googleSignIn = GoogleStandIn(idToken: idToken)
+        provider.identitySignIns["google.com"] = FirebaseProvider.IdentitySignIn(signIn: GoogleStandIn(idToken: idToken), credential: .idToken)
         return provider
     }
 
@@ -36,6 +36,13 @@ import TokendTestSupport
             await transport.shutdown()
             try? await fake.shutdown()
         }) { fake, transport in try await body(fake, transport) }
+    }
+
+    /// `login --google`, as the daemon decodes it.
+    static var google: LoginRequest {
+        var request = LoginRequest(method: .idp)
+        request.identityProvider = "google.com"
+        return request
     }
 
     func run(_ provider: FirebaseProvider, _ request: LoginRequest) async -> (steps: [LoginStep], failure: LoginFailure?) {
@@ -50,11 +57,11 @@ import TokendTestSupport
 
     @Test func googleIDTokenSignsInCreatesAndLinksKeepingTheUid() async throws {
         var options = FakeFirebase.Options()
-        options.googleClientIDs = ["test-client.apps.googleusercontent.com"]
+        options.identityProviders["google.com"]?.clientIDs = ["test-client.apps.googleusercontent.com"]
         try await withGoogleWorld(options) { fake, transport in
             let google = FakeFirebase.googleIDToken(subject: "g-1", email: "lin@example.com", audience: "test-client.apps.googleusercontent.com")
 
-            let (steps, failure) = await run(provider(fake, transport: transport, idToken: google), LoginRequest(method: .google))
+            let (steps, failure) = await run(provider(fake, transport: transport, idToken: google), Self.google)
             #expect(failure == nil)
             #expect(steps.first == .openURL("https://accounts.google.com/o/oauth2/v2/auth?client_id=test"))
             guard case .done(let signedIn)? = steps.last else { Issue.record("no session: \(steps)"); return }
@@ -66,7 +73,7 @@ import TokendTestSupport
 
             // An anonymous user links another Google identity and keeps its uid.
             let anonymous = fake.createUser()
-            var link = LoginRequest(method: .google)
+            var link = Self.google
             link.linkingIDToken = anonymous.idToken
             let other = FakeFirebase.googleIDToken(subject: "g-2", email: "mo@example.com", audience: "test-client.apps.googleusercontent.com")
             let (linked, linkFailure) = await run(provider(fake, transport: transport, idToken: other), link)
@@ -86,10 +93,10 @@ import TokendTestSupport
     /// conflicts asked with `returnIdpCredential`), and a configuration error, not "sign in again".
     @Test func anIDTokenForAnotherClientIsAConfigurationError() async throws {
         var options = FakeFirebase.Options()
-        options.googleClientIDs = ["test-client.apps.googleusercontent.com"]
+        options.identityProviders["google.com"]?.clientIDs = ["test-client.apps.googleusercontent.com"]
         try await withGoogleWorld(options) { fake, transport in
             let wrongAudience = FakeFirebase.googleIDToken(subject: "g-3", email: nil, audience: "someone-else")
-            let (_, failure) = await run(provider(fake, transport: transport, idToken: wrongAudience), LoginRequest(method: .google))
+            let (_, failure) = await run(provider(fake, transport: transport, idToken: wrongAudience), Self.google)
             #expect(failure?.code == "INVALID_IDP_RESPONSE")
             #expect(failure?.kind == .misconfigured)
             #expect(fake.requests.last?.status == 400)

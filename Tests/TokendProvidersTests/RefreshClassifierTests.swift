@@ -15,6 +15,16 @@ import TokendCore
             == .refreshed(IssuedTokens(refreshToken: "r2", idToken: "a.b.c", accessToken: "a.b.c", expiresIn: 3600)))
     }
 
+    /// GitHub refuses a code with HTTP 200 and `error`: the refusal, not a broken success.
+    @Test func anErrorAnsweredWithStatus200IsARefusal() {
+        let refused = #"{"error":"bad_verification_code","error_description":"The code passed is incorrect or expired.","error_uri":"https://docs.github.com/"}"#
+        #expect(RefreshClassifier.oauth(status: 200, body: Array(refused.utf8), retryAfter: nil)
+            == .misconfigured(RefreshFailure(code: "bad_verification_code", message: "The code passed is incorrect or expired.")))
+        let granted = #"{"access_token":"gho_x","token_type":"bearer","scope":"read:user,user:email"}"#
+        #expect(RefreshClassifier.oauth(status: 200, body: Array(granted.utf8), retryAfter: nil, defaultLifetime: 300)
+            == .refreshed(IssuedTokens(accessToken: "gho_x", expiresIn: 300, scopes: ["read:user,user:email"])))
+    }
+
     @Test func firebaseAccessTokenAloneStandsForTheIDToken() {
         let body = #"{"access_token":"t","expires_in":"60"}"#
         #expect(RefreshClassifier.firebase(status: 200, body: Array(body.utf8), retryAfter: nil)

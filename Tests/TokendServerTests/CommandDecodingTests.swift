@@ -110,6 +110,14 @@ import TokendProtocol
         (#"{"op":"account","id":"t","account":"w","action":"upgrade","method":"fax"}"#, #"account: "method""#),
         (#"{"op":"account","id":"t","account":"w","action":"upgrade","method":"google","timeout":0}"#, #"account: "timeout""#),
         (#"{"op":"account","id":"t","action":"show"}"#, #"account: "account""#),
+        (#"{"op":"login","id":"t","account":"w","method":"idp"}"#, #"login: "idp""#),
+        (#"{"op":"login","id":"t","account":"w","method":"idp","idp":"Microsoft.com"}"#, #"login: "idp""#),
+        (#"{"op":"login","id":"t","account":"w","method":"idp","idp":"microsoft.com&providerId=x"}"#, #"login: "idp""#),
+        (#"{"op":"login","id":"t","account":"w","method":"idp","idp":"password"}"#, #"login: "idp""#),
+        (#"{"op":"login","id":"t","account":"w","method":"google","idp":"github.com"}"#, #"login: "idp""#),
+        (#"{"op":"login","id":"t","account":"w","method":"anonymous","idp":"github.com"}"#, #"login: "idp""#),
+        (#"{"op":"login","id":"t","account":"w","method":"browser","device":true}"#, #"login: "device""#),
+        (#"{"op":"account","id":"t","account":"w","action":"upgrade","method":"idp"}"#, #"account: "idp""#),
     ])
     func aFieldThatBreaksItsOpsRuleIsNamed(_ line: String, _ message: String) async {
         await expectBadRequest(line, id: .string("t"), mentions: message)

@@ -26,6 +26,63 @@ import TokendProviders
         #expect(configuration.accounts["corp"]?.defaultTokenKind == .access)
     }
 
+    /// `[account.NAME.idp."ID"]` tables: known providers need only a client, defaults filled
+    /// in; `google_client_id` is the short form of the Google one.
+    @Test func identityProviderTables() throws {
+        let configuration = try parse("""
+            [account.work]
+            provider = "firebase"
+            api_key = "AIza"
+            google_client_id = "g.apps.googleusercontent.com"
+
+            [account.work.idp."microsoft.com"]
+            client_id = "ms-client"
+
+            [account.work.idp."github.com"]
+            client_id = "gh-client"
+            client_secret = "gh-secret"
+
+            [account.work.idp."oidc.corp"]
+            client_id = "corp-client"
+            issuer = "https://sso.corp.example"
+            scopes = ["openid", "email"]
+            """)
+        let settings = try #require(configuration.accounts["work"]?.provider.base as? FirebaseProvider.Settings)
+        #expect(settings.identityProviders.keys.sorted() == ["github.com", "google.com", "microsoft.com", "oidc.corp"])
+        let microsoft = try #require(settings.identityProviders["microsoft.com"])
+        #expect(microsoft.oauth.issuer == "https://login.microsoftonline.com/common/v2.0")
+        #expect(microsoft.oauth.scopes == ["openid", "email", "profile"] && microsoft.credential == .idToken)
+        let github = try #require(settings.identityProviders["github.com"])
+        #expect(github.credential == .accessToken && github.oauth.clientAuthentication == .post)
+        #expect(github.oauth.endpoints.authorization == "https://github.com/login/oauth/authorize")
+        #expect(github.oauth.endpoints.deviceAuthorization == "https://github.com/login/device/code")
+        #expect(settings.identityProviders["google.com"]?.oauth.issuer == "https://accounts.google.com")
+        #expect(settings.identityProviders["oidc.corp"]?.oauth.scopes == ["openid", "email"])
+    }
+
+    @Test(arguments: [
+        ("[account.work.idp.\"oidc.corp\"]\nclient_id = \"c\"\n", "issuer"),
+        ("[account.work.idp.\"apple.com\"]\nclient_id = \"c\"\n", "Sign in with Apple"),
+        ("[account.work.idp.\"twitter.com\"]\nclient_id = \"c\"\n", "OAuth 1.0a"),
+        ("[account.work.idp.\"Microsoft.com\"]\nclient_id = \"c\"\n", "provider id"),
+        ("[account.work.idp.\"microsoft.com\"]\nclient = \"c\"\n", "unknown key"),
+        ("[account.work.idp.\"microsoft.com\"]\nclient_id = \"c\"\nscopes = [\"email\"]\n", "openid"),
+        ("[account.work.idp.\"github.com\"]\nclient_id = \"c\"\ncredential = \"code\"\n", "credential"),
+        ("[account.work.idp.\"microsoft.com\"]\nclient_id = \"c\"\nissuer = \"http://idp.example.com\"\n", "https"),
+        ("[account.work.idp.\"google.com\"]\nclient_id = \"c\"\n[account.work.x]\n", "unknown key"),
+    ])
+    func identityProviderMistakesNameTheirTable(_ table: String, _ said: String) {
+        let text = "[account.work]\nprovider = \"firebase\"\napi_key = \"k\"\n" + table
+        #expect(throws: ConfigurationError.self) { try parse(text) }
+        do {
+            _ = try parse(text)
+        } catch {
+            #expect(error.description.contains(said), "\(error.description)")
+        }
+        let both = "[account.work]\nprovider = \"firebase\"\napi_key = \"k\"\ngoogle_client_id = \"g\"\n[account.work.idp.\"google.com\"]\nclient_id = \"c\"\n"
+        #expect(throws: ConfigurationError.self) { try parse(both) }
+    }
+
     @Test func oidcOptions() throws {
         let configuration = try parse("""
             [account.corp]

@@ -222,10 +222,13 @@ import TokendTestSupport
         #expect(await stub.respond(prefix + #""action":"delete","confirm":true}"#).ok)
         let google = await stub.stream(prefix + #""action":"upgrade","method":"google","timeout":90}"#)
         #expect(google.last.map { if case .response(let done) = $0 { done.progress == "done" } else { false } } == true)
+        let github = await stub.stream(prefix + #""action":"upgrade","method":"idp","idp":"github.com","device":true,"timeout":90}"#)
+        #expect(github.last.map { if case .response(let done) = $0 { done.progress == "done" } else { false } } == true)
         #expect(stub.engine.calls == [
             .showUser(account: "work", timeout: 30), .sendVerificationEmail(account: "work", timeout: 3),
             .sendPasswordReset(account: "work", email: nil), .upgrade(account: "work", email: "ada@example.com", password: "pw", timeout: 30),
-            .describeDeletion(account: "work"), .deleteUser(account: "work", timeout: 30), .upgradeWithGoogle(account: "work", timeout: 90),
+            .describeDeletion(account: "work"), .deleteUser(account: "work", timeout: 30), .upgradeWithIdentityProvider(account: "work", id: "google.com", device: false, timeout: 90),
+            .upgradeWithIdentityProvider(account: "work", id: "github.com", device: true, timeout: 90),
         ])
     }
 }

@@ -19,7 +19,7 @@ final class StubEngine: EngineServices {
         case statuses(account: String?)
         case accountNames
         case login(account: String, method: LoginRequest.Method, email: String?, create: Bool, secret: String?, timeout: Double)
-        case upgradeWithGoogle(account: String, timeout: Double)
+        case upgradeWithIdentityProvider(account: String, id: String, device: Bool, timeout: Double)
         case showUser(account: String, timeout: Double)
         case sendVerificationEmail(account: String, timeout: Double)
         case sendPasswordReset(account: String, email: String?)
@@ -127,8 +127,11 @@ final class StubEngine: EngineServices {
         return await signIn(steps, result, progress: progress)
     }
 
-    func upgradeWithGoogle(account: String, timeout: Double, progress: @escaping @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError> {
-        let (steps, result) = record(.upgradeWithGoogle(account: account, timeout: timeout)) { ($0.loginSteps, $0.signIn) }
+    func upgradeWithIdentityProvider(
+        account: String, _ identityProvider: String, device: Bool, timeout: Double, progress: @escaping @Sendable (LoginStep) -> Void
+    ) async -> Result<LoginSummary, TokendError> {
+        let call = Call.upgradeWithIdentityProvider(account: account, id: identityProvider, device: device, timeout: timeout)
+        let (steps, result) = record(call) { ($0.loginSteps, $0.signIn) }
         return await signIn(steps, result, progress: progress)
     }
 

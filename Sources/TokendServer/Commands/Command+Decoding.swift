@@ -132,7 +132,28 @@ private struct FieldReader {
         if let needed = method.neededSecret, secret?.isEmpty != false {
             throw failure("secret", "(\(needed)) is required for method \(method.rawValue)")
         }
-        return LoginRequest(method: method, email: email, create: request.create ?? false, secret: secret, scopes: request.scopes, timeout: timeout)
+        var login = LoginRequest(method: method, email: email, create: request.create ?? false, secret: secret, scopes: request.scopes, timeout: timeout)
+        if method == .google || method == .idp {
+            login.method = .idp
+            login.identityProvider = try identityProvider(method)
+            login.identityProviderDevice = request.device ?? false
+        } else {
+            if request.idp != nil { throw failure("idp", "only goes with method idp") }
+            if request.device != nil { throw failure("device", "only goes with method idp") }
+        }
+        return login
+    }
+
+    /// The provider id of method `idp` (`google` is `google.com`), checked before any provider
+    /// is asked: it goes into a URL form and into messages.
+    func identityProvider(_ method: LoginMethod) throws(TokendError) -> String {
+        if method == .google {
+            if let id = request.idp, id != "google.com" { throw failure("idp", "must be google.com (or absent) with method google") }
+            return "google.com"
+        }
+        guard let id = request.idp?.trimmed, !id.isEmpty else { throw failure("idp", "is required for method idp (google.com, microsoft.com, github.com, oidc.NAME)") }
+        if let problem = IdentityProvider.problem(with: id) { throw failure("idp", problem) }
+        return id
     }
 
     /// The `account` op's `action` and the fields it needs.
@@ -156,9 +177,11 @@ private struct FieldReader {
                 }
                 return .upgradeWithEmail(email: email, password: password, timeout: timeout)
             case .google:
-                return .upgradeWithGoogle(timeout: try loginTimeout())
+                return .upgradeWithIdentityProvider(try identityProvider(.google), device: request.device ?? false, timeout: try loginTimeout())
+            case .idp:
+                return .upgradeWithIdentityProvider(try identityProvider(.idp), device: request.device ?? false, timeout: try loginTimeout())
             default:
-                throw failure("method", "must be email or google for upgrade")
+                throw failure("method", "must be email, google or idp for upgrade")
             }
         case .delete: return .delete(confirmed: request.confirm == true, timeout: try timeout())
         }

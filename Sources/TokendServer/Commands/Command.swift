@@ -104,8 +104,8 @@ public struct AccountArgs: Sendable, Equatable {
         /// `email` nil: the session's own address.
         case resetPassword(email: String?)
         case upgradeWithEmail(email: String, password: String, timeout: Double)
-        /// A browser sign-in at Google, streamed like a login.
-        case upgradeWithGoogle(timeout: Double)
+        /// A sign-in at an identity provider (browser, or its device grant), streamed like a login.
+        case upgradeWithIdentityProvider(String, device: Bool, timeout: Double)
         /// `confirmed` false: answer what would be deleted instead.
         case delete(confirmed: Bool, timeout: Double)
     }

@@ -32,11 +32,13 @@ public protocol StatusService: Sendable {
     var accountNames: [String] { get async }
 }
 
-/// `login`, and `account` `upgrade` with Google: sign-ins whose steps are streamed.
+/// `login`, and `account` `upgrade` with an identity provider: sign-ins whose steps are streamed.
 public protocol SignInService: Sendable {
     var clock: any WallClock { get }
     func login(account: String, request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError>
-    func upgradeWithGoogle(account: String, timeout: Double, progress: @escaping @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError>
+    func upgradeWithIdentityProvider(
+        account: String, _ identityProvider: String, device: Bool, timeout: Double, progress: @escaping @Sendable (LoginStep) -> Void
+    ) async -> Result<LoginSummary, TokendError>
 }
 
 /// `account`: Firebase account management with the session the engine holds.

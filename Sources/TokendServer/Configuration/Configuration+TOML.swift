@@ -242,6 +242,11 @@ extension Configuration {
             let strings = array.compactMap(\.string)
             return strings.count == array.count ? .strings(strings) : .other
         }
+        if let table = value.table {
+            var values: [String: ProviderConfigValue] = [:]
+            for key in table.keys { values[key] = table[key].map(providerValue) ?? .other }
+            return .table(values)
+        }
         return .other
     }
 }

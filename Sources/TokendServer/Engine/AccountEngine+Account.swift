@@ -109,10 +109,10 @@ extension AccountEngine {
             announce: .userChanged, reason: "upgraded")
     }
 
-    /// Links a Google sign-in to the account's anonymous user (same uid), through the provider's
-    /// Google flow; its steps go to `progress`.
-    public func upgradeWithGoogle(
-        account name: String, timeout: Double, progress: @escaping @Sendable (LoginStep) -> Void
+    /// Links a sign-in at an identity provider to the account's anonymous user (same uid),
+    /// through the provider's flow for it; its steps go to `progress`.
+    public func upgradeWithIdentityProvider(
+        account name: String, _ identityProvider: String, device: Bool, timeout: Double, progress: @escaping @Sendable (LoginStep) -> Void
     ) async -> Result<LoginSummary, TokendError> {
         if case .failure(let error) = manager(name) { return .failure(error) }
         let idToken: String
@@ -121,7 +121,9 @@ extension AccountEngine {
         case .success(let token): idToken = token
         }
         if let refusal = refuseUpgrade(name, idToken: idToken) { return .failure(refusal) }
-        var request = LoginRequest(method: .google, timeout: timeout)
+        var request = LoginRequest(method: .idp, timeout: timeout)
+        request.identityProvider = identityProvider
+        request.identityProviderDevice = device
         request.linkingIDToken = idToken
         return await login(account: name, request, progress: progress, announce: .userChanged, reason: "upgraded")
     }

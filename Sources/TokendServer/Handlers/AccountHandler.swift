@@ -25,9 +25,9 @@ struct AccountHandler: Sendable {
             response.describeSession(account: name, expiresAt: summary.expiresAt, now: management.clock.now())
             response.signInProvider = summary.signInProvider
             response.replacedOtherUser = summary.replacedOtherUser ? true : nil
-        case .upgradeWithGoogle(let timeout):
+        case .upgradeWithIdentityProvider(let identityProvider, let device, let timeout):
             return .stream(SignInStream.make(id: id, account: name, clock: signIn.clock) { [signIn] progress in
-                await signIn.upgradeWithGoogle(account: name, timeout: timeout, progress: progress)
+                await signIn.upgradeWithIdentityProvider(account: name, identityProvider, device: device, timeout: timeout, progress: progress)
             })
         case .delete(let confirmed, let timeout):
             guard confirmed else { throw TokendError(.badRequest, try await management.describeDeletion(account: name).get()) }

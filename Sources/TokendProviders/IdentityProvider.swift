@@ -1,0 +1,136 @@
+import TokendCore
+
+/// An identity provider a Firebase account signs in with (`tokenctl login ACCOUNT --idp ID`),
+/// configured as `[account.NAME.idp."ID"]`: tokend runs the provider's own OAuth sign-in, then
+/// hands what it returned to Firebase's `signInWithIdp` (README.md, "Other identity providers").
+public struct IdentityProvider: Sendable, Equatable {
+    /// What Firebase is given: an OpenID Connect provider's ID token (with the raw nonce), or
+    /// the access token of an OAuth 2.0-only provider, which Firebase takes to the provider's
+    /// user API (Identity Toolkit REST, "Sign in with OAuth credential").
+    public enum Credential: String, Sendable, Equatable, CaseIterable {
+        case idToken = "id_token"
+        case accessToken = "access_token"
+    }
+
+    /// Firebase's provider id: `google.com`, `microsoft.com`, `github.com`, `oidc.NAME`, ….
+    public var id: String
+    /// The provider's OAuth client and endpoints.
+    public var oauth: OIDCProvider.Settings
+    public var credential: Credential
+
+    public init(id: String, oauth: OIDCProvider.Settings, credential: Credential) {
+        self.id = id
+        self.oauth = oauth
+        self.credential = credential
+    }
+
+    /// Keys of an `idp` table: the OAuth client and endpoints, and what Firebase is given.
+    public static let keys: Set<String> = [
+        "client_id", "client_secret", "client_auth", "issuer", "authorization_endpoint", "token_endpoint",
+        "device_authorization_endpoint", "jwks_uri", "scopes", "credential",
+    ]
+
+    /// Firebase's provider ids are lowercase DNS-like names; 128 is far beyond any (`oidc.` ids
+    /// are at most 30 characters in the console).
+    static let maximumIDLength = 128
+
+    /// What tokend knows of a provider, so that its table needs only `client_id` (and a secret).
+    struct Defaults {
+        var name: String
+        var issuer: String?
+        var authorization: String? = nil
+        var token: String? = nil
+        var device: String? = nil
+        var scopes: [String] = ["openid", "email", "profile"]
+        var clientAuthentication: OIDCProvider.ClientAuthentication? = nil
+        var credential: Credential = .idToken
+    }
+
+    /// The providers tokend knows, from each one's developer documentation.
+    static let known: [String: Defaults] = [
+        "google.com": Defaults(name: "Google", issuer: "https://accounts.google.com"),
+        // The multi-tenant endpoint: work, school and personal accounts (Microsoft identity
+        // platform, "OpenID Connect on the Microsoft identity platform").
+        "microsoft.com": Defaults(name: "Microsoft", issuer: "https://login.microsoftonline.com/common/v2.0"),
+        // GitHub is OAuth 2.0 only: no discovery, no ID token; its client secret goes in the
+        // body (GitHub Docs, "Authorizing OAuth apps").
+        "github.com": Defaults(
+            name: "GitHub", issuer: "https://github.com", authorization: "https://github.com/login/oauth/authorize",
+            token: "https://github.com/login/oauth/access_token", device: "https://github.com/login/device/code",
+            scopes: ["read:user", "user:email"], clientAuthentication: .post, credential: .accessToken),
+    ]
+
+    /// Provider ids tokend cannot sign in with from a shell, and why (each an error at load).
+    static let refused: [String: String] = [
+        "apple.com": "Sign in with Apple sends its answer only to an https page on a domain registered with Apple, never to tokend's loopback listener; see README.md, \"Sign in with Apple\"",
+        "twitter.com": "X (Twitter) signs in with OAuth 1.0a, which tokend does not speak",
+        "password": "is not an identity provider; use tokenctl login ACCOUNT --email",
+        "phone": "phone sign-in needs reCAPTCHA or an app; tokend cannot do it",
+        "anonymous": "is not an identity provider; use tokenctl login ACCOUNT --anonymous",
+    ]
+
+    /// A short name for messages: `Microsoft`, `GitHub`, or the id itself.
+    public static func displayName(_ id: String) -> String {
+        known[id]?.name ?? id
+    }
+
+    /// tokenctl's option for signing in with `id`: `--google`, else `--idp ID`.
+    public static func flag(_ id: String) -> String {
+        id == "google.com" ? "--google" : "--idp \(id)"
+    }
+
+    /// Nil when `id` can name a provider; else why not.
+    public static func problem(with id: String) -> String? {
+        guard !id.isEmpty, id.count <= maximumIDLength,
+            id.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_") }),
+            id.contains("."), id.first != ".", id.last != "."
+        else {
+            return "must be a Firebase provider id such as google.com, microsoft.com, github.com or oidc.NAME (lowercase)"
+        }
+        if let reason = refused[id] { return reason }
+        if id.hasPrefix("saml.") { return "SAML providers answer with a browser form post, not OAuth; tokend cannot sign in with them" }
+        return nil
+    }
+
+    /// An `idp."ID"` table read with the known defaults filled in, through the OpenID Connect
+    /// provider's own reader (one set of rules for URLs, secrets and client authentication).
+    /// Errors name the key below `idp."ID"`.
+    static func parse(id: String, _ values: [String: ProviderConfigValue], allowPlainHTTP: Bool) throws(ProviderConfigError) -> IdentityProvider {
+        let prefix = "idp.\"\(id)\""
+        if let problem = problem(with: id) { throw ProviderConfigError(key: "idp", "\"\(id)\" \(problem)") }
+        for key in values.keys.sorted() where !keys.contains(key) {
+            throw ProviderConfigError(key: "\(prefix).\(key)", "unknown key (known: \(keys.sorted().joined(separator: ", ")))")
+        }
+        let defaults = known[id] ?? Defaults(name: id, issuer: nil)
+        var filled = values
+        func fill(_ key: String, _ value: String?) {
+            if filled[key] == nil, let value { filled[key] = .string(value) }
+        }
+        fill("issuer", defaults.issuer)
+        fill("authorization_endpoint", defaults.authorization)
+        fill("token_endpoint", defaults.token)
+        fill("device_authorization_endpoint", defaults.device)
+        if filled["client_secret"] != nil { fill("client_auth", defaults.clientAuthentication?.rawValue) }
+        if filled["scopes"] == nil { filled["scopes"] = .strings(defaults.scopes) }
+        let credentialValue = filled.removeValue(forKey: "credential")
+        filled[PlainHTTP.optInKey] = .boolean(allowPlainHTTP)
+        let parsed: any ProviderSettings
+        do {
+            parsed = try OIDCProvider.descriptor.parse(filled, [:])
+        } catch {
+            throw ProviderConfigError(key: error.key.map { "\(prefix).\($0)" } ?? prefix, error.message)
+        }
+        guard let oauth = parsed as? OIDCProvider.Settings else { throw ProviderConfigError(key: prefix, "is not an OAuth client") }
+        var credential = defaults.credential
+        if let credentialValue {
+            guard case .string(let text) = credentialValue, let chosen = Credential(rawValue: text) else {
+                throw ProviderConfigError(key: "\(prefix).credential", "must be \"id_token\" or \"access_token\"")
+            }
+            credential = chosen
+        }
+        if credential == .idToken, !oauth.scopes.contains("openid") {
+            throw ProviderConfigError(key: "\(prefix).scopes", "must include \"openid\": Firebase is given the provider's ID token (or set credential = \"access_token\")")
+        }
+        return IdentityProvider(id: id, oauth: oauth, credential: credential)
+    }
+}

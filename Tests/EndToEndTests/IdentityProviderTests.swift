@@ -1,0 +1,212 @@
+import Foundation
+import Testing
+import TokendCore
+import TokendFakes
+import TokendProtocol
+import TokendProviders
+import TokendTestSupport
+
+/// `tokenctl login ACCOUNT --idp ID` through the real tokend and tokenctl: the sign-in at a
+/// stand-in for Microsoft (multi-tenant issuer) or GitHub (OAuth 2.0 only, opaque access token),
+/// then the exchange at the fake Firebase's `signInWithIdp`, which accepts each provider id as
+/// the Auth Emulator does (and GitHub's token as production does, through the provider's API).
+@Suite(.serialized) struct IdentityProviderTests {
+    static let clientID = "tokend-idp-client"
+    static let clientSecret = "idp-client-secret-canary-4711"
+
+    /// A daemon world with a stand-in of `family` enabled in the project, torn down when `body` ends.
+    func withStandIn(_ family: FederatedStandIn.Family, _ body: (DaemonHarness, FederatedStandIn) async throws -> Void) async throws {
+        try await withWorld(accounts: [], startDaemon: false) { world in
+            let standIn = try await FederatedStandIn.start(family, clientID: Self.clientID, clientSecret: family == .github ? Self.clientSecret : nil)
+            try await withTearDown(standIn, tearDown: { await $0.shutdown() }) { standIn in
+                world.fake.update { options in
+                    switch family {
+                    case .microsoft:
+                        options.identityProviders["microsoft.com"] = FakeFirebase.IdentityProvider(
+                            issuers: ["https://login.microsoftonline.com/{tenantid}/v2.0", standIn.base + "/{tenantid}/v2.0"], clientIDs: [Self.clientID])
+                    case .github:
+                        options.identityProviders["github.com"] = FakeFirebase.IdentityProvider(userInfo: { standIn.userInfo(accessToken: $0) })
+                    }
+                }
+                try world.writeConfig(world.firebaseAccount("work") + "\n" + Self.table(family, standIn))
+                try await world.startDaemon()
+                try await body(world, standIn)
+            }
+        }
+    }
+
+    /// The account's `idp` table for the stand-in: the client, and the endpoints in place of the
+    /// real provider's (which tokend knows).
+    static func table(_ family: FederatedStandIn.Family, _ standIn: FederatedStandIn) -> String {
+        switch family {
+        case .microsoft:
+            """
+            [account.work.idp."microsoft.com"]
+            client_id = "\(clientID)"
+            issuer = "\(standIn.issuer)"
+            """
+        case .github:
+            """
+            [account.work.idp."github.com"]
+            client_id = "\(clientID)"
+            client_secret = "\(clientSecret)"
+            authorization_endpoint = "\(standIn.authorizationEndpoint)"
+            token_endpoint = "\(standIn.tokenEndpoint)"
+            device_authorization_endpoint = "\(standIn.deviceAuthorizationEndpoint)"
+            """
+        }
+    }
+
+    /// Runs the real tokenctl and plays the browser: the stand-in approves as `user`, and its
+    /// redirect is followed to tokend's loopback listener.
+    func signIn(_ world: DaemonHarness, _ standIn: FederatedStandIn, _ arguments: [String], as user: FederatedStandIn.User) async throws -> (status: Int32, output: String) {
+        standIn.approveNext(as: user)
+        let http = HTTPTransport(environment: [:])
+        defer { Task { await http.shutdown() } }
+        return try await OIDCMockTests.tokenctlSigningIn(world, arguments) { url in
+            let approved = try await http.send(.get(url)).get()
+            guard approved.status == 302, let location = approved.headers["location"] else { throw HarnessError("the stand-in answered \(approved.status)") }
+            _ = try await http.send(.get(location)).get()
+        }
+    }
+
+    /// The Firebase ID token tokend serves for `work`, as claims.
+    func firebaseClaims(_ world: DaemonHarness) async throws -> FirebaseClaims {
+        let token = try await world.tokenctl(["token", "work", "--min-valid", "1"])
+        #expect(token.status == 0, "\(token.stderr)")
+        return try #require(FirebaseClaims(token: token.stdout.trimmingCharacters(in: .newlines)))
+    }
+
+    @Test func microsoftSignsInThroughItsMultiTenantIssuer() async throws {
+        try await withStandIn(.microsoft) { world, standIn in
+            let login = try await signIn(world, standIn, ["login", "work", "--idp", "microsoft.com"], as: .init(id: "AAAAms-sub-1", email: "mia@contoso.example"))
+            #expect(login.status == 0, "\(login.output)")
+            #expect(login.output.contains("work signed in (microsoft.com)"), "\(login.output)")
+            let claims = try await firebaseClaims(world)
+            #expect(claims.signInProvider == "microsoft.com")
+            let shown = try await world.tokenctl(["account", "show", "work"])
+            #expect(shown.status == 0 && shown.stdout.contains("microsoft.com"), "\(shown.stdout) \(shown.stderr)")
+            // Discovery was read at the `common` endpoint, whose issuer is the `{tenantid}` template.
+            #expect(standIn.requests.contains("GET /common/v2.0/.well-known/openid-configuration"))
+            #expect(world.fake.user(try #require(claims.uid))?.providers == ["microsoft.com"])
+        }
+    }
+
+    @Test func githubSignsInWithItsAccessToken() async throws {
+        try await withStandIn(.github) { world, standIn in
+            let login = try await signIn(world, standIn, ["login", "work", "--idp", "github.com"], as: .init(id: "583231", email: "octo@example.com"))
+            #expect(login.status == 0, "\(login.output)")
+            #expect(login.output.contains("work signed in (github.com)"), "\(login.output)")
+            let claims = try await firebaseClaims(world)
+            #expect(claims.signInProvider == "github.com")
+            let shown = try await world.tokenctl(["account", "show", "work", "--json"])
+            #expect(shown.status == 0 && shown.stdout.contains("github.com"), "\(shown.stdout) \(shown.stderr)")
+            // Firebase was given GitHub's access token, not an ID token (GitHub has none).
+            let exchange = try #require(world.fake.requests.last { $0.path.hasSuffix("accounts:signInWithIdp") })
+            #expect(exchange.status == 200)
+            #expect(world.fake.user(try #require(claims.uid))?.providers == ["github.com"])
+        }
+    }
+
+    /// `--device`: GitHub's device flow, whose "still pending" answers are HTTP 200 with an
+    /// `error`; the user enters the printed code at the stand-in's verification page.
+    @Test func githubDeviceFlowSignsIn() async throws {
+        try await withStandIn(.github) { world, standIn in
+            let output = world.keyring.root.appendingPathComponent("device-\(UInt64.random(in: 0...UInt64.max)).out").path
+            let pid = try ChildProcess.start(
+                DaemonHarness.binDirectory + "/tokenctl", ["login", "work", "--idp", "github.com", "--device"], environment: world.environment, output: output)
+            var printed: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
+            var userCode: String? { printed.split(separator: "\n").first { $0.contains("enter the code: ") }.map { String($0.split(separator: " ").last ?? "") } }
+            var status: Int32?
+            do {
+                try await poll("tokenctl prints the user code") { userCode != nil }
+                #expect(printed.contains(standIn.base + "/login/device"), "\(printed)")
+                #expect(standIn.enterDeviceCode(try require(userCode), as: .init(id: "4242", email: "dev@example.com")))
+                try await poll(timeout: 60, "tokenctl finishes") {
+                    status = ChildProcess.exitStatusIfEnded(pid)
+                    return status != nil
+                }
+            } catch {
+                ChildProcess.stop(pid)
+                throw error
+            }
+            #expect(status == 0, "\(printed)")
+            #expect(try await firebaseClaims(world).signInProvider == "github.com")
+            #expect(standIn.requests.filter { $0 == "POST /login/oauth/access_token" }.count >= 1)
+        }
+    }
+
+    /// An anonymous user links a GitHub account and a Microsoft one can be linked the same way:
+    /// the uid stays, the sign-in provider is the new one.
+    @Test func anonymousUpgradeWithAnIdentityProviderKeepsTheUid() async throws {
+        try await withStandIn(.github) { world, standIn in
+            #expect(try await world.tokenctl(["login", "work", "--anonymous"]).status == 0)
+            let uid = try await firebaseClaims(world).uid
+            let upgrade = try await signIn(world, standIn, ["account", "upgrade", "work", "--idp", "github.com"], as: .init(id: "9001", email: "ana@example.com"))
+            #expect(upgrade.status == 0, "\(upgrade.output)")
+            #expect(upgrade.output.contains("work upgraded: signed in with github.com, same uid"), "\(upgrade.output)")
+            let after = try await firebaseClaims(world)
+            #expect(after.uid == uid)
+            #expect(after.signInProvider == "github.com")
+
+            // The same GitHub account cannot be linked to a second anonymous user.
+            _ = try await world.tokenctl(["logout", "work"])
+            #expect(try await world.tokenctl(["login", "work", "--anonymous"]).status == 0)
+            let again = try await signIn(world, standIn, ["account", "upgrade", "work", "--idp", "github.com"], as: .init(id: "9001", email: "ana@example.com"))
+            #expect(again.status == 77, "\(again.output)")
+            #expect(again.output.contains("already belongs to another user") && again.output.contains("--idp github.com"), "\(again.output)")
+        }
+    }
+
+    /// What goes wrong says what to do: a provider the account has no table for, one the
+    /// project has not enabled, and one tokend refuses outright.
+    @Test func errorsNameTheTableTheConsoleAndTheReason() async throws {
+        try await withStandIn(.github) { world, standIn in
+            let missing = try await world.tokenctl(["login", "work", "--idp", "microsoft.com", "--no-browser"])
+            #expect(missing.status == 78, "\(missing.stderr)")
+            #expect(missing.stderr.contains(#"[account.NAME.idp."microsoft.com"]"#), "\(missing.stderr)")
+            let bad = try await world.tokenctl(["login", "work", "--idp", "Not A Provider", "--no-browser"])
+            #expect(bad.status == 64, "\(bad.stderr)")
+            let apple = try await world.tokenctl(["login", "work", "--idp", "apple.com", "--no-browser"])
+            #expect(apple.status == 64 && apple.stderr.contains("Sign in with Apple"), "\(apple.stderr)")
+
+            world.fake.update { $0.identityProviders["github.com"] = nil }
+            let off = try await signIn(world, standIn, ["login", "work", "--idp", "github.com"], as: .init(id: "1", email: "x@example.com"))
+            #expect(off.status == 78, "\(off.output)")
+            #expect(off.output.contains("GitHub sign-in is disabled for the project"), "\(off.output)")
+        }
+    }
+
+    /// The provider's code, access and ID tokens, the client secret and the Firebase tokens
+    /// never reach the daemon's log, an event, or any process's argv or environment.
+    @Test func noProviderSecretInLogsArgvOrEvents() async throws {
+        for family in [FederatedStandIn.Family.microsoft, .github] {
+            try await withStandIn(family) { world, standIn in
+                let watcher = try EventRecorder(socketPath: world.socketPath, profile: true)
+                let id = family == .github ? "github.com" : "microsoft.com"
+                var commandLines = ""
+                let login = try await OIDCMockTests.tokenctlSigningIn(world, ["login", "work", "--idp", id]) { url in
+                    standIn.approveNext(as: .init(id: "canary-user", email: "canary@example.com"))
+                    let http = HTTPTransport(environment: [:])
+                    let approved = try await http.send(.get(url)).get()
+                    commandLines = FirebaseRaceTests.everyProcessText()
+                    if let location = approved.headers["location"] { _ = try await http.send(.get(location)).get() }
+                    await http.shutdown()
+                }
+                #expect(login.status == 0, "\(login.output)")
+                let secrets = standIn.issuedSecrets + world.fake.requests.compactMap(\.issuedIDToken) + [Self.clientSecret]
+                #expect(secrets.count >= 3)
+                let events = watcher.lines.withLock { $0 }.joined(separator: "\n")
+                #expect(events.contains("signed_in"))
+                let files = FirebaseRaceTests.filesText(under: world.keyring.root, skipping: ["keyrings", "config.toml"])
+                for secret in secrets {
+                    #expect(!world.daemonLog.contains(secret), "in the daemon's log")
+                    #expect(!events.contains(secret), "in an event")
+                    #expect(!commandLines.contains(secret), "in a process's argv or environment")
+                    #expect(!login.output.contains(secret), "in tokenctl's output")
+                    #expect(!files.contains(secret) || secret == Self.clientSecret, "in a file outside the keyring")
+                }
+            }
+        }
+    }
+}
