@@ -245,7 +245,9 @@ extension FakeFirebase.Backend {
             exp = try? container.decodeIfPresent(Double.self, forKey: .exp)
             nonce = try? container.decodeIfPresent(String.self, forKey: .nonce)
             email = try? container.decodeIfPresent(String.self, forKey: .email)
-            email_verified = try? container.decodeIfPresent(Bool.self, forKey: .email_verified)
+            // Apple sends "true" as a string (Sign in with Apple REST API, "Authenticating users").
+            email_verified = (try? container.decodeIfPresent(Bool.self, forKey: .email_verified))
+                ?? (try? container.decodeIfPresent(String.self, forKey: .email_verified)).map { $0 == "true" }
             aud = (try? container.decodeIfPresent(String.self, forKey: .aud)) ?? (try? container.decodeIfPresent([String].self, forKey: .aud))?.first
         }
     }

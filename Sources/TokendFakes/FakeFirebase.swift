@@ -187,6 +187,22 @@ public final class FakeFirebase: Sendable {
         try await server.shutdown()
     }
 
+    /// `accounts:signInWithIdp` called in-process, as Firebase's hosted handler calls it after
+    /// the provider answered (`FirebaseHostedStandIn`): the status and body of the answer.
+    public func signInWithIdp(apiKey: String, requestUri: String, postBody: String) -> (status: Int, body: [UInt8]) {
+        struct Body: Encodable {
+            var requestUri: String
+            var postBody: String
+            var returnSecureToken = true
+            var returnIdpCredential = true
+        }
+        let request = IncomingRequest(
+            method: "POST", path: "/identitytoolkit.googleapis.com/v1/accounts:signInWithIdp", query: ["key": apiKey], apiKey: apiKey,
+            contentType: "application/json", body: Array(FakeJSON.encode(Body(requestUri: requestUri, postBody: postBody))))
+        guard case .reply(let reply) = backend.handle(request, fault: nil).action else { return (503, []) }
+        return (reply.status, reply.body)
+    }
+
     // MARK: - Users
 
     /// Creates a user and signs it in: a password user when `email` is given, else an anonymous

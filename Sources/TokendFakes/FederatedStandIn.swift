@@ -66,7 +66,7 @@ public final class FederatedStandIn: Sendable {
     public let clientID: String
     public let clientSecret: String?
     let state = NIOLockedValueBox(State())
-    let key = P256.Signing.PrivateKey()
+    let key = StandInKey()
     let server: NIOLockedValueBox<FakeHTTPServer?> = NIOLockedValueBox(nil)
     let portBox = NIOLockedValueBox(0)
 
@@ -78,19 +78,27 @@ public final class FederatedStandIn: Sendable {
 
     public static func start(_ family: Family, clientID: String, clientSecret: String? = nil) async throws -> FederatedStandIn {
         let standIn = FederatedStandIn(family: family, clientID: clientID, clientSecret: clientSecret)
-        let server = try await FakeHTTPServer.start(host: "127.0.0.1", port: 0) { [standIn] request, writer, _ in
-            var request = request
-            let body = try await request.collectBody(upTo: 1 << 16)
-            let reply = standIn.answer(
+        let server = try await serve { [standIn] request, body in
+            standIn.answer(
                 method: request.method.rawValue, target: request.head.path ?? "/", accept: request.headers[.accept],
-                authorization: request.headers[.authorization], body: Array(buffer: body))
-            var head = try await writer.writeHead(FakeFirebaseResponder.head(of: reply, closing: false))
-            try await head.write(ByteBuffer(bytes: reply.body))
-            try await head.finish(nil)
+                authorization: request.headers[.authorization], body: body)
         }
         standIn.portBox.withLockedValue { $0 = server.port }
         standIn.server.withLockedValue { $0 = server }
         return standIn
+    }
+
+    /// A stand-in's server on 127.0.0.1: each request's body read whole, `answer` written back.
+    static func serve(_ answer: @escaping @Sendable (HummingbirdCore.Request, [UInt8]) -> Reply) async throws -> FakeHTTPServer {
+        try await FakeHTTPServer.start(host: "127.0.0.1", port: 0) { request, writer, _ in
+            var request = request
+            // A stand-in's requests are a form or a query: 64 KiB is far more than any.
+            let body = try await request.collectBody(upTo: 1 << 16)
+            let reply = answer(request, Array(buffer: body))
+            var head = try await writer.writeHead(FakeFirebaseResponder.head(of: reply, closing: false))
+            try await head.write(ByteBuffer(bytes: reply.body))
+            try await head.finish(nil)
+        }
     }
 
     public func shutdown() async {
@@ -149,7 +157,7 @@ public final class FederatedStandIn: Sendable {
                 "jwks_uri": base + "/common/discovery/v2.0/keys", "response_types_supported": "code id_token",
             ])
         case (.microsoft, "GET", "/common/discovery/v2.0/keys"):
-            return .json(200, KeySet(keys: [jwk]))
+            return .json(200, KeySet(keys: [key.jwk]))
         case (_, "GET", "/common/oauth2/v2.0/authorize"), (_, "GET", "/login/oauth/authorize"):
             return authorize(FakeFirebaseResponder.query(of: target))
         case (.microsoft, "POST", "/common/oauth2/v2.0/token"):
@@ -226,7 +234,7 @@ public final class FederatedStandIn: Sendable {
             aud: pending.clientID, iss: tenantIssuer, iat: now, nbf: now, exp: now + 3600, email: pending.user.email,
             name: "Stand-in user", nonce: pending.nonce, oid: pending.user.id, preferred_username: pending.user.email,
             sub: pending.user.id, tid: Self.tenant)
-        let idToken = sign(claims)
+        let idToken = key.sign(claims)
         let accessToken = Self.random("EwB")
         var answer: [String: String] = [
             "token_type": "Bearer", "scope": pending.scopes.filter { $0 != "openid" && $0 != "offline_access" }.joined(separator: " "),
@@ -283,17 +291,7 @@ public final class FederatedStandIn: Sendable {
         var tid: String
     }
 
-    struct JWK: Encodable {
-        var kty = "EC"
-        var crv = "P-256"
-        var use = "sig"
-        var alg = "ES256"
-        var kid: String
-        var x: String
-        var y: String
-    }
-
-    struct KeySet: Encodable { var keys: [JWK] }
+    struct KeySet: Encodable { var keys: [StandInKey.JWK] }
 
     struct DeviceAnswer: Encodable {
         var device_code: String
@@ -301,20 +299,6 @@ public final class FederatedStandIn: Sendable {
         var verification_uri: String
         var expires_in: Int
         var interval: Int
-    }
-
-    static let keyID = "stand-in-key-1"
-
-    var jwk: JWK {
-        let raw = key.publicKey.rawRepresentation
-        return JWK(kid: Self.keyID, x: JWTClaims.base64URLEncode(raw.prefix(32)), y: JWTClaims.base64URLEncode(raw.suffix(32)))
-    }
-
-    func sign(_ claims: some Encodable) -> String {
-        let header = JWTClaims.base64URLEncode(Data(#"{"alg":"ES256","kid":"\#(Self.keyID)","typ":"JWT"}"#.utf8))
-        let input = header + "." + JWTClaims.base64URLEncode(Data(FakeJSON.encode(claims)))
-        let signature = (try? key.signature(for: Data(input.utf8)).rawRepresentation) ?? Data()
-        return input + "." + JWTClaims.base64URLEncode(signature)
     }
 
     static func random(_ prefix: String) -> String {
@@ -332,5 +316,33 @@ public final class FederatedStandIn: Sendable {
 
     static func redirect(_ location: String) -> Reply {
         Reply(status: 302, contentType: "text/plain; charset=UTF-8", extraHeaders: ["Location": location], body: Array("Redirecting".utf8))
+    }
+}
+
+/// A stand-in provider's signing key: ES256 (P-256), published as a JWK.
+struct StandInKey: Sendable {
+    struct JWK: Encodable {
+        var kty = "EC"
+        var crv = "P-256"
+        var use = "sig"
+        var alg = "ES256"
+        var kid: String
+        var x: String
+        var y: String
+    }
+
+    static let keyID = "stand-in-key-1"
+    let key = P256.Signing.PrivateKey()
+
+    var jwk: JWK {
+        let raw = key.publicKey.rawRepresentation
+        return JWK(kid: Self.keyID, x: JWTClaims.base64URLEncode(raw.prefix(32)), y: JWTClaims.base64URLEncode(raw.suffix(32)))
+    }
+
+    func sign(_ claims: some Encodable) -> String {
+        let header = JWTClaims.base64URLEncode(Data(#"{"alg":"ES256","kid":"\#(Self.keyID)","typ":"JWT"}"#.utf8))
+        let input = header + "." + JWTClaims.base64URLEncode(Data(FakeJSON.encode(claims)))
+        let signature = (try? key.signature(for: Data(input.utf8)).rawRepresentation) ?? Data()
+        return input + "." + JWTClaims.base64URLEncode(signature)
     }
 }

@@ -50,15 +50,22 @@ extension FirebaseProvider {
             let configured = identitySignIns.keys.sorted()
             return .failure(LoginFailure(
                 .misconfigured, code: "idp_not_configured",
-                message: "the account has no [account.NAME.idp.\"\(id)\"] table with the OAuth client \(name) issued for the project\(id == "google.com" ? " (or google_client_id)" : ""); "
-                    + "add one (README.md, \"Other identity providers\")\(configured.isEmpty ? "" : "; configured: " + configured.joined(separator: ", "))"))
+                message: "the account has no [account.NAME.idp.\"\(id)\"] table\(Self.missingTableHint(id)); add one (README.md, \"Other identity providers\")"
+                    + (configured.isEmpty ? "" : "; configured: " + configured.joined(separator: ", "))))
+        }
+        let signInAt: any TokenProvider, credentialKind: IdentityProvider.Credential
+        switch identityProvider {
+        case .hosted(let hosted):
+            return await signInThroughHostedPage(hosted, id: id, request: request, relay: relay)
+        case .oauth(let provider, let credential):
+            (signInAt, credentialKind) = (provider, credential)
         }
         let rawNonce = OIDCProvider.randomToken()
         var signIn = LoginRequest(method: request.identityProviderDevice ? .device : .browser, timeout: request.timeout)
         signIn.federation = LoginRequest.Federation(rawNonce: rawNonce)
         var issued: IssuedTokens?
         do {
-            for try await step in identityProvider.signIn.login(signIn) {
+            for try await step in signInAt.login(signIn) {
                 if case .done(let signedIn) = step {
                     issued = signedIn.tokens
                     break
@@ -71,7 +78,7 @@ extension FirebaseProvider {
             return .failure(LoginFailure(.transient, code: "failed", message: "the \(name) sign-in failed; try again"))
         }
         let credential: IdentityProviderCredential
-        switch identityProvider.credential {
+        switch credentialKind {
         case .idToken:
             guard let idToken = issued?.idToken else {
                 return .failure(LoginFailure(
@@ -87,6 +94,65 @@ extension FirebaseProvider {
             credential = .accessToken(accessToken)
         }
         return await signInWithIdp(credential, providerID: id, linkingTo: request.linkingIDToken)
+    }
+
+    /// What a missing `idp` table must hold.
+    static func missingTableHint(_ id: String) -> String {
+        switch id {
+        case "google.com": " with the OAuth client Google issued for the project (or google_client_id)"
+        case "apple.com": " with auth_domain = \"PROJECT.firebaseapp.com\": Apple signs in only through the project's Firebase-hosted handler (README.md, \"Sign in with Apple\")"
+        default: " with the OAuth client \(IdentityProvider.displayName(id)) issued for the project"
+        }
+    }
+
+    /// The hosted sign-in: tokend serves the page at `http://localhost:PORT/`, the user's browser
+    /// signs in there with Firebase's SDK at the project's handler, and the page posts the
+    /// Firebase refresh token back, which one refresh here checks and turns into a session.
+    func signInThroughHostedPage(
+        _ hosted: HostedSignIn, id: String, request: LoginRequest, relay: (LoginStep) -> Void
+    ) async -> Result<SignedIn, LoginFailure> {
+        let name = IdentityProvider.displayName(id)
+        guard request.linkingIDToken == nil else {
+            return .failure(LoginFailure(
+                .badRequest, code: "unsupported_upgrade",
+                message: "an anonymous user cannot be linked to \(name) through the hosted sign-in page (Firebase's SDK there cannot take over tokend's user); sign in with --idp \(id) instead, which makes a new user"))
+        }
+        let state = OIDCProvider.randomToken()
+        let page = hosted.page(apiKey: apiKey, providerID: id, emulatorHost: emulatorHost, state: state)
+        let redirect: LoopbackRedirectListener.Redirect
+        do {
+            let listener = try await LoopbackRedirectListener.start(state: state, signInPage: page)
+            do {
+                // localhost, not 127.0.0.1: Firebase runs its SDK's sign-in only on an authorized
+                // domain, and localhost is the one projects list (Authentication → Settings).
+                relay(.openURL("http://localhost:\(listener.port)/"))
+                relay(.waiting("waiting for the sign-in with \(name) in the browser, through \(hosted.authDomain) (localhost must be an authorized domain of the project)"))
+                redirect = try await transport.first(of: listener.redirects, within: request.timeout)
+                await listener.close()
+            } catch {
+                await listener.close()
+                throw error
+            }
+        } catch let failure as LoginFailure {
+            return .failure(failure)
+        } catch {
+            return .failure(LoginFailure(.transient, code: "failed", message: "the sign-in page could not be served; try again"))
+        }
+        guard let refreshToken = redirect.refreshToken else {
+            let code = redirect.error ?? "failed"
+            return .failure(LoginFailure(.denied, code: code, message: "the sign-in with \(name) did not finish in the browser (\(code)); try again"))
+        }
+        // The page's session is checked the way every session is: one refresh.
+        switch await refresh(refreshToken: refreshToken) {
+        case .refreshed(var tokens):
+            if tokens.refreshToken == nil { tokens.refreshToken = refreshToken }
+            let provider = tokens.idToken.flatMap { FirebaseClaims(token: $0)?.signInProvider } ?? id
+            return .success(SignedIn(tokens: tokens, signInProvider: provider))
+        case .transient(let failure, _):
+            return .failure(LoginFailure(.transient, code: failure.code, message: "Firebase did not confirm the new session (\(failure.message)); try again"))
+        case .needsLogin(let failure), .misconfigured(let failure):
+            return .failure(LoginFailure(.misconfigured, code: failure.code, message: "Firebase refused the session the sign-in page got (\(failure.message)); check that auth_domain is the account's project"))
+        }
     }
 
     func signIn(_ request: LoginRequest) async -> Result<SignedIn, LoginFailure> {

@@ -36,7 +36,10 @@ public struct FirebaseProvider: TokenProvider {
         public func makeProvider(transport: HTTPTransport) -> any TokenProvider {
             var firebase = FirebaseProvider(apiKey: apiKey, emulatorHost: emulatorHost, transport: transport)
             firebase.identitySignIns = identityProviders.mapValues { identityProvider in
-                IdentitySignIn(signIn: OIDCProvider(settings: identityProvider.oauth, transport: transport), credential: identityProvider.credential)
+                switch identityProvider.signIn {
+                case .oauth(let settings, let credential): .oauth(OIDCProvider(settings: settings, transport: transport), credential)
+                case .hosted(let hosted): .hosted(hosted)
+                }
             }
             return firebase
         }
@@ -94,15 +97,11 @@ public struct FirebaseProvider: TokenProvider {
     /// at `signInWithIdp`, by provider id.
     public var identitySignIns: [String: IdentitySignIn] = [:]
 
-    /// One identity provider's sign-in, and which of its tokens Firebase is given.
-    public struct IdentitySignIn: Sendable {
-        public var signIn: any TokenProvider
-        public var credential: IdentityProvider.Credential
-
-        public init(signIn: any TokenProvider, credential: IdentityProvider.Credential) {
-            self.signIn = signIn
-            self.credential = credential
-        }
+    /// One identity provider's sign-in: its OAuth flow and which of its tokens Firebase is
+    /// given, or the project's hosted handler.
+    public enum IdentitySignIn: Sendable {
+        case oauth(any TokenProvider, IdentityProvider.Credential)
+        case hosted(HostedSignIn)
     }
 
     public init(apiKey: String, emulatorHost: String?, transport: HTTPTransport) {

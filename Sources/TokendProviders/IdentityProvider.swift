@@ -12,16 +12,34 @@ public struct IdentityProvider: Sendable, Equatable {
         case accessToken = "access_token"
     }
 
+    /// How the sign-in runs.
+    public enum SignIn: Sendable, Equatable {
+        /// tokend runs the provider's OAuth sign-in with this client, and hands Firebase the token.
+        case oauth(OIDCProvider.Settings, Credential)
+        /// The project's Firebase-hosted handler signs in, driven by Firebase's JavaScript SDK
+        /// on a page tokend serves on localhost (Apple, and any provider the console enables).
+        case hosted(HostedSignIn)
+    }
+
     /// Firebase's provider id: `google.com`, `microsoft.com`, `github.com`, `oidc.NAME`, ….
     public var id: String
-    /// The provider's OAuth client and endpoints.
-    public var oauth: OIDCProvider.Settings
-    public var credential: Credential
+    public var signIn: SignIn
 
-    public init(id: String, oauth: OIDCProvider.Settings, credential: Credential) {
+    public init(id: String, signIn: SignIn) {
         self.id = id
-        self.oauth = oauth
-        self.credential = credential
+        self.signIn = signIn
+    }
+
+    /// The OAuth client, for a sign-in tokend runs itself.
+    public var oauth: OIDCProvider.Settings? {
+        if case .oauth(let settings, _) = signIn { return settings }
+        return nil
+    }
+
+    /// What Firebase is given, for a sign-in tokend runs itself.
+    public var credential: Credential? {
+        if case .oauth(_, let credential) = signIn { return credential }
+        return nil
     }
 
     /// Keys of an `idp` table: the OAuth client and endpoints, and what Firebase is given.
@@ -60,18 +78,27 @@ public struct IdentityProvider: Sendable, Equatable {
             scopes: ["read:user", "user:email"], clientAuthentication: .post, credential: .accessToken),
     ]
 
-    /// Provider ids tokend cannot sign in with from a shell, and why (each an error at load).
+    /// Provider ids whose own sign-in tokend cannot run, and why: they sign in through the
+    /// project's hosted handler (`auth_domain`) or not at all.
+    static let oauthRefused: [String: String] = [
+        "apple.com": "Sign in with Apple answers only an https page on a domain registered with Apple, never tokend's loopback listener: "
+            + "sign in through the project's Firebase-hosted handler instead, with auth_domain = \"PROJECT.firebaseapp.com\" (README.md, \"Sign in with Apple\")",
+        "twitter.com": "X (Twitter) signs in with OAuth 1.0a, which tokend does not speak: set auth_domain to sign in through the project's Firebase-hosted handler",
+    ]
+
+    /// Ids that are not identity providers at all.
     static let refused: [String: String] = [
-        "apple.com": "Sign in with Apple sends its answer only to an https page on a domain registered with Apple, never to tokend's loopback listener; see README.md, \"Sign in with Apple\"",
-        "twitter.com": "X (Twitter) signs in with OAuth 1.0a, which tokend does not speak",
         "password": "is not an identity provider; use tokenctl login ACCOUNT --email",
         "phone": "phone sign-in needs reCAPTCHA or an app; tokend cannot do it",
         "anonymous": "is not an identity provider; use tokenctl login ACCOUNT --anonymous",
     ]
 
-    /// A short name for messages: `Microsoft`, `GitHub`, or the id itself.
+    /// Names of providers tokend has no OAuth defaults for, as the Firebase console shows them.
+    static let names = ["apple.com": "Apple", "twitter.com": "X", "facebook.com": "Facebook", "yahoo.com": "Yahoo"]
+
+    /// A short name for messages: `Microsoft`, `Apple`, or the id itself.
     public static func displayName(_ id: String) -> String {
-        known[id]?.name ?? id
+        known[id]?.name ?? names[id] ?? id
     }
 
     /// tokenctl's option for signing in with `id`: `--google`, else `--idp ID`.
@@ -87,8 +114,15 @@ public struct IdentityProvider: Sendable, Equatable {
         else {
             return "must be a Firebase provider id such as google.com, microsoft.com, github.com or oidc.NAME (lowercase)"
         }
-        if let reason = refused[id] { return reason }
-        if id.hasPrefix("saml.") { return "SAML providers answer with a browser form post, not OAuth; tokend cannot sign in with them" }
+        return refused[id]
+    }
+
+    /// Nil when tokend can run `id`'s own OAuth sign-in; else why not.
+    static func oauthProblem(with id: String) -> String? {
+        if let reason = oauthRefused[id] { return reason }
+        if id.hasPrefix("saml.") {
+            return "SAML providers answer with a browser form post, not OAuth: set auth_domain to sign in through the project's Firebase-hosted handler"
+        }
         return nil
     }
 
@@ -98,6 +132,10 @@ public struct IdentityProvider: Sendable, Equatable {
     static func parse(id: String, _ values: [String: ProviderConfigValue], allowPlainHTTP: Bool) throws(ProviderConfigError) -> IdentityProvider {
         let prefix = "idp.\"\(id)\""
         if let problem = problem(with: id) { throw ProviderConfigError(key: "idp", "\"\(id)\" \(problem)") }
+        if values["auth_domain"] != nil {
+            return IdentityProvider(id: id, signIn: .hosted(try HostedSignIn.parse(id: id, values, prefix: prefix, allowPlainHTTP: allowPlainHTTP)))
+        }
+        if let problem = oauthProblem(with: id) { throw ProviderConfigError(key: prefix, problem) }
         for key in values.keys.sorted() where !keys.contains(key) {
             throw ProviderConfigError(key: "\(prefix).\(key)", "unknown key (known: \(keys.sorted().joined(separator: ", ")))")
         }
@@ -131,6 +169,6 @@ public struct IdentityProvider: Sendable, Equatable {
         if credential == .idToken, !oauth.scopes.contains("openid") {
             throw ProviderConfigError(key: "\(prefix).scopes", "must include \"openid\": Firebase is given the provider's ID token (or set credential = \"access_token\")")
         }
-        return IdentityProvider(id: id, oauth: oauth, credential: credential)
+        return IdentityProvider(id: id, signIn: .oauth(oauth, credential))
     }
 }

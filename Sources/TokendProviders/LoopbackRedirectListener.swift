@@ -18,14 +18,18 @@ import Glibc
 /// most `connectionDeadline` and `maximumRequestBytes`; and `close()` closes every accepted
 /// connection with the listening socket.
 final class LoopbackRedirectListener: Sendable {
-    /// What came back on the redirect: a code, or the provider's error (RFC 6749 §4.1.2.1).
+    /// What came back on the redirect: a code, or the provider's error (RFC 6749 §4.1.2.1);
+    /// or, from the hosted sign-in page's post, a Firebase refresh token or the SDK's error.
     struct Redirect: Sendable, Equatable {
         var code: String?
         var error: String?
         var errorDescription: String?
+        var refreshToken: String? = nil
     }
 
     static let callbackPath = "/callback"
+    /// Where the hosted sign-in page (served at `/`) posts the session it got.
+    static let sessionPath = "/session"
     /// A browser opens one or two connections (the redirect, a favicon); 16 leaves room for
     /// retries and preconnects while a flood of held connections costs a few descriptors only.
     static let maximumConnections = 16
@@ -50,8 +54,10 @@ final class LoopbackRedirectListener: Sendable {
     var redirectURI: String { "http://127.0.0.1:\(port)\(Self.callbackPath)" }
 
     /// `owner` says which uid owns a connection's peer socket (nil: unknown); only `user`'s are served.
+    /// With `signInPage`, the listener also serves that page at `/` and takes its post at
+    /// `sessionPath` (the hosted sign-in, `HostedSignIn`).
     static func start(
-        state: String, user: uid_t = geteuid(), deadline: TimeAmount = connectionDeadline, owner: @escaping @Sendable (_ peer: SocketAddress, _ local: SocketAddress) -> uid_t? = { LoopbackPeer.owner(peer: $0, local: $1) }
+        state: String, signInPage: String? = nil, user: uid_t = geteuid(), deadline: TimeAmount = connectionDeadline, owner: @escaping @Sendable (_ peer: SocketAddress, _ local: SocketAddress) -> uid_t? = { LoopbackPeer.owner(peer: $0, local: $1) }
     ) async throws -> LoopbackRedirectListener {
         let (redirects, continuation) = AsyncStream.makeStream(of: Redirect.self, bufferingPolicy: .bufferingNewest(1))
         let connections = AcceptedConnections()
@@ -70,7 +76,7 @@ final class LoopbackRedirectListener: Sendable {
                 return child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(RequestSizeLimit(limit: maximumRequestBytes))
                     try child.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try child.pipeline.syncOperations.addHandler(RedirectHandler(state: state, continuation: continuation))
+                    try child.pipeline.syncOperations.addHandler(RedirectHandler(state: state, signInPage: signInPage, continuation: continuation))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -135,28 +141,41 @@ private final class RedirectHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     let state: String
+    let signInPage: String?
     let continuation: AsyncStream<LoopbackRedirectListener.Redirect>.Continuation
-    var uri: String?
+    var head: HTTPRequestHead?
+    var body: [UInt8] = []
 
-    init(state: String, continuation: AsyncStream<LoopbackRedirectListener.Redirect>.Continuation) {
+    init(state: String, signInPage: String?, continuation: AsyncStream<LoopbackRedirectListener.Redirect>.Continuation) {
         self.state = state
+        self.signInPage = signInPage
         self.continuation = continuation
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head(let head): uri = head.uri
-        case .body: break
+        case .head(let head):
+            self.head = head
+            body = []
+        case .body(let chunk): body += chunk.readableBytesView
         case .end:
-            guard let uri else { return }
-            self.uri = nil
-            answer(uri, context: context)
+            guard let head else { return }
+            self.head = nil
+            answer(head, context: context)
         }
     }
 
-    private func answer(_ uri: String, context: ChannelHandlerContext) {
+    private func answer(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let uri = head.uri
         let parts = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.first.map(String.init) == LoopbackRedirectListener.callbackPath else {
+        let path = parts.first.map(String.init) ?? ""
+        if let signInPage, head.method == .GET, path == "/" {
+            return respond(200, signInPage, context: context)
+        }
+        if signInPage != nil, head.method == .POST, path == LoopbackRedirectListener.sessionPath {
+            return takeSession(head, context: context)
+        }
+        guard path == LoopbackRedirectListener.callbackPath else {
             return respond(404, Page.notFound, context: context)
         }
         let query = parts.count > 1 ? QueryString.decode(parts[1]) : [:]
@@ -171,9 +190,42 @@ private final class RedirectHandler: ChannelInboundHandler {
         continuation.finish()
     }
 
-    private func respond(_ status: Int, _ page: String, context: ChannelHandlerContext) {
+    /// The hosted page's post: `{"state", "refresh_token"}` or `{"state", "error"}`, from the
+    /// page's own origin. A browser adds `Origin` to every POST: one from another site (which
+    /// could not know `state` anyway) is refused before the body is looked at.
+    private func takeSession(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let port = context.channel.localAddress?.port ?? 0
+        guard let origin = head.headers.first(name: "origin"), origin == "http://localhost:\(port)" || origin == "http://127.0.0.1:\(port)" else {
+            return respond(403, Page.wrongState, context: context)
+        }
+        struct Posted: Decodable {
+            var state: String?
+            var refresh_token: String?
+            var error: String?
+        }
+        guard let posted = try? JSONDecoder().decode(Posted.self, from: Data(body)), posted.state == state else {
+            return respond(400, Page.wrongState, context: context)
+        }
+        let token = posted.refresh_token.flatMap { $0.isEmpty ? nil : $0 }
+        let redirect = LoopbackRedirectListener.Redirect(
+            code: nil, error: token == nil ? Self.sdkError(posted.error) : nil, errorDescription: nil, refreshToken: token)
+        respond(token == nil ? 400 : 200, "{}", contentType: "application/json", context: context)
+        continuation.yield(redirect)
+        continuation.finish()
+    }
+
+    /// The SDK's error code as the page sent it (`auth/popup-closed-by-user`), kept only when
+    /// it looks like one: it goes into a message.
+    static func sdkError(_ code: String?) -> String {
+        guard let code, !code.isEmpty, code.count <= 100, code.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "/-_".contains($0)) }) else {
+            return "failed"
+        }
+        return code
+    }
+
+    private func respond(_ status: Int, _ page: String, contentType: String = "text/html; charset=utf-8", context: ChannelHandlerContext) {
         var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: "text/html; charset=utf-8")
+        headers.add(name: "Content-Type", value: contentType)
         headers.add(name: "Content-Length", value: String(page.utf8.count))
         headers.add(name: "Connection", value: "close")
         headers.add(name: "Cache-Control", value: "no-store")

@@ -53,7 +53,7 @@ extension OIDCProvider {
             // A provider that refuses the redirect URI says so only in the browser, and never
             // redirects: the line names what to register (README.md, "Signing in").
             progress(.waiting("waiting for the sign-in in the browser (the provider must allow the redirect URI http://127.0.0.1\(LoopbackRedirectListener.callbackPath), any port)"))
-            redirect = try await first(of: listener.redirects, within: request.timeout)
+            redirect = try await transport.first(of: listener.redirects, within: request.timeout)
             await listener.close()
         } catch {
             await listener.close()
@@ -217,10 +217,12 @@ extension OIDCProvider {
         var generator = SystemRandomNumberGenerator()
         return JWTClaims.base64URLEncode(Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }))
     }
+}
 
+extension HTTPTransport {
     /// The stream's first element, or `timedOut` after `seconds`.
     func first<Element: Sendable>(of stream: AsyncStream<Element>, within seconds: Double) async throws -> Element {
-        let (clock, timers) = (transport.clock, transport.timers)
+        let (clock, timers) = (self.clock, self.timers)
         return try await withThrowingTaskGroup(of: Element?.self) { group in
             group.addTask {
                 for await element in stream { return element }

@@ -168,7 +168,7 @@ import TokendTestSupport
             let bad = try await world.tokenctl(["login", "work", "--idp", "Not A Provider", "--no-browser"])
             #expect(bad.status == 64, "\(bad.stderr)")
             let apple = try await world.tokenctl(["login", "work", "--idp", "apple.com", "--no-browser"])
-            #expect(apple.status == 64 && apple.stderr.contains("Sign in with Apple"), "\(apple.stderr)")
+            #expect(apple.status == 78 && apple.stderr.contains("auth_domain") && apple.stderr.contains("Sign in with Apple"), "\(apple.stderr)")
 
             world.fake.update { $0.identityProviders["github.com"] = nil }
             let off = try await signIn(world, standIn, ["login", "work", "--idp", "github.com"], as: .init(id: "1", email: "x@example.com"))
@@ -207,6 +207,91 @@ import TokendTestSupport
                     #expect(!files.contains(secret) || secret == Self.clientSecret, "in a file outside the keyring")
                 }
             }
+        }
+    }
+}
+
+/// Sign in with Apple through the project's Firebase-hosted handler: tokend serves its page on
+/// localhost, a real headless Chromium clicks through it, and stand-ins play Firebase's
+/// JavaScript SDK, the handler and Apple (`FirebaseHostedStandIn`); the handler's
+/// `signInWithIdp` is the fake Firebase's own.
+@Suite(.serialized) struct SignInWithAppleTests {
+    static let servicesID = "com.example.tokend.signin"
+
+    func withApple(_ body: (DaemonHarness, FirebaseHostedStandIn) async throws -> Void) async throws {
+        try await withWorld(accounts: [], startDaemon: false) { world in
+            let fake = world.fake
+            let standIn = FirebaseHostedStandIn(servicesID: Self.servicesID) { apiKey, requestUri, postBody in
+                fake.signInWithIdp(apiKey: apiKey, requestUri: requestUri, postBody: postBody)
+            }
+            try await standIn.start()
+            try await withTearDown(standIn, tearDown: { await $0.shutdown() }) { standIn in
+                world.fake.update { $0.identityProviders["apple.com"] = FakeFirebase.IdentityProvider(issuers: [FirebaseHostedStandIn.appleIssuer], clientIDs: [Self.servicesID]) }
+                try world.writeConfig(world.firebaseAccount("work") + """
+
+                    [account.work.idp."apple.com"]
+                    auth_domain = "\(standIn.authDomain)"
+                    firebase_sdk = "\(standIn.sdk)"
+                    """)
+                try await world.startDaemon()
+                try await body(world, standIn)
+            }
+        }
+    }
+
+    @Test func appleSignsInThroughTheHostedHandler() async throws {
+        try await withApple { world, standIn in
+            standIn.approveNext(as: .init(id: "001234.5f6e7d8c9b0a.1234", email: "q7x2k@privaterelay.appleid.com"))
+            let watcher = try EventRecorder(socketPath: world.socketPath, profile: true)
+            var page = ""
+            let login = try await OIDCMockTests.tokenctlSigningIn(world, ["login", "work", "--idp", "apple.com"], url: { $0.hasPrefix("http://localhost:") }) { url in
+                page = try await HeadlessChromium.clickThroughHostedPage(at: url, home: world.keyring.root)
+            }
+            #expect(login.status == 0, "\(login.output)")
+            #expect(page.hasPrefix("Signed in. tokend has your session."), "the page ended on: \(page)")
+            #expect(login.output.contains("work signed in (apple.com)"), "\(login.output)")
+            let token = try await world.tokenctl(["token", "work"])
+            let claims = try #require(FirebaseClaims(token: token.stdout.trimmingCharacters(in: .newlines)))
+            #expect(claims.signInProvider == "apple.com")
+            #expect(world.fake.user(try #require(claims.uid))?.providers == ["apple.com"])
+            let shown = try await world.tokenctl(["account", "show", "work"])
+            #expect(shown.status == 0 && shown.stdout.contains("apple.com"), "\(shown.stdout) \(shown.stderr)")
+            // The handler went to Apple with its own return URL and the hashed nonce, and Apple
+            // answered with a form post to it.
+            #expect(standIn.requests.contains("GET /auth/authorize") && standIn.requests.contains("POST /__/auth/handler"), "\(standIn.requests)")
+
+            // Apple's code and ID token and the session's refresh token stay out of the log and events.
+            let secrets = standIn.issuedSecrets
+            #expect(secrets.count >= 3)
+            let events = watcher.lines.withLock { $0 }.joined(separator: "\n")
+            for secret in secrets {
+                #expect(!world.daemonLog.contains(secret), "in the daemon's log")
+                #expect(!events.contains(secret), "in an event")
+                #expect(!login.output.contains(secret), "in tokenctl's output")
+            }
+        }
+    }
+
+    /// What cannot be done says so: linking Apple to an anonymous user through the hosted page,
+    /// and a post that is not the page's own.
+    @Test func anUpgradeAndAForeignPostAreRefused() async throws {
+        try await withApple { world, _ in
+            #expect(try await world.tokenctl(["login", "work", "--anonymous"]).status == 0)
+            let upgrade = try await world.tokenctl(["account", "upgrade", "work", "--idp", "apple.com", "--no-browser"])
+            #expect(upgrade.status == 64, "\(upgrade.stderr)")
+            #expect(upgrade.stderr.contains("cannot be linked"), "\(upgrade.stderr)")
+
+            // A post to the page's listener from elsewhere (no Origin of its own) is refused,
+            // and the sign-in keeps waiting for the page's.
+            let forged = try await OIDCMockTests.tokenctlSigningIn(world, ["login", "work", "--idp", "apple.com", "--timeout", "5"], url: { $0.hasPrefix("http://localhost:") }) { url in
+                let port = try #require(URLComponents(string: url)?.port)
+                let http = HTTPTransport(environment: [:])
+                let answer = try await http.send(.json("http://127.0.0.1:\(port)/session", Array(#"{"state":"guess","refresh_token":"forged-canary"}"#.utf8))).get()
+                await http.shutdown()
+                #expect(answer.status == 403)
+            }
+            #expect(forged.status == 75, "timed out, not signed in with the forged session: \(forged.output)")
+            #expect(!world.daemonLog.contains("forged-canary"))
         }
     }
 }

@@ -120,7 +120,7 @@ import TokendTestSupport
 
     /// Runs the real `tokenctl` (`arguments` plus `--no-browser`) and plays the user's browser on
     /// the URL it prints: the mock's form signed as `user`, then the redirect to tokend. Returns
-    /// tokenctl's exit status and everything it printed.
+    /// tokenctl's exit status and everything it printed. `isSignInURL` picks the line to open.
     static func tokenctlSigningInAtTheMock(_ world: DaemonHarness, _ mock: OIDCProviderMock, _ arguments: [String], user: String) async throws -> (status: Int32, output: String) {
         try await tokenctlSigningIn(world, arguments) { url in
             if let form = try? await mock.send(.form(url, [("sub", user)])).get(), let location = form.headers["location"] {
@@ -132,12 +132,13 @@ import TokendTestSupport
     /// Runs the real `tokenctl` (`arguments` plus `--no-browser`), hands the authorization URL it
     /// prints to `browser`, and waits for tokenctl to end. Returns its exit status and output.
     static func tokenctlSigningIn(
-        _ world: DaemonHarness, _ arguments: [String], browser: (String) async throws -> Void
+        _ world: DaemonHarness, _ arguments: [String], url isSignInURL: @escaping (String) -> Bool = { $0.contains("authorize") },
+        browser: (String) async throws -> Void
     ) async throws -> (status: Int32, output: String) {
         let output = world.keyring.root.appendingPathComponent("tokenctl-\(UInt64.random(in: 0...UInt64.max)).out").path
         let pid = try ChildProcess.start(DaemonHarness.binDirectory + "/tokenctl", arguments + ["--no-browser"], environment: world.environment, output: output)
         var printed: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
-        var url: String? { printed.split(separator: "\n").map(String.init).first { $0.hasPrefix("http") && $0.contains("authorize") } }
+        var url: String? { printed.split(separator: "\n").map(String.init).first { $0.hasPrefix("http") && isSignInURL($0) } }
         do {
             try await poll("tokenctl prints the authorization URL") { url != nil }
         } catch {

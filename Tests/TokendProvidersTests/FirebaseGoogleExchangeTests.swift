@@ -25,7 +25,7 @@ import TokendTestSupport
 
     func provider(_ fake: FakeFirebase, transport: HTTPTransport, idToken: String) -> FirebaseProvider {
         var provider = FirebaseProvider(apiKey: "test-api-key", emulatorHost: fake.emulatorHost, transport: transport)
-        provider.identitySignIns["google.com"] = FirebaseProvider.IdentitySignIn(signIn: GoogleStandIn(idToken: idToken), credential: .idToken)
+        provider.identitySignIns["google.com"] = .oauth(GoogleStandIn(idToken: idToken), .idToken)
         return provider
     }
 

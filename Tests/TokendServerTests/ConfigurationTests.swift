@@ -50,14 +50,33 @@ import TokendProviders
         let settings = try #require(configuration.accounts["work"]?.provider.base as? FirebaseProvider.Settings)
         #expect(settings.identityProviders.keys.sorted() == ["github.com", "google.com", "microsoft.com", "oidc.corp"])
         let microsoft = try #require(settings.identityProviders["microsoft.com"])
-        #expect(microsoft.oauth.issuer == "https://login.microsoftonline.com/common/v2.0")
-        #expect(microsoft.oauth.scopes == ["openid", "email", "profile"] && microsoft.credential == .idToken)
+        #expect(microsoft.oauth?.issuer == "https://login.microsoftonline.com/common/v2.0")
+        #expect(microsoft.oauth?.scopes == ["openid", "email", "profile"] && microsoft.credential == .idToken)
         let github = try #require(settings.identityProviders["github.com"])
-        #expect(github.credential == .accessToken && github.oauth.clientAuthentication == .post)
-        #expect(github.oauth.endpoints.authorization == "https://github.com/login/oauth/authorize")
-        #expect(github.oauth.endpoints.deviceAuthorization == "https://github.com/login/device/code")
-        #expect(settings.identityProviders["google.com"]?.oauth.issuer == "https://accounts.google.com")
-        #expect(settings.identityProviders["oidc.corp"]?.oauth.scopes == ["openid", "email"])
+        #expect(github.credential == .accessToken && github.oauth?.clientAuthentication == .post)
+        #expect(github.oauth?.endpoints.authorization == "https://github.com/login/oauth/authorize")
+        #expect(github.oauth?.endpoints.deviceAuthorization == "https://github.com/login/device/code")
+        #expect(settings.identityProviders["google.com"]?.oauth?.issuer == "https://accounts.google.com")
+        #expect(settings.identityProviders["oidc.corp"]?.oauth?.scopes == ["openid", "email"])
+    }
+
+    /// `auth_domain` makes a table a sign-in through the project's hosted handler (Apple).
+    @Test func aHostedIdentityProviderTable() throws {
+        let configuration = try parse("""
+            [account.work]
+            provider = "firebase"
+            api_key = "AIza"
+
+            [account.work.idp."apple.com"]
+            auth_domain = "my-project.firebaseapp.com"
+
+            [account.work.idp."saml.corp"]
+            auth_domain = "login.corp.example"
+            scopes = []
+            """)
+        let settings = try #require(configuration.accounts["work"]?.provider.base as? FirebaseProvider.Settings)
+        #expect(settings.identityProviders["apple.com"]?.signIn == .hosted(HostedSignIn(authDomain: "my-project.firebaseapp.com", scopes: ["email", "name"])))
+        #expect(settings.identityProviders["saml.corp"]?.signIn == .hosted(HostedSignIn(authDomain: "login.corp.example", scopes: [])))
     }
 
     @Test(arguments: [
@@ -70,6 +89,9 @@ import TokendProviders
         ("[account.work.idp.\"github.com\"]\nclient_id = \"c\"\ncredential = \"code\"\n", "credential"),
         ("[account.work.idp.\"microsoft.com\"]\nclient_id = \"c\"\nissuer = \"http://idp.example.com\"\n", "https"),
         ("[account.work.idp.\"google.com\"]\nclient_id = \"c\"\n[account.work.x]\n", "unknown key"),
+        ("[account.work.idp.\"apple.com\"]\nauth_domain = \"p.firebaseapp.com\"\nclient_id = \"c\"\n", "does not go with auth_domain"),
+        ("[account.work.idp.\"apple.com\"]\nauth_domain = \"https://p.firebaseapp.com\"\n", "no scheme"),
+        ("[account.work.idp.\"apple.com\"]\nauth_domain = \"p.firebaseapp.com\"\nfirebase_sdk = \"http://cdn.example.com/x\"\n", "https"),
     ])
     func identityProviderMistakesNameTheirTable(_ table: String, _ said: String) {
         let text = "[account.work]\nprovider = \"firebase\"\napi_key = \"k\"\n" + table

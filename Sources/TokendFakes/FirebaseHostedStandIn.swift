@@ -1,0 +1,225 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import HummingbirdCore
+import NIOConcurrencyHelpers
+import NIOCore
+import TokendCore
+
+/// Stand-ins for what a Firebase project's hosted sign-in runs in the user's browser, which this
+/// machine cannot reach: Firebase's JavaScript SDK (the three calls tokend's page makes), the
+/// project's auth handler at `AUTH_DOMAIN/__/auth/handler`, and Sign in with Apple. One server
+/// on 127.0.0.1 plays all three; `authDomain` is its `host:port` (plain HTTP, where the real
+/// handler is https).
+///
+/// | part | behaviour | source |
+/// | --- | --- | --- |
+/// | SDK | `initializeApp`, `initializeAuth`, `connectAuthEmulator`, `OAuthProvider.addScope`, `signInWithPopup` resolving to `{user: {refreshToken}}` or rejecting with `{code}` | firebase.google.com JS reference (`signInWithPopup`, `User.refreshToken`, `AuthError.code`) |
+/// | SDK | served as JavaScript modules with `Access-Control-Allow-Origin: *`, as gstatic serves them | browsers' module-script rules |
+/// | handler | opens the provider with itself as the return URL and a hashed nonce; takes the provider's form post; calls `signInWithIdp` with the ID token and the raw nonce; hands the session to the opener | Firebase's Apple setup (the handler is the registered return URL); js-sdk `OAuthCredentialOptions.rawNonce` |
+/// | Apple | `/auth/authorize` with `response_mode=form_post`: posts `code`, `id_token`, `state` (and `user` on first sign-in) to the return URL; ID token `iss` `https://appleid.apple.com`, `aud` the Services ID, `nonce`, `email_verified` as a string | Sign in with Apple JS and REST API docs |
+public final class FirebaseHostedStandIn: Sendable {
+    /// Who approves at Apple: the user id (`sub`) and the email Apple shares.
+    public typealias User = FederatedStandIn.User
+
+    struct State: Sendable {
+        var nextUser: User?
+        /// Sign-ins under way at the handler, by `state`: the raw nonce and the API key.
+        var pending: [String: (rawNonce: String, apiKey: String)] = [:]
+        var issued: [String] = []
+        var requests: [String] = []
+    }
+
+    /// The Services ID the project's Apple provider is configured with.
+    public let servicesID: String
+    let exchange: @Sendable (_ apiKey: String, _ requestUri: String, _ postBody: String) -> (status: Int, body: [UInt8])
+    let state = NIOLockedValueBox(State())
+    let key = StandInKey()
+    let server: NIOLockedValueBox<FakeHTTPServer?> = NIOLockedValueBox(nil)
+    let portBox = NIOLockedValueBox(0)
+
+    /// `exchange` is the project's `signInWithIdp` (the fake Firebase's, in-process).
+    public init(servicesID: String, exchange: @escaping @Sendable (_ apiKey: String, _ requestUri: String, _ postBody: String) -> (status: Int, body: [UInt8])) {
+        self.servicesID = servicesID
+        self.exchange = exchange
+    }
+
+    public func start() async throws {
+        let server = try await FederatedStandIn.serve { [self] request, body in
+            answer(method: request.method.rawValue, target: request.head.path ?? "/", body: body)
+        }
+        portBox.withLockedValue { $0 = server.port }
+        self.server.withLockedValue { $0 = server }
+    }
+
+    public func shutdown() async {
+        let server = self.server.withLockedValue { $0 }
+        try? await server?.shutdown()
+    }
+
+    /// `host:port`: the account's `auth_domain`.
+    public var authDomain: String { "127.0.0.1:\(portBox.withLockedValue { $0 })" }
+    /// The account's `firebase_sdk`.
+    public var sdk: String { "http://\(authDomain)/sdk" }
+    /// Apple's issuer, which the project's Apple provider trusts.
+    public static let appleIssuer = "https://appleid.apple.com"
+
+    /// The next sign-in at Apple is approved as `user`; without one Apple answers `user_cancelled_authorize`.
+    public func approveNext(as user: User) { state.withLockedValue { $0.nextUser = user } }
+
+    /// Every code, ID token and Firebase refresh token that passed through: canaries.
+    public var issuedSecrets: [String] { state.withLockedValue { $0.issued } }
+
+    /// `METHOD path` of every request, in order.
+    public var requests: [String] { state.withLockedValue { $0.requests } }
+
+    // MARK: - Answers
+
+    func answer(method: String, target: String, body: [UInt8]) -> Reply {
+        let path = FakeFirebaseResponder.path(of: target)
+        state.withLockedValue { $0.requests.append("\(method) \(path)") }
+        let query = FakeFirebaseResponder.query(of: target)
+        switch (method, path) {
+        case ("GET", "/sdk/firebase-app.js"): return Self.module(Self.appModule)
+        case ("GET", "/sdk/firebase-auth.js"): return Self.module(Self.authModule)
+        case ("GET", "/__/auth/handler"): return startAtProvider(query)
+        case ("GET", "/auth/authorize"): return appleAuthorize(query)
+        case ("POST", "/__/auth/handler"): return finishAtHandler(FormEncoding.decode(body))
+        default: return .text(404, "not found")
+        }
+    }
+
+    /// The handler opens Apple with itself as the return URL and the SHA-256 of a nonce it keeps.
+    func startAtProvider(_ query: [String: String]) -> Reply {
+        guard query["providerId"] == "apple.com", let apiKey = query["apiKey"], !apiKey.isEmpty else {
+            return Self.toOpener(["error": "auth/operation-not-allowed"])
+        }
+        let signInState = FederatedStandIn.random("st")
+        let rawNonce = FederatedStandIn.random("n")
+        state.withLockedValue { $0.pending[signInState] = (rawNonce, apiKey) }
+        let scopes = (query["scopes"] ?? "").split(separator: ",").joined(separator: " ")
+        let parameters = [
+            ("response_type", "code id_token"), ("response_mode", "form_post"), ("client_id", servicesID),
+            ("redirect_uri", "http://\(authDomain)/__/auth/handler"), ("scope", scopes), ("state", signInState),
+            ("nonce", FakeFirebase.Backend.sha256Hex(rawNonce)),
+        ]
+        let location = "http://\(authDomain)/auth/authorize?" + parameters.map { FederatedStandIn.escape($0.0) + "=" + FederatedStandIn.escape($0.1) }.joined(separator: "&")
+        return FederatedStandIn.redirect(location)
+    }
+
+    struct AppleIDToken: Encodable {
+        var iss = FirebaseHostedStandIn.appleIssuer
+        var aud: String
+        var exp: Int
+        var iat: Int
+        var sub: String
+        var nonce: String?
+        var c_hash: String
+        var email: String
+        var email_verified = "true"
+        var auth_time: Int
+        var nonce_supported = true
+    }
+
+    /// Apple's authorization page, approved at once as `nextUser`: a form posted to the return URL.
+    func appleAuthorize(_ query: [String: String]) -> Reply {
+        guard query["client_id"] == servicesID, query["response_mode"] == "form_post", let redirect = query["redirect_uri"] else {
+            return .text(400, "invalid_request")
+        }
+        guard let user = state.withLockedValue({ $0.nextUser }) else {
+            return Self.formPost(to: redirect, ["error": "user_cancelled_authorize", "state": query["state"] ?? ""])
+        }
+        let now = Int(saturating: Date().timeIntervalSince1970)
+        let code = FederatedStandIn.random("c")
+        let idToken = key.sign(AppleIDToken(
+            aud: servicesID, exp: now + 600, iat: now, sub: user.id, nonce: query["nonce"], c_hash: FederatedStandIn.random(""), email: user.email, auth_time: now))
+        state.withLockedValue { $0.issued += [code, idToken] }
+        return Self.formPost(to: redirect, [
+            "code": code, "id_token": idToken, "state": query["state"] ?? "",
+            "user": #"{"name":{"firstName":"Stand","lastName":"In"},"email":"\#(user.email)"}"#,
+        ])
+    }
+
+    /// Apple's form post reaches the handler: `signInWithIdp` with the ID token and the raw
+    /// nonce, and the session (or the error) to the page that opened the popup.
+    func finishAtHandler(_ form: [String: String]) -> Reply {
+        guard let signInState = form["state"], let pending = state.withLockedValue({ $0.pending.removeValue(forKey: signInState) }) else {
+            return Self.toOpener(["error": "auth/missing-or-invalid-nonce"])
+        }
+        if form["error"] != nil { return Self.toOpener(["error": "auth/popup-closed-by-user"]) }
+        guard let idToken = form["id_token"] else { return Self.toOpener(["error": "auth/invalid-credential"]) }
+        let postBody = [("id_token", idToken), ("nonce", pending.rawNonce), ("providerId", "apple.com")]
+            .map { FederatedStandIn.escape($0.0) + "=" + FederatedStandIn.escape($0.1) }.joined(separator: "&")
+        let answer = exchange(pending.apiKey, "http://\(authDomain)/__/auth/handler", postBody)
+        struct Session: Decodable {
+            var refreshToken: String?
+            var errorMessage: String?
+            var error: ErrorBody?
+            struct ErrorBody: Decodable { var message: String? }
+        }
+        let session = try? JSONDecoder().decode(Session.self, from: Data(answer.body))
+        guard answer.status == 200, let refreshToken = session?.refreshToken else {
+            let message = session?.errorMessage ?? session?.error?.message ?? "internal-error"
+            return Self.toOpener(["error": "auth/" + message.lowercased().replacing("_", with: "-").prefix { $0 != " " }])
+        }
+        state.withLockedValue { $0.issued.append(refreshToken) }
+        return Self.toOpener(["refreshToken": refreshToken])
+    }
+
+    // MARK: - Pages
+
+    static func module(_ source: String) -> Reply {
+        Reply(status: 200, contentType: "text/javascript; charset=utf-8", extraHeaders: ["Access-Control-Allow-Origin": "*"], body: Array(source.utf8))
+    }
+
+    static func html(_ source: String) -> Reply {
+        .text(200, "<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head><body>" + source + "</body></html>", contentType: "text/html; charset=utf-8")
+    }
+
+    /// The popup's last page: a message to the SDK in the opener, then the popup closes.
+    static func toOpener(_ message: [String: String]) -> Reply {
+        var fields = ["standIn": "firebase-auth"]
+        fields.merge(message) { $1 }
+        let json = String(decoding: FakeJSON.encode(fields), as: UTF8.self).replacing("<", with: "\\u003c")
+        return html("<script>window.opener.postMessage(\(json), \"*\"); window.close();</script>")
+    }
+
+    /// A page whose form posts `fields` to `action` at once (`response_mode=form_post`).
+    static func formPost(to action: String, _ fields: [String: String]) -> Reply {
+        func attribute(_ text: String) -> String {
+            text.replacing("&", with: "&amp;").replacing("\"", with: "&quot;").replacing("<", with: "&lt;")
+        }
+        let inputs = fields.sorted { $0.key < $1.key }.map { "<input type=\"hidden\" name=\"\(attribute($0.key))\" value=\"\(attribute($0.value))\">" }.joined()
+        return html("<form method=\"post\" action=\"\(attribute(action))\">\(inputs)</form><script>document.forms[0].submit();</script>")
+    }
+
+    static let appModule = """
+        export function initializeApp(options) { return { options }; }
+        """
+
+    static let authModule = """
+        export const inMemoryPersistence = { type: "NONE" };
+        export const browserPopupRedirectResolver = {};
+        export function initializeAuth(app, deps) { return { app, deps, emulator: null }; }
+        export function connectAuthEmulator(auth, url) { auth.emulator = url; }
+        export class OAuthProvider {
+          constructor(providerId) { this.providerId = providerId; this.scopes = []; }
+          addScope(scope) { this.scopes.push(scope); return this; }
+        }
+        export function signInWithPopup(auth, provider) {
+          const options = auth.app.options;
+          const handler = "http://" + options.authDomain + "/__/auth/handler?apiKey=" + encodeURIComponent(options.apiKey)
+            + "&providerId=" + encodeURIComponent(provider.providerId) + "&scopes=" + encodeURIComponent(provider.scopes.join(","));
+          return new Promise((resolve, reject) => {
+            const popup = window.open(handler, "firebaseAuthPopup", "width=500,height=600");
+            if (!popup) { reject({ code: "auth/popup-blocked" }); return; }
+            window.addEventListener("message", function listener(event) {
+              if (!event.data || event.data.standIn !== "firebase-auth") return;
+              window.removeEventListener("message", listener);
+              if (event.data.refreshToken) resolve({ user: { refreshToken: event.data.refreshToken } });
+              else reject({ code: event.data.error || "auth/internal-error" });
+            });
+          });
+        }
+        """
+}
