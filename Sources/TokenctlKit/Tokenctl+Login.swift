@@ -18,7 +18,7 @@ extension Tokenctl {
                 Firebase: --email ADDRESS (the password is read from a prompt without echo, or \
                 from the first line of stdin; add --create to sign up), --anonymous, \
                 --custom-token (the token on stdin), or --idp ID: a sign-in at an identity provider \
-                the project enables (google.com, microsoft.com, github.com, oidc.NAME; --google is \
+                the project enables (google.com, microsoft.com, github.com, apple.com, oidc.NAME; --google is \
                 --idp google.com; add --device for the provider's device grant). Secrets are never \
                 taken from arguments or the environment. --timeout is how long the sign-in may take \
                 (default: 300 seconds).
@@ -48,7 +48,7 @@ extension Tokenctl {
         @Flag(help: "Firebase: sign in with a Google account (--idp google.com).")
         var google = false
 
-        @Option(help: ArgumentHelp("Firebase: sign in at this identity provider (microsoft.com, github.com, oidc.NAME, …).", valueName: "id"))
+        @Option(help: ArgumentHelp("Firebase: sign in at this identity provider (microsoft.com, github.com, apple.com, oidc.NAME, …).", valueName: "id"))
         var idp: String?
 
         @OptionGroup var connection: ConnectionOptions

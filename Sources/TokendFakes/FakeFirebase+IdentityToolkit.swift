@@ -34,6 +34,7 @@ import TokendCore
 /// | signInWithIdp | ID token unreadable or without `sub`; issuer not the provider's (Microsoft's `{tenantid}` with `tid`), expired, audience not the project's | 400 `INVALID_IDP_RESPONSE : …` (never a 200) | emulator `parseClaims`; issuer, expiry and audience prod |
 /// | signInWithIdp | ID token with a `nonce`: raw `nonce` missing, or its SHA-256 hex not the claim | `MISSING_OR_INVALID_NONCE` | prod: js-sdk `OAuthCredentialOptions.rawNonce`, error map |
 /// | signInWithIdp | `access_token` only: JSON or a JWT / opaque (GitHub) | claims read from it / the provider's user API (`userInfo`), refused: `INVALID_IDP_RESPONSE` | emulator `parseClaims` / prod (the emulator answers "not supported") |
+/// | signInWithIdp | `email_verified` as the string `"true"` (Apple) | the address counts as verified | Sign in with Apple REST API, "Authenticating users" |
 /// | signInWithIdp | `federatedId` | `https://accounts.google.com/SUB` for Google, the provider's id for the others | emulator `fakeFetchUserInfoFromIdp` |
 /// | signInWithIdp + idToken | the provider's id linked anywhere / address owned by another user | `FEDERATED_USER_ID_ALREADY_LINKED` / `EMAIL_EXISTS`: 200 `errorMessage` with `returnIdpCredential`, else 400 | emulator `signInWithIdp`, `handleLinkIdp` |
 /// | signInWithIdp | another user has the provider's address (`oneAccountPerEmail`): verified / not | that user, taken over (an unverified owner loses password and sessions) / 200 `needConfirmation`, no tokens | emulator `handleIdpSigninEmailRequired` |

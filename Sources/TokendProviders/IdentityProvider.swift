@@ -1,8 +1,9 @@
 import TokendCore
 
 /// An identity provider a Firebase account signs in with (`tokenctl login ACCOUNT --idp ID`),
-/// configured as `[account.NAME.idp."ID"]`: tokend runs the provider's own OAuth sign-in, then
-/// hands what it returned to Firebase's `signInWithIdp` (README.md, "Other identity providers").
+/// configured as `[account.NAME.idp."ID"]`: tokend runs the provider's own OAuth sign-in and
+/// hands what it returned to Firebase's `signInWithIdp`, or signs in through the project's
+/// hosted handler (README.md, "Other identity providers"; docs/architecture.md).
 public struct IdentityProvider: Sendable, Equatable {
     /// What Firebase is given: an OpenID Connect provider's ID token (with the raw nonce), or
     /// the access token of an OAuth 2.0-only provider, which Firebase takes to the provider's

@@ -155,6 +155,25 @@ import TokendTestSupport
             let again = try await signIn(world, standIn, ["account", "upgrade", "work", "--idp", "github.com"], as: .init(id: "9001", email: "ana@example.com"))
             #expect(again.status == 77, "\(again.output)")
             #expect(again.output.contains("already belongs to another user") && again.output.contains("--idp github.com"), "\(again.output)")
+
+            // Another GitHub account whose address a password user of the project has: the link
+            // is refused (one account per email), and the message says whom to sign in as.
+            _ = world.fake.createUser(email: "taken@example.com", password: "a-password-1")
+            let taken = try await signIn(world, standIn, ["account", "upgrade", "work", "--idp", "github.com"], as: .init(id: "9002", email: "taken@example.com"))
+            #expect(taken.status == 77, "\(taken.output)")
+            #expect(taken.output.contains("EMAIL_EXISTS") && taken.output.contains("already has the email of this GitHub account"), "\(taken.output)")
+        }
+    }
+
+    /// Microsoft links the same way: the anonymous user keeps its uid.
+    @Test func anonymousUpgradeWithMicrosoftKeepsTheUid() async throws {
+        try await withStandIn(.microsoft) { world, standIn in
+            #expect(try await world.tokenctl(["login", "work", "--anonymous"]).status == 0)
+            let uid = try await firebaseClaims(world).uid
+            let upgrade = try await signIn(world, standIn, ["account", "upgrade", "work", "--idp", "microsoft.com"], as: .init(id: "AAAAms-2", email: "max@contoso.example"))
+            #expect(upgrade.status == 0, "\(upgrade.output)")
+            let after = try await firebaseClaims(world)
+            #expect(after.uid == uid && after.signInProvider == "microsoft.com")
         }
     }
 
@@ -247,6 +266,7 @@ import TokendTestSupport
             let login = try await OIDCMockTests.tokenctlSigningIn(world, ["login", "work", "--idp", "apple.com"], url: { $0.hasPrefix("http://localhost:") }) { url in
                 page = try await HeadlessChromium.clickThroughHostedPage(at: url, home: world.keyring.root)
             }
+            let commandLines = FirebaseRaceTests.everyProcessText()
             #expect(login.status == 0, "\(login.output)")
             #expect(page.hasPrefix("Signed in. tokend has your session."), "the page ended on: \(page)")
             #expect(login.output.contains("work signed in (apple.com)"), "\(login.output)")
@@ -268,6 +288,7 @@ import TokendTestSupport
                 #expect(!world.daemonLog.contains(secret), "in the daemon's log")
                 #expect(!events.contains(secret), "in an event")
                 #expect(!login.output.contains(secret), "in tokenctl's output")
+                #expect(!commandLines.contains(secret), "in a process's argv or environment")
             }
         }
     }
