@@ -118,6 +118,7 @@ import TokendProtocol
         (#"{"op":"login","id":"t","account":"w","method":"anonymous","idp":"github.com"}"#, #"login: "idp""#),
         (#"{"op":"login","id":"t","account":"w","method":"browser","device":true}"#, #"login: "device""#),
         (#"{"op":"account","id":"t","account":"w","action":"upgrade","method":"idp"}"#, #"account: "idp""#),
+        (#"{"op":"account","id":"t","account":"w","action":"upgrade","email":"a@example.com","secret":"pw","device":true}"#, #"account: "device""#),
     ])
     func aFieldThatBreaksItsOpsRuleIsNamed(_ line: String, _ message: String) async {
         await expectBadRequest(line, id: .string("t"), mentions: message)

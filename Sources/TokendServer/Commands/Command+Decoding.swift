@@ -138,10 +138,15 @@ private struct FieldReader {
             login.identityProvider = try identityProvider(method)
             login.identityProviderDevice = request.device ?? false
         } else {
-            if request.idp != nil { throw failure("idp", "only goes with method idp") }
-            if request.device != nil { throw failure("device", "only goes with method idp") }
+            try refuseIdentityProviderFields()
         }
         return login
+    }
+
+    /// `idp` and `device` belong to method `idp` (and `google`) alone.
+    func refuseIdentityProviderFields() throws(TokendError) {
+        if request.idp != nil { throw failure("idp", "only goes with method idp") }
+        if request.device != nil { throw failure("device", "only goes with method idp") }
     }
 
     /// The provider id of method `idp` (`google` is `google.com`), checked before any provider
@@ -170,16 +175,16 @@ private struct FieldReader {
         case .upgrade:
             switch LoginMethod(rawValue: request.method ?? LoginMethod.email.rawValue) {
             case .email:
+                try refuseIdentityProviderFields()
                 let timeout = try timeout()
                 guard let email = request.email?.trimmed, !email.isEmpty else { throw failure("email", "is required for upgrade with method email") }
                 guard let password = request.secret, !password.isEmpty else {
                     throw failure("secret", "(the new password) is required for upgrade with method email")
                 }
                 return .upgradeWithEmail(email: email, password: password, timeout: timeout)
-            case .google:
-                return .upgradeWithIdentityProvider(try identityProvider(.google), device: request.device ?? false, timeout: try loginTimeout())
-            case .idp:
-                return .upgradeWithIdentityProvider(try identityProvider(.idp), device: request.device ?? false, timeout: try loginTimeout())
+            case .google, .idp:
+                let method = request.method == LoginMethod.google.rawValue ? LoginMethod.google : .idp
+                return .upgradeWithIdentityProvider(try identityProvider(method), device: request.device ?? false, timeout: try loginTimeout())
             default:
                 throw failure("method", "must be email, google or idp for upgrade")
             }
