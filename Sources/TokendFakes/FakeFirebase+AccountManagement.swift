@@ -28,6 +28,7 @@ extension FakeFirebase.Backend {
         var password: String?
     }
 
+    /// The claims the fake reads, of its own ID tokens and of identity providers' credentials.
     struct TokenClaims: Decodable {
         var user_id: String?
         var sub: String?
@@ -39,8 +40,11 @@ extension FakeFirebase.Backend {
         /// A JWT's `aud` is one string or an array of them (RFC 7519 §4.1.3): the first counts.
         var aud: String?
         var email: String?
+        /// A provider's ID token: Microsoft's tenant, and the nonce Firebase checks.
+        var tid: String?
+        var nonce: String?
 
-        enum CodingKeys: String, CodingKey { case user_id, sub, exp, iat, auth_time, iss, aud, email, email_verified }
+        enum CodingKeys: String, CodingKey { case user_id, sub, exp, iat, auth_time, iss, aud, email, email_verified, tid, nonce }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -48,11 +52,15 @@ extension FakeFirebase.Backend {
             sub = try container.decodeIfPresent(String.self, forKey: .sub)
             exp = try container.decodeIfPresent(Double.self, forKey: .exp)
             iat = try? container.decodeIfPresent(Double.self, forKey: .iat)
-            email_verified = try? container.decodeIfPresent(Bool.self, forKey: .email_verified)
+            // Apple sends "true" as a string (Sign in with Apple REST API, "Authenticating users").
+            email_verified = (try? container.decodeIfPresent(Bool.self, forKey: .email_verified))
+                ?? (try? container.decodeIfPresent(String.self, forKey: .email_verified)).map { $0 == "true" }
             auth_time = try container.decodeIfPresent(Double.self, forKey: .auth_time)
             iss = try container.decodeIfPresent(String.self, forKey: .iss)
             aud = (try? container.decodeIfPresent(String.self, forKey: .aud)) ?? (try? container.decodeIfPresent([String].self, forKey: .aud))?.first
             email = try? container.decodeIfPresent(String.self, forKey: .email)
+            tid = try? container.decodeIfPresent(String.self, forKey: .tid)
+            nonce = try? container.decodeIfPresent(String.self, forKey: .nonce)
         }
     }
 
@@ -219,37 +227,9 @@ extension FakeFirebase.Backend {
     }
 
     /// A credential's claims: a JWT's payload, or strict JSON (the emulator's fake tokens).
-    static func idpClaims(_ token: String) -> IdpClaims? {
-        if token.hasPrefix("{") { return try? JSONDecoder().decode(IdpClaims.self, from: Data(token.utf8)) }
-        return JWTClaims.decode(IdpClaims.self, from: token)
-    }
-
-    struct IdpClaims: Decodable {
-        var sub: String?
-        var iss: String?
-        var tid: String?
-        var exp: Double?
-        var nonce: String?
-        var email: String?
-        var email_verified: Bool?
-        /// A JWT's `aud` is one string or an array of them (RFC 7519 §4.1.3): the first counts.
-        var aud: String?
-
-        enum CodingKeys: String, CodingKey { case sub, iss, tid, exp, nonce, email, email_verified, aud }
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            sub = try? container.decodeIfPresent(String.self, forKey: .sub)
-            iss = try? container.decodeIfPresent(String.self, forKey: .iss)
-            tid = try? container.decodeIfPresent(String.self, forKey: .tid)
-            exp = try? container.decodeIfPresent(Double.self, forKey: .exp)
-            nonce = try? container.decodeIfPresent(String.self, forKey: .nonce)
-            email = try? container.decodeIfPresent(String.self, forKey: .email)
-            // Apple sends "true" as a string (Sign in with Apple REST API, "Authenticating users").
-            email_verified = (try? container.decodeIfPresent(Bool.self, forKey: .email_verified))
-                ?? (try? container.decodeIfPresent(String.self, forKey: .email_verified)).map { $0 == "true" }
-            aud = (try? container.decodeIfPresent(String.self, forKey: .aud)) ?? (try? container.decodeIfPresent([String].self, forKey: .aud))?.first
-        }
+    static func idpClaims(_ token: String) -> TokenClaims? {
+        if token.hasPrefix("{") { return try? JSONDecoder().decode(TokenClaims.self, from: Data(token.utf8)) }
+        return claims(of: token)
     }
 
     /// Lowercase hex of SHA-256, as Firebase's guides hash a nonce.

@@ -67,8 +67,7 @@ public final class FederatedStandIn: Sendable {
     public let clientSecret: String?
     let state = NIOLockedValueBox(State())
     let key = StandInKey()
-    let server: NIOLockedValueBox<FakeHTTPServer?> = NIOLockedValueBox(nil)
-    let portBox = NIOLockedValueBox(0)
+    let http = StandInServer()
 
     init(family: Family, clientID: String, clientSecret: String?) {
         self.family = family
@@ -78,35 +77,17 @@ public final class FederatedStandIn: Sendable {
 
     public static func start(_ family: Family, clientID: String, clientSecret: String? = nil) async throws -> FederatedStandIn {
         let standIn = FederatedStandIn(family: family, clientID: clientID, clientSecret: clientSecret)
-        let server = try await serve { [standIn] request, body in
+        try await standIn.http.start { [standIn] request, body in
             standIn.answer(
                 method: request.method.rawValue, target: request.head.path ?? "/", accept: request.headers[.accept],
                 authorization: request.headers[.authorization], body: body)
         }
-        standIn.portBox.withLockedValue { $0 = server.port }
-        standIn.server.withLockedValue { $0 = server }
         return standIn
     }
 
-    /// A stand-in's server on 127.0.0.1: each request's body read whole, `answer` written back.
-    static func serve(_ answer: @escaping @Sendable (HummingbirdCore.Request, [UInt8]) -> Reply) async throws -> FakeHTTPServer {
-        try await FakeHTTPServer.start(host: "127.0.0.1", port: 0) { request, writer, _ in
-            var request = request
-            // A stand-in's requests are a form or a query: 64 KiB is far more than any.
-            let body = try await request.collectBody(upTo: 1 << 16)
-            let reply = answer(request, Array(buffer: body))
-            var head = try await writer.writeHead(FakeFirebaseResponder.head(of: reply, closing: false))
-            try await head.write(ByteBuffer(bytes: reply.body))
-            try await head.finish(nil)
-        }
-    }
+    public func shutdown() async { await http.shutdown() }
 
-    public func shutdown() async {
-        let server = self.server.withLockedValue { $0 }
-        try? await server?.shutdown()
-    }
-
-    public var base: String { "http://127.0.0.1:\(portBox.withLockedValue { $0 })" }
+    public var base: String { "http://127.0.0.1:\(http.port)" }
 
     /// Microsoft: what `issuer` is set to (the multi-tenant `common` endpoint). GitHub has none.
     public var issuer: String { base + "/common/v2.0" }
@@ -344,5 +325,32 @@ struct StandInKey: Sendable {
         let input = header + "." + JWTClaims.base64URLEncode(Data(FakeJSON.encode(claims)))
         let signature = (try? key.signature(for: Data(input.utf8)).rawRepresentation) ?? Data()
         return input + "." + JWTClaims.base64URLEncode(signature)
+    }
+}
+
+/// A stand-in's HTTP server on 127.0.0.1, started once its owner exists (the answers need it):
+/// each request's body is read whole and `answer`'s reply written back.
+final class StandInServer: Sendable {
+    private let server = NIOLockedValueBox<FakeHTTPServer?>(nil)
+
+    func start(_ answer: @escaping @Sendable (HummingbirdCore.Request, [UInt8]) -> Reply) async throws {
+        let started = try await FakeHTTPServer.start(host: "127.0.0.1", port: 0) { request, writer, _ in
+            var request = request
+            // A stand-in's requests are a form or a query: 64 KiB is far more than any.
+            let body = try await request.collectBody(upTo: 1 << 16)
+            let reply = answer(request, Array(buffer: body))
+            var head = try await writer.writeHead(FakeFirebaseResponder.head(of: reply, closing: false))
+            try await head.write(ByteBuffer(bytes: reply.body))
+            try await head.finish(nil)
+        }
+        server.withLockedValue { $0 = started }
+    }
+
+    /// The port the kernel picked; 0 before `start`.
+    var port: Int { server.withLockedValue { $0?.port ?? 0 } }
+
+    func shutdown() async {
+        let server = self.server.withLockedValue { $0 }
+        try? await server?.shutdown()
     }
 }

@@ -35,8 +35,7 @@ public final class FirebaseHostedStandIn: Sendable {
     let exchange: @Sendable (_ apiKey: String, _ requestUri: String, _ postBody: String) -> (status: Int, body: [UInt8])
     let state = NIOLockedValueBox(State())
     let key = StandInKey()
-    let server: NIOLockedValueBox<FakeHTTPServer?> = NIOLockedValueBox(nil)
-    let portBox = NIOLockedValueBox(0)
+    let http = StandInServer()
 
     /// `exchange` is the project's `signInWithIdp` (the fake Firebase's, in-process).
     public init(servicesID: String, exchange: @escaping @Sendable (_ apiKey: String, _ requestUri: String, _ postBody: String) -> (status: Int, body: [UInt8])) {
@@ -45,20 +44,15 @@ public final class FirebaseHostedStandIn: Sendable {
     }
 
     public func start() async throws {
-        let server = try await FederatedStandIn.serve { [self] request, body in
+        try await http.start { [self] request, body in
             answer(method: request.method.rawValue, target: request.head.path ?? "/", body: body)
         }
-        portBox.withLockedValue { $0 = server.port }
-        self.server.withLockedValue { $0 = server }
     }
 
-    public func shutdown() async {
-        let server = self.server.withLockedValue { $0 }
-        try? await server?.shutdown()
-    }
+    public func shutdown() async { await http.shutdown() }
 
     /// `host:port`: the account's `auth_domain`.
-    public var authDomain: String { "127.0.0.1:\(portBox.withLockedValue { $0 })" }
+    public var authDomain: String { "127.0.0.1:\(http.port)" }
     /// The account's `firebase_sdk`.
     public var sdk: String { "http://\(authDomain)/sdk" }
     /// Apple's issuer, which the project's Apple provider trusts.

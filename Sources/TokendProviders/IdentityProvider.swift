@@ -31,18 +31,6 @@ public struct IdentityProvider: Sendable, Equatable {
         self.signIn = signIn
     }
 
-    /// The OAuth client, for a sign-in tokend runs itself.
-    public var oauth: OIDCProvider.Settings? {
-        if case .oauth(let settings, _) = signIn { return settings }
-        return nil
-    }
-
-    /// What Firebase is given, for a sign-in tokend runs itself.
-    public var credential: Credential? {
-        if case .oauth(_, let credential) = signIn { return credential }
-        return nil
-    }
-
     /// Keys of an `idp` table: the OAuth client and endpoints, and what Firebase is given.
     public static let keys: Set<String> = [
         "client_id", "client_secret", "client_auth", "issuer", "authorization_endpoint", "token_endpoint",

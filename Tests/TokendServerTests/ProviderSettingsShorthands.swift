@@ -11,3 +11,17 @@ extension AnyProviderSettings {
         AnyProviderSettings(settings)
     }
 }
+
+extension IdentityProvider {
+    /// The OAuth client, for a sign-in tokend runs itself.
+    var oauth: OIDCProvider.Settings? {
+        if case .oauth(let settings, _) = signIn { return settings }
+        return nil
+    }
+
+    /// What Firebase is given, for a sign-in tokend runs itself.
+    var credential: Credential? {
+        if case .oauth(_, let credential) = signIn { return credential }
+        return nil
+    }
+}

@@ -182,8 +182,7 @@ private struct FieldReader {
                     throw failure("secret", "(the new password) is required for upgrade with method email")
                 }
                 return .upgradeWithEmail(email: email, password: password, timeout: timeout)
-            case .google, .idp:
-                let method = request.method == LoginMethod.google.rawValue ? LoginMethod.google : .idp
+            case let method? where method == .google || method == .idp:
                 return .upgradeWithIdentityProvider(try identityProvider(method), device: request.device ?? false, timeout: try loginTimeout())
             default:
                 throw failure("method", "must be email, google or idp for upgrade")
