@@ -14,20 +14,22 @@ import TokendTestSupport
         try await withFakeOIDCAccount { world, fake in
             fake.script([.json(200, ["access_token": "real-access", "refresh_token": "real-refresh", "expires_in": 600])])
             let bin = try Self.fakeOpener(in: world)
-            // The spy watches every command line and environment it can read while the login
-            // starts, until three seconds after xdg-open showed up. A loaded machine may take long
-            // to get there (a full CI run once took over two minutes, past a deadline of one
-            // Patience): the spy outlives both of the test's waits before xdg-open, so its own
-            // deadline is only a broken test's.
+            // The spy watches every command line and environment it can read from before the
+            // login starts until this test's xdg-open has gone, and xdg-open stays until the login
+            // has ended: each step waits for an event, so a loaded machine only makes it slower.
             let spyOutput = world.keyring.root.appendingPathComponent("spy.out").path
             let spy = try ChildProcess.start(
-                "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", Self.spy, String(Int(3 * Patience.seconds))],
+                "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", Self.spy, String(Int(3 * Patience.seconds)), bin + "/xdg-open"],
                 environment: ["PATH": "/usr/bin:/bin"], output: spyOutput)
             defer { ChildProcess.stop(spy) }
+            let spyLines = { (try? String(contentsOfFile: spyOutput, encoding: .utf8)) ?? "" }
+            try await poll("the spy is watching") { spyLines().contains("watching") }
             var environment = world.environment
             environment["DISPLAY"] = ":99"
             environment["PATH"] = bin + ":/usr/bin:/bin"
             environment["FAKE_OPENER_RECORD"] = world.keyring.root.appendingPathComponent("opener").path
+            let release = environment["FAKE_OPENER_RECORD"]! + ".release"
+            defer { _ = FileManager.default.createFile(atPath: release, contents: nil) }
             let loginOutput = world.keyring.root.appendingPathComponent("login.out").path
             let login = try ChildProcess.start(IntegrationTests.tokenctlPath, ["login", "corp", "--timeout", "60"], environment: environment, output: loginOutput)
             defer { ChildProcess.stop(login) }
@@ -39,6 +41,7 @@ import TokendTestSupport
             // The browser got a page, not the URL: its argv names a 0600 file that sends it on.
             let opened = environment["FAKE_OPENER_RECORD"]! + ".argv"
             try await poll("xdg-open ran") { FileManager.default.fileExists(atPath: opened) }
+            try await poll("the spy saw xdg-open") { spyLines().contains("saw opener") }
             let argv = try String(contentsOfFile: opened, encoding: .utf8)
             #expect(!argv.contains("state=") && argv.contains("sign-in-") && argv.hasSuffix(".html\n"), "\(argv)")
             #expect(try String(contentsOfFile: environment["FAKE_OPENER_RECORD"]! + ".page", encoding: .utf8).contains("code_challenge="))
@@ -69,16 +72,18 @@ import TokendTestSupport
             // The page is gone with the sign-in.
             #expect(!FileManager.default.fileExists(atPath: argv.trimmingCharacters(in: .newlines)))
 
-            // The spy saw xdg-open's command line (so it was looking) but never the URL.
-            try await poll(timeout: Patience.seconds + 10, "the spy finished") { ((try? String(contentsOfFile: spyOutput, encoding: .utf8)) ?? "").contains("done") }
-            let seen = try String(contentsOfFile: spyOutput, encoding: .utf8)
-            #expect(seen.contains("saw opener: True"), "\(seen)")
+            // xdg-open goes; the spy, which saw its command line (so it was looking) from before
+            // the login began until now, never saw the URL.
+            _ = FileManager.default.createFile(atPath: release, contents: nil)
+            try await poll("the spy finished") { spyLines().contains("done") }
+            let seen = spyLines()
             #expect(seen.contains("saw url: False"), "\(seen)")
         }
     }
 
     /// An xdg-open that records its argv, the page it was given and that page's mode, and stays
-    /// a moment so the spy can see its command line.
+    /// until the test releases it (at most five minutes, should a test die first) so that the
+    /// spy sees its command line however loaded the machine is.
     static func fakeOpener(in world: DaemonHarness) throws -> String {
         let bin = world.keyring.root.appendingPathComponent("fakebin").path
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
@@ -86,26 +91,31 @@ import TokendTestSupport
             #!/bin/sh
             cp "$1" "$FAKE_OPENER_RECORD.page"
             stat -c %a "$1" > "$FAKE_OPENER_RECORD.mode"
-            sleep 2
             echo "$@" > "$FAKE_OPENER_RECORD.argv"
+            i=0
+            while [ ! -e "$FAKE_OPENER_RECORD.release" ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i + 1)); done
             """
         try script.write(toFile: bin + "/xdg-open", atomically: true, encoding: .utf8)
         chmod(bin + "/xdg-open", 0o755)
         return bin
     }
 
-    /// `seconds` of reading every /proc/*/cmdline and environ it can, looking for the URL.
+    /// Reads every /proc/*/cmdline and environ it can, looking for the URL, until the opener
+    /// named by its second argument has come and gone (or `seconds` have passed, for a broken
+    /// test). Says "watching" after its first pass and "saw opener" at once.
     static let spy = """
         import glob, os, sys, time
         # Built from pieces so that no command line holds it but the URL's: this script's own
         # text is in its command line.
         needle = b"code_" + b"challenge="
+        opener = sys.argv[2].encode()
         me = "/proc/%d/" % os.getpid()
         end = time.time() + float(sys.argv[1])
         saw_url = False
-        opener_at = None
-        # Until the deadline, or three seconds after xdg-open showed up (it lives two).
-        while time.time() < end and (opener_at is None or time.time() < opener_at + 3):
+        saw_opener = False
+        first = True
+        while time.time() < end:
+            opener_now = False
             for path in glob.glob("/proc/[0-9]*/cmdline") + glob.glob("/proc/[0-9]*/environ"):
                 if path.startswith(me):
                     continue
@@ -115,11 +125,17 @@ import TokendTestSupport
                     continue
                 if needle in data:
                     saw_url = True
-                if b"sign-in-" in data and opener_at is None:
-                    opener_at = time.time()
+                if opener in data and b"sign-in-" in data:
+                    opener_now = True
+            if first:
+                print("watching", flush=True)
+                first = False
+            if opener_now and not saw_opener:
+                saw_opener = True
+                print("saw opener", flush=True)
+            if saw_opener and not opener_now:
+                break
             time.sleep(0.005)
-        saw_opener = opener_at is not None
-        print("saw opener: %s" % saw_opener)
         print("saw url: %s" % saw_url)
         print("done", flush=True)
         """
