@@ -19,7 +19,7 @@ struct ConnectionOptions: ParsableArguments {
     // Optional with the default in the help text: ArgumentParser would show "30.0".
     @Option(
         name: .customLong("timeout"),
-        help: ArgumentHelp("Seconds to wait for the daemon, including a refresh it has to make first (default: 30).", valueName: "seconds"))
+        help: ArgumentHelp("Seconds to wait for the daemon, including a refresh it has to make first (default: 30; for login and account upgrade, the time the sign-in may take: 300).", valueName: "seconds"))
     var timeoutOption: Double?
 
     var timeout: Double { timeoutOption ?? Self.defaultTimeout }
