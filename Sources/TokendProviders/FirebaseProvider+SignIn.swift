@@ -122,17 +122,11 @@ extension FirebaseProvider {
         let redirect: LoopbackRedirectListener.Redirect
         do {
             let listener = try await LoopbackRedirectListener.start(state: state, signInPage: page)
-            do {
-                // localhost, not 127.0.0.1: Firebase runs its SDK's sign-in only on an authorized
-                // domain, and localhost is the one projects list (Authentication → Settings).
-                relay(.openURL("http://localhost:\(listener.port)/"))
-                relay(.waiting("waiting for the sign-in with \(name) in the browser, through \(hosted.authDomain) (localhost must be an authorized domain of the project)"))
-                redirect = try await transport.first(of: listener.redirects, within: request.timeout)
-                await listener.close()
-            } catch {
-                await listener.close()
-                throw error
-            }
+            // localhost, not 127.0.0.1: Firebase runs its SDK's sign-in only on an authorized
+            // domain, and localhost is the one projects list (Authentication → Settings).
+            relay(.openURL("http://localhost:\(listener.port)/"))
+            relay(.waiting("waiting for the sign-in with \(name) in the browser, through \(hosted.authDomain) (localhost must be an authorized domain of the project)"))
+            redirect = try await listener.firstRedirect(within: request.timeout, on: transport)
         } catch let failure as LoginFailure {
             return .failure(failure)
         } catch {

@@ -41,24 +41,17 @@ extension OIDCProvider {
         let challenge = JWTClaims.base64URLEncode(Data(SHA256.hash(data: Data(verifier.utf8))))
         let scopes = request.scopes ?? settings.scopes
         let listener = try await LoopbackRedirectListener.start(state: state)
-        let redirect: LoopbackRedirectListener.Redirect
-        do {
-            let query = FormEncoding.encode([
-                ("response_type", "code"), ("client_id", settings.clientID), ("redirect_uri", listener.redirectURI),
-                ("scope", scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
-                ("code_challenge", challenge), ("code_challenge_method", "S256"),
-            ])
-            let separator = authorizationEndpoint.contains("?") ? "&" : "?"
-            progress(.openURL(authorizationEndpoint + separator + String(decoding: query, as: UTF8.self)))
-            // A provider that refuses the redirect URI says so only in the browser, and never
-            // redirects: the line names what to register (README.md, "Signing in").
-            progress(.waiting("waiting for the sign-in in the browser (the provider must allow the redirect URI http://127.0.0.1\(LoopbackRedirectListener.callbackPath), any port)"))
-            redirect = try await transport.first(of: listener.redirects, within: request.timeout)
-            await listener.close()
-        } catch {
-            await listener.close()
-            throw error
-        }
+        let query = FormEncoding.encode([
+            ("response_type", "code"), ("client_id", settings.clientID), ("redirect_uri", listener.redirectURI),
+            ("scope", scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
+            ("code_challenge", challenge), ("code_challenge_method", "S256"),
+        ])
+        let separator = authorizationEndpoint.contains("?") ? "&" : "?"
+        progress(.openURL(authorizationEndpoint + separator + String(decoding: query, as: UTF8.self)))
+        // A provider that refuses the redirect URI says so only in the browser, and never
+        // redirects: the line names what to register (README.md, "Signing in").
+        progress(.waiting("waiting for the sign-in in the browser (the provider must allow the redirect URI http://127.0.0.1\(LoopbackRedirectListener.callbackPath), any port)"))
+        let redirect = try await listener.firstRedirect(within: request.timeout, on: transport)
         if let error = redirect.error {
             throw LoginFailure(.denied, code: error, message: "the provider did not sign you in (\(error)\(redirect.errorDescription.map { ": \($0)" } ?? ""))")
         }
@@ -216,6 +209,21 @@ extension OIDCProvider {
     static func randomToken() -> String {
         var generator = SystemRandomNumberGenerator()
         return JWTClaims.base64URLEncode(Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }))
+    }
+}
+
+extension LoopbackRedirectListener {
+    /// The first redirect within `seconds` (else `timedOut`); the listener is closed either way,
+    /// its state spent.
+    func firstRedirect(within seconds: Double, on transport: HTTPTransport) async throws -> Redirect {
+        do {
+            let redirect = try await transport.first(of: redirects, within: seconds)
+            await close()
+            return redirect
+        } catch {
+            await close()
+            throw error
+        }
     }
 }
 
