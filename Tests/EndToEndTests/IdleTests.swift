@@ -11,8 +11,11 @@ import TokendTestSupport
         var result: [String: (name: String, count: Int)] = [:]
         let tasks = "/proc/\(pid)/task"
         for thread in (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? [] {
-            let name = ((try? String(contentsOfFile: "\(tasks)/\(thread)/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-            let status = (try? String(contentsOfFile: "\(tasks)/\(thread)/status", encoding: .utf8)) ?? ""
+            // A thread listed but unreadable has ended in between (GLib's pool worker ends after
+            // 15 s idle): it is absent, not a thread with no name and no switches.
+            guard let comm = try? String(contentsOfFile: "\(tasks)/\(thread)/comm", encoding: .utf8),
+                  let status = try? String(contentsOfFile: "\(tasks)/\(thread)/status", encoding: .utf8) else { continue }
+            let name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
             let count = status.split(separator: "\n").filter { $0.hasPrefix("voluntary_ctxt_switches") || $0.hasPrefix("nonvoluntary_ctxt_switches") }
                 .compactMap { Int($0.split(separator: "\t").last ?? "") }.reduce(0, +)
             result[thread] = (name, count)
