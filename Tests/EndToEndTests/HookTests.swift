@@ -15,8 +15,10 @@ import TokendTestSupport
         return path
     }
 
+    /// The file's complete lines: a line a script is still writing is not read half.
     static func lines(_ path: String) -> [String] {
-        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().filter { !$0.isEmpty }.map(String.init)
     }
 
     @Test func hooksGetTheEventAndAccountButNoTokenAndNotificationsComeOncePerAccount() async throws {
@@ -110,7 +112,9 @@ import TokendTestSupport
         }
     }
 
-    /// A hook that starts a background `sleep 300` and waits for it, writing both pids to a file.
+    /// A hook that starts a background `sleep 300` and waits for it, adding both pids to a file as
+    /// one line per run. Appended, never rewritten: runs of other events (or a later run of the
+    /// same one) start while the test reads the file, and `>` would empty it for a moment.
     struct HangingHook {
         let directory: TemporaryDirectory
         let pids: String
@@ -124,7 +128,7 @@ import TokendTestSupport
             let pids = directory.appending("pids")
             let hang = try script(directory, "hang", #"""
                 sleep 300 &
-                echo "$$ $!" > "\#(pids)"
+                echo "$$ $!" >> "\#(pids)"
                 wait
                 """#)
             try await withWorld(startDaemon: false) { world in
@@ -138,11 +142,11 @@ import TokendTestSupport
         }
     }
 
-    /// Both of the hook's processes end (the shell and its background child).
+    /// Both processes of every run started so far end (the shell and its background child).
     static func expectGone(_ hook: HangingHook) async throws {
-        let processes = (lines(hook.pids).first ?? "").split(separator: " ").compactMap { Int32($0) }
-        #expect(processes.count == 2)
-        for pid in processes {
+        let runs = lines(hook.pids).map { $0.split(separator: " ").compactMap { Int32($0) } }
+        #expect(!runs.isEmpty && runs.allSatisfy { $0.count == 2 }, "\(runs)")
+        for pid in runs.joined() {
             try await poll("process \(pid) gone") { kill(pid, 0) != 0 || isZombieOrGone(pid) }
         }
     }
