@@ -40,7 +40,8 @@ import TokendTestSupport
             }
             // The browser got a page, not the URL: its argv names a 0600 file that sends it on.
             let opened = environment["FAKE_OPENER_RECORD"]! + ".argv"
-            try await poll("xdg-open ran") { FileManager.default.fileExists(atPath: opened) }
+            // Written last, by one echo: whole once it ends in a newline.
+            try await poll("xdg-open ran") { ((try? String(contentsOfFile: opened, encoding: .utf8)) ?? "").hasSuffix("\n") }
             try await poll("the spy saw xdg-open") { spyLines().contains("saw opener") }
             let argv = try String(contentsOfFile: opened, encoding: .utf8)
             #expect(!argv.contains("state=") && argv.contains("sign-in-") && argv.hasSuffix(".html\n"), "\(argv)")
