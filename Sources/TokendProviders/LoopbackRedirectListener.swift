@@ -89,6 +89,19 @@ final class LoopbackRedirectListener: Sendable {
         try? await channel.close()
         for connection in connections.closeAll() { try? await connection.close() }
     }
+
+    /// The first redirect within `seconds` (else `timedOut`); the listener is closed either way,
+    /// its state spent. Both browser sign-ins (OIDC's and Firebase's hosted page) wait this way.
+    func firstRedirect(within seconds: Double, on transport: HTTPTransport) async throws -> Redirect {
+        do {
+            let redirect = try await transport.first(of: redirects, within: seconds)
+            await close()
+            return redirect
+        } catch {
+            await close()
+            throw error
+        }
+    }
 }
 
 /// The listener's accepted connections: counted for the cap, closed together at the end.

@@ -212,21 +212,6 @@ extension OIDCProvider {
     }
 }
 
-extension LoopbackRedirectListener {
-    /// The first redirect within `seconds` (else `timedOut`); the listener is closed either way,
-    /// its state spent.
-    func firstRedirect(within seconds: Double, on transport: HTTPTransport) async throws -> Redirect {
-        do {
-            let redirect = try await transport.first(of: redirects, within: seconds)
-            await close()
-            return redirect
-        } catch {
-            await close()
-            throw error
-        }
-    }
-}
-
 extension HTTPTransport {
     /// The stream's first element, or `timedOut` after `seconds`.
     func first<Element: Sendable>(of stream: AsyncStream<Element>, within seconds: Double) async throws -> Element {
