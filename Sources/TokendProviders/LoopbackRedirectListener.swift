@@ -16,7 +16,8 @@ import Glibc
 /// listener"), so: a connection from a socket another uid owns is closed unread (the kernel
 /// knows a loopback socket's owner); at most `maximumConnections` are open at once, each for at
 /// most `connectionDeadline` and `maximumRequestBytes`; and `close()` closes every accepted
-/// connection with the listening socket.
+/// connection with the listening socket. A request whose `Host` is not the listener's own name
+/// (DNS rebinding) is refused on its head (`ListenerHost`).
 final class LoopbackRedirectListener: Sendable {
     /// What came back on the redirect: a code, or the provider's error (RFC 6749 §4.1.2.1);
     /// or, from the hosted sign-in page's post, a Firebase refresh token or the SDK's error.
@@ -158,6 +159,8 @@ private final class RedirectHandler: ChannelInboundHandler {
     let continuation: AsyncStream<LoopbackRedirectListener.Redirect>.Continuation
     var head: HTTPRequestHead?
     var body: [UInt8] = []
+    /// A request was refused for its `Host`: nothing more on this connection is looked at.
+    var refused = false
 
     init(state: String, signInPage: String?, continuation: AsyncStream<LoopbackRedirectListener.Redirect>.Continuation) {
         self.state = state
@@ -166,8 +169,15 @@ private final class RedirectHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !refused else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
+            // Checked on the head alone: a request for another name gets no page, no body read,
+            // and cannot end the login.
+            if let refusal = ListenerHost.refusal(of: head, local: context.channel.localAddress) {
+                refused = true
+                return refuse(refusal, context: context)
+            }
             self.head = head
             body = []
         case .body(let chunk): body += chunk.readableBytesView
@@ -188,6 +198,10 @@ private final class RedirectHandler: ChannelInboundHandler {
         if signInPage != nil, head.method == .POST, path == LoopbackRedirectListener.sessionPath {
             return takeSession(head, context: context)
         }
+        // The hosted page's listener serves the page and takes its post, nothing else: the
+        // page's errors come through `/session` too, so no `/callback` that a page on the same
+        // origin could use to end the sign-in.
+        guard signInPage == nil else { return respond(404, Page.notFound, context: context) }
         guard path == LoopbackRedirectListener.callbackPath else {
             return respond(404, Page.notFound, context: context)
         }
@@ -207,8 +221,9 @@ private final class RedirectHandler: ChannelInboundHandler {
     /// page's own origin. A browser adds `Origin` to every POST: one from another site (which
     /// could not know `state` anyway) is refused before the body is looked at.
     private func takeSession(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
-        let port = context.channel.localAddress?.port ?? 0
-        guard let origin = head.headers.first(name: "origin"), origin == "http://localhost:\(port)" || origin == "http://127.0.0.1:\(port)" else {
+        guard let origin = head.headers.first(name: "origin"), let local = context.channel.localAddress,
+            ListenerHost.own(local).contains(where: { "http://" + $0 == origin })
+        else {
             return respond(403, Page.wrongState, context: context)
         }
         struct Posted: Decodable {
@@ -247,6 +262,16 @@ private final class RedirectHandler: ChannelInboundHandler {
         context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 
+    /// A status line, no body, and the connection closed: nothing of the login for a request
+    /// that is not for this listener.
+    private func refuse(_ status: HTTPResponseStatus, context: ChannelHandlerContext) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Length", value: "0")
+        headers.add(name: "Connection", value: "close")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+    }
+
     /// The pages the browser shows: short, no script, nothing from the query echoed back.
     enum Page {
         static let success = page("Signed in", "tokend has your session. You can close this tab.")
@@ -256,6 +281,36 @@ private final class RedirectHandler: ChannelInboundHandler {
 
         static func page(_ title: String, _ text: String) -> String {
             "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>\(title)</title></head><body><h1>\(title)</h1><p>\(text)</p></body></html>"
+        }
+    }
+}
+
+/// Whether a request is addressed to the listener itself. A page of any web site whose name
+/// the site makes resolve to 127.0.0.1 (DNS rebinding) is, to the browser, allowed to read what
+/// it fetches from that name, so a listener that answered it would hand over the page and its
+/// `state`; the browser still sends the site's own name in `Host`, which is what tells it apart
+/// (docs/security.md, "Browser sign-in").
+enum ListenerHost {
+    /// Why `head` is refused on a listener bound to `local`, or nil when it is for us: exactly one
+    /// `Host` (RFC 9112 §3.2: none, or several, is a 400), naming `localhost` or the address the
+    /// listener is bound to, with its port (a name's case does not matter, RFC 3986 §3.2.2; a
+    /// trailing dot, another port or no port does); and an origin-form target (`/path`), since
+    /// an absolute-form one would name its own authority over `Host`'s, and browsers send those
+    /// to proxies only.
+    static func refusal(of head: HTTPRequestHead, local: SocketAddress?) -> HTTPResponseStatus? {
+        let hosts = head.headers["host"]
+        guard hosts.count == 1, head.uri.hasPrefix("/") else { return .badRequest }
+        guard let local, own(local).contains(hosts[0].lowercased()) else { return .misdirectedRequest }
+        return nil
+    }
+
+    /// The `Host` values that name a listener bound to `local`.
+    static func own(_ local: SocketAddress) -> Set<String> {
+        guard let port = local.port else { return [] }
+        switch local {
+        case .v4: return ["localhost:\(port)", "\(local.ipAddress ?? "127.0.0.1"):\(port)"]
+        case .v6: return ["localhost:\(port)", "[\(local.ipAddress ?? "::1")]:\(port)"]
+        case .unixDomainSocket: return []
         }
     }
 }

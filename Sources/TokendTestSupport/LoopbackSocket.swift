@@ -30,6 +30,23 @@ public enum LoopbackSocket {
         return fd
     }
 
+    /// Sends `request` (raw bytes of HTTP) to 127.0.0.1:`port` and returns the raw answer, read
+    /// until the server closes the connection.
+    public static func exchange(port: Int, _ request: String) throws -> String {
+        let fd = try connect(port: port)
+        defer { close(fd) }
+        let bytes = Array(request.utf8)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            answer += buffer[0..<count]
+        }
+        return String(decoding: answer, as: UTF8.self)
+    }
+
     /// A socket listening on 127.0.0.1, on a port the kernel picked; the caller closes it.
     public static func listen(backlog: Int32 = 4) throws -> (fd: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // conversion: a C constant

@@ -264,6 +264,7 @@ import TokendTestSupport
             let watcher = try EventRecorder(socketPath: world.socketPath, profile: true)
             var page = ""
             let login = try await OIDCMockTests.tokenctlSigningIn(world, ["login", "work", "--idp", "apple.com"], url: { $0.hasPrefix("http://localhost:") }) { url in
+                try Self.rebindingPageGetsNothing(at: try require(URLComponents(string: url)?.port))
                 page = try await HeadlessChromium.clickThroughHostedPage(at: url, home: world.keyring.root)
             }
             let commandLines = FirebaseRaceTests.everyProcessText()
@@ -291,6 +292,26 @@ import TokendTestSupport
                 #expect(!commandLines.contains(secret), "in a process's argv or environment")
             }
         }
+    }
+
+    /// A page of a site whose name resolves to 127.0.0.1 (DNS rebinding) is the listener's
+    /// origin to the browser, but its requests name the site in `Host`: it gets neither the page
+    /// (and its `state`) nor a say in the sign-in, and `/callback` is not the hosted listener's,
+    /// even with the state, so the sign-in goes on (before: the page was served, and
+    /// `/callback?state=…&error=access_denied` ended the login with 77).
+    static func rebindingPageGetsNothing(at port: Int) throws {
+        let rebound = "Host: rebind.example:\(port)\r\n"
+        let page = try LoopbackSocket.exchange(port: port, "GET / HTTP/1.1\r\n\(rebound)\r\n")
+        #expect(page.hasPrefix("HTTP/1.1 421") && !page.contains("settings"), "\(page)")
+        // The state, as the user's own browser would read it from the page.
+        let own = try LoopbackSocket.exchange(port: port, "GET / HTTP/1.1\r\nHost: localhost:\(port)\r\n\r\n")
+        let state = try require(own.firstMatch(of: /"state": "([^"]+)"/).map { String($0.1) }, "no state in the page: \(own)")
+        let callback = "GET /callback?state=\(state)&error=access_denied HTTP/1.1\r\n"
+        #expect(try LoopbackSocket.exchange(port: port, callback + rebound + "\r\n").hasPrefix("HTTP/1.1 421"))
+        #expect(try LoopbackSocket.exchange(port: port, callback + "Host: localhost:\(port)\r\n\r\n").hasPrefix("HTTP/1.1 404"))
+        let body = #"{"state":"\#(state)","error":"auth/popup-closed-by-user"}"#
+        let post = "POST /session HTTP/1.1\r\n\(rebound)Origin: http://localhost:\(port)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        #expect(try LoopbackSocket.exchange(port: port, post).hasPrefix("HTTP/1.1 421"))
     }
 
     /// What cannot be done says so: linking Apple to an anonymous user through the hosted page,

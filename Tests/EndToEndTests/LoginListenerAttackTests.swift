@@ -148,7 +148,7 @@ import TokendTestSupport
         port, state, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
         forged = socket.create_connection(("127.0.0.1", port), timeout=20)
         try:
-            forged.sendall(("GET /callback?code=forged-code&state=%s HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n" % state).encode())
+            forged.sendall(("GET /callback?code=forged-code&state=%s HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\n\\r\\n" % (state, port)).encode())
         except OSError:
             pass
         try:
@@ -167,19 +167,8 @@ import TokendTestSupport
         print("flood: %d of %d closed" % (closed, count), flush=True)
         """
 
-    /// One HTTP GET on loopback as this process's user; the raw answer.
+    /// One HTTP GET on loopback as this process's user, addressed as a browser would; the raw answer.
     static func get(port: Int, path: String) throws -> String {
-        let fd = try LoopbackSocket.connect(port: port)
-        defer { close(fd) }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-        _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        var answer: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count <= 0 { break }
-            answer += buffer[0..<count]
-        }
-        return String(decoding: answer, as: UTF8.self)
+        try LoopbackSocket.exchange(port: port, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n")
     }
 }
