@@ -65,6 +65,53 @@ import TokendTestSupport
         }
     }
 
+    /// Token files outlive a kill -9 (nothing removes them); the next start removes every
+    /// regular file of the directory that no sink names any more — a dropped sink's, a removed
+    /// account's, a write's stray temporary — and only those: the configured file is written
+    /// again, and a link, a directory and what they lead to stay. Before, the three stayed for
+    /// good, holding tokens nobody refreshed.
+    @Test func aRestartAfterAKillRemovesTheFilesNoSinkNames() async throws {
+        let world = try await DaemonHarness.start(startDaemon: false)
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            try world.writeConfig(world.firebaseAccount("work") + """
+
+                sink = [{ path = "id", min_valid = "1m" }, { path = "dropped", min_valid = "1m" }]
+                """ + "\n" + world.firebaseAccount("play") + """
+
+                sink = { path = "play-id", min_valid = "1m" }
+                """)
+            try await world.startDaemon()
+            let sinks = Self.sinks(world)
+            try await world.importNewUser(into: "work")
+            try await world.importNewUser(into: "play")
+            try await poll("every file is written") { ["id", "dropped", "play-id"].allSatisfy { Self.contents(sinks + "/" + $0) != nil } }
+            let playToken = try #require(Self.contents(sinks + "/play-id"))
+            world.kill9()
+            // What a daemon killed mid-write leaves, and what no daemon wrote and none may touch.
+            try "half-written".write(toFile: sinks + "/.dropped.tmp", atomically: false, encoding: .utf8)
+            let outside = world.keyring.root.appendingPathComponent("outside").path
+            try "not tokend's".write(toFile: outside, atomically: false, encoding: .utf8)
+            try FileManager.default.createSymbolicLink(atPath: sinks + "/link", withDestinationPath: outside)
+            try FileManager.default.createDirectory(atPath: sinks + "/directory", withIntermediateDirectories: false)
+            try "inside".write(toFile: sinks + "/directory/file", atomically: false, encoding: .utf8)
+
+            // The sink `dropped` and the account `play` are gone from the configuration.
+            try world.writeConfig(world.firebaseAccount("work") + "\nsink = { path = \"id\", min_valid = \"1m\" }\n")
+            try await world.startDaemon()
+            let live = try await world.tokenctl(["token", "work"]).stdout.trimmed
+            try await poll("the configured file holds the live token") { Self.contents(sinks + "/id") == live }
+            let left = try FileManager.default.contentsOfDirectory(atPath: sinks).sorted()
+            #expect(left == ["directory", "id", "link"], "\(left)")
+            #expect(Self.contents(outside) == "not tokend's" && Self.contents(sinks + "/directory/file") == "inside")
+            #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: sinks + "/link")) == outside)
+            let log = world.daemonLog
+            for name in [".dropped.tmp", "dropped", "play-id"] {
+                #expect(log.contains("token file no sink names removed") && log.contains("\(sinks)/\(name)"), "not logged: \(name)")
+            }
+            #expect(!log.contains(playToken), "the token is not logged")
+        }
+    }
+
     /// Short-lived tokens and a provider outage: every look at the file finds either nothing or a
     /// token with time left; the file goes before its token dies; it comes back after the outage.
     @Test func anOutageNeverLeavesADeadTokenInTheFile() async throws {

@@ -282,6 +282,14 @@ public final class Daemon: Service, Sendable {
         SystemdIntegration.notify("READY=1", environment: options.environment)
     }
 
+    /// Token files of an earlier run that no sink of `configuration` names go before any is
+    /// written (README.md, "Token files").
+    func removeLeftoverTokenFiles(keeping configuration: Configuration?) {
+        guard let directory = TokenFileDirectory.path(environment: options.environment) else { return }
+        let configured = configuration?.accounts.values.flatMap { $0.tokenFiles.map(\.path) } ?? []
+        engine.tokenFiles.removeLeftovers(in: directory, keeping: configured)
+    }
+
     /// Loads the configuration file. At start the accounts are only adopted, and returned for
     /// reading from the keyring once the socket listens; on a reload they are read at once.
     @discardableResult
@@ -290,6 +298,7 @@ public final class Daemon: Service, Sendable {
             let configuration = try Configuration.load(path: configPath, environment: options.environment)
             await engine.setConfigurationProblem(nil)
             for warning in configuration.warnings { logger.warning("\(warning)") }
+            if initial { removeLeftoverTokenFiles(keeping: configuration) }
             let added = await engine.adopt(configuration)
             hooks.apply(configuration)
             if !initial { await engine.restore(added) }
@@ -304,6 +313,8 @@ public final class Daemon: Service, Sendable {
                 // can ask what is wrong. Every account request answers config_error with the reason.
                 await engine.setConfigurationProblem(error)
                 logger.error("configuration is broken; serving no accounts until it is fixed", metadata: ["error": "\(error)"])
+                // No account is served, so no file is kept fresh: none stays.
+                removeLeftoverTokenFiles(keeping: nil)
             } else {
                 logger.error("configuration is broken; keeping the last good one", metadata: ["error": "\(error)"])
             }

@@ -59,6 +59,35 @@ enum TokenFileWriter {
         guard unlinkat(dir, name, 0) == 0 || errno == ENOENT else { throw failure("cannot remove \(directory)/\(name)") }
     }
 
+    /// Removes every regular file in `directory` whose name is not in `keeping`; returns the
+    /// names removed and those that could not be. Never anything but a regular file (a link is
+    /// removed neither through nor as itself), never outside the directory: names come from the
+    /// directory's own listing and every call is relative to its descriptor. No directory: nothing.
+    static func removeFiles(in directory: String, except keeping: Set<String>) throws(Failure) -> (removed: [String], failed: [String]) {
+        var info = stat()
+        guard lstat(directory, &info) == 0 else { return ([], []) }
+        let dir = try open(directory)
+        defer { close(dir) }
+        // A descriptor of its own for the listing: closedir closes it.
+        guard let listing = fdopendir(dup(dir)) else { throw failure("cannot list \(directory)") }
+        defer { closedir(listing) }
+        var names: [String] = []
+        while let entry = readdir(listing) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
+            if name != ".", name != "..", !keeping.contains(name) { names.append(name) }
+        }
+        var removed: [String] = [], failed: [String] = []
+        for name in names.sorted() {
+            guard fstatat(dir, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            if unlinkat(dir, name, 0) == 0 {
+                removed.append(name)
+            } else if errno != ENOENT {
+                failed.append(name)
+            }
+        }
+        return (removed, failed)
+    }
+
     /// The directory, opened: made 0700 (and its parent, tokend's runtime directory) when
     /// missing; refused when it is a link, not ours, or writable by others, who could then
     /// replace a token file or read one through a link of theirs.

@@ -68,6 +68,28 @@ public final class TokenFiles: Sendable {
         }
     }
 
+    /// At start, before any account's file is written: removes every regular file in
+    /// `directory` that none of `configured` (paths) names, and logs each. Such a file was left
+    /// by a daemon that could not remove it (killed, or stopped while a sink or an account it
+    /// named was being dropped from the configuration), or is a temporary of a write cut short:
+    /// it holds a token nobody refreshes any more.
+    public func removeLeftovers(in directory: String, keeping configured: [String]) {
+        let names = Set(configured.map(TokenFile.split).filter { $0.directory == directory }.map(\.name))
+        state.withLock { _ in
+            do throws(TokenFileWriter.Failure) {
+                let (removed, failed) = try TokenFileWriter.removeFiles(in: directory, except: names)
+                for name in removed {
+                    logger.notice("token file no sink names removed (left by an earlier run)", metadata: ["path": "\(directory)/\(name)"])
+                }
+                for name in failed {
+                    logger.error("token file no sink names could not be removed; remove it", metadata: ["path": "\(directory)/\(name)"])
+                }
+            } catch {
+                logger.error("token files left by an earlier run not looked for: \(error.description)", metadata: ["path": "\(directory)"])
+            }
+        }
+    }
+
     /// Removes every file this daemon keeps and writes none after (daemon shutdown: no one will
     /// refresh them, so none may outlive it).
     public func removeAll() {
