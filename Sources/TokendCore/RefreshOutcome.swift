@@ -21,13 +21,20 @@ public struct IssuedTokens: Sendable, Equatable {
     public var expiresIn: Double?
     /// The scopes the provider says it granted (OAuth `scope`), when it says.
     public var scopes: [String]?
+    /// The provider's clock when it answered (its `Date` header), when it said: a JWT's `exp`
+    /// less this is the token's life left by the clock that will judge it.
+    public var providerTime: Date?
 
-    public init(refreshToken: String? = nil, idToken: String? = nil, accessToken: String? = nil, expiresIn: Double? = nil, scopes: [String]? = nil) {
+    public init(
+        refreshToken: String? = nil, idToken: String? = nil, accessToken: String? = nil, expiresIn: Double? = nil, scopes: [String]? = nil,
+        providerTime: Date? = nil
+    ) {
         self.refreshToken = refreshToken
         self.idToken = idToken
         self.accessToken = accessToken
         self.expiresIn = expiresIn
         self.scopes = scopes
+        self.providerTime = providerTime
     }
 }
 
@@ -65,14 +72,17 @@ extension TokenSet {
     /// Expiries are lifetimes — the shorter of `expires_in` and the JWT's own `exp − iat` —
     /// counted from `sentAt`, when we sent the request: the token cannot be older than that, so
     /// network latency never makes us overestimate its life. Relative lifetimes make a skewed
-    /// clock on either side harmless; the shorter one guards against a cached token.
+    /// clock on either side harmless; the shorter one guards against a cached token. With the
+    /// provider's `Date`, `exp` less that is a third bound: a cached token issued long ago has
+    /// only what is left of its life by the provider's clock (docs/security.md, "Provider answers").
     public func merging(_ issued: IssuedTokens, sentAt: Date, at now: Date) -> TokenSet {
         func expiry(of token: String) -> Date? {
             let claims = JWTClaims(token: token)
             let jwtLifetime = claims.flatMap { claims in
                 claims.expiresAt.flatMap { expiresAt in claims.issuedAt.map { expiresAt.timeIntervalSince($0) } }
             }
-            if let lifetime = [issued.expiresIn, jwtLifetime].compactMap({ $0 }).min() {
+            let jwtLeft = claims?.expiresAt.flatMap { expiresAt in issued.providerTime.map { expiresAt.timeIntervalSince($0) } }
+            if let lifetime = [issued.expiresIn, jwtLifetime, jwtLeft].compactMap({ $0 }).min() {
                 return sentAt.addingTimeInterval(lifetime - Self.lifetimeGranularity)
             }
             return claims?.expiresAt

@@ -189,7 +189,7 @@ public struct OIDCProvider: TokenProvider {
         case .failure(let failure):
             return .transient(failure.refreshFailure, retryAfter: nil)
         case .success(let answer):
-            return Self.descriptor.classify(answer).redacting(refreshToken)
+            return Self.descriptor.classify(answer).dated(answer.headers["date"]).redacting(refreshToken)
         }
     }
 
