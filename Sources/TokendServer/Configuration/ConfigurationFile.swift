@@ -9,7 +9,10 @@ import Glibc
 /// - the file and every directory above it belong to the user or to root;
 /// - the file and its directory are writable by nobody else (no group or other write bit);
 /// - a directory further up is not writable by others unless it is sticky (`/tmp`): a sticky
-///   directory lets nobody replace an entry they do not own.
+///   directory lets nobody replace an entry they do not own;
+/// - nor by its group (as ssh's StrictModes), unless sticky or the group is the user's private
+///   group (Debian's user-private groups, which Debian's ssh accepts likewise): a group-writable
+///   directory lets any member rename the directories below it and put their own config there.
 enum ConfigurationFile {
     /// What was read, and whether others may read it (a `client_secret` there deserves a word).
     struct Contents {
@@ -71,11 +74,38 @@ enum ConfigurationFile {
         }
         let sticky = info.st_mode & S_ISVTX != 0
         let othersWrite = info.st_mode & S_IWOTH != 0
-        let groupWrite = info.st_mode & S_IWGRP != 0
-        if (othersWrite || (strict && groupWrite)) && !(sticky && !strict) {
+        let groupWrite = info.st_mode & S_IWGRP != 0 && (strict || !isPrivateGroup(info.st_gid, of: user))
+        if (othersWrite || groupWrite) && !(sticky && !strict) {
             return "\(what) is writable by \(othersWrite ? "other users" : "its group"), who could change the programs and endpoints tokend uses; "
                 + "refusing it. Fix: chmod go-w \(path)"
         }
         return nil
+    }
+
+    /// Whether `gid` is `user`'s private group: the user's primary group, named as the user,
+    /// listing no other member (what adduser makes). Another account given the same primary
+    /// group would pass unseen: that takes the administrator, who is trusted anyway.
+    static func isPrivateGroup(_ gid: gid_t, of user: uid_t) -> Bool {
+        // Large enough for any passwd entry and a group of a few thousand members; a larger
+        // group (ERANGE) is not a private one.
+        var account = passwd(), group = Glibc.group()
+        var accountFound: UnsafeMutablePointer<passwd>?, groupFound: UnsafeMutablePointer<Glibc.group>?
+        var accountBuffer = [CChar](repeating: 0, count: 16 * 1024), groupBuffer = [CChar](repeating: 0, count: 64 * 1024)
+        return accountBuffer.withUnsafeMutableBufferPointer { accountBytes in
+            groupBuffer.withUnsafeMutableBufferPointer { groupBytes in
+                guard let accountStorage = accountBytes.baseAddress, let groupStorage = groupBytes.baseAddress,
+                    getpwuid_r(user, &account, accountStorage, accountBytes.count, &accountFound) == 0, accountFound != nil,
+                    account.pw_gid == gid, let userName = account.pw_name.map({ String(cString: $0) }),
+                    getgrgid_r(gid, &group, groupStorage, groupBytes.count, &groupFound) == 0, groupFound != nil,
+                    group.gr_name.map({ String(cString: $0) }) == userName
+                else { return false }
+                var member = group.gr_mem
+                while let name = member?.pointee ?? nil {
+                    guard String(cString: name) == userName else { return false }
+                    member = member?.advanced(by: 1)
+                }
+                return true
+            }
+        }
     }
 }
