@@ -59,6 +59,13 @@ import TokendTestSupport
             #expect(attack.stdout.contains("forged: closed unanswered"), "\(attack.stdout)")
             #expect(attack.stdout.contains("flood: 40 of 40 closed"), "\(attack.stdout)")
 
+            // A page of a site that resolves its name to 127.0.0.1 (DNS rebinding), in the user's
+            // own browser (same uid), with the state and an error: refused on its Host, it ends
+            // nothing (before: the login failed with 77).
+            let rebound = try LoopbackSocket.exchange(
+                port: port, "GET /callback?error=access_denied&state=\(state) HTTP/1.1\r\nHost: rebind.example:\(port)\r\n\r\n")
+            #expect(rebound.hasPrefix("HTTP/1.1 421") && rebound.hasSuffix("\r\n\r\n"), "\(rebound)")
+
             // The user's own browser delivers the real redirect, and the login completes with it.
             let page = try Self.get(port: port, path: "/callback?code=real-code&state=\(state)")
             #expect(page.hasPrefix("HTTP/1.1 200"), "\(page)")
