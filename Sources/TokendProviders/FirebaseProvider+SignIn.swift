@@ -100,6 +100,7 @@ extension FirebaseProvider {
     static func missingTableHint(_ id: String) -> String {
         switch id {
         case "google.com": " with the OAuth client Google issued for the project (or google_client_id)"
+        case "microsoft.com": " with auth_domain = \"PROJECT.firebaseapp.com\": Firebase takes Microsoft sign-ins only from the project's Firebase-hosted handler (README.md, \"Microsoft\")"
         case "apple.com": " with auth_domain = \"PROJECT.firebaseapp.com\": Apple signs in only through the project's Firebase-hosted handler (README.md, \"Sign in with Apple\")"
         default: " with the OAuth client \(IdentityProvider.displayName(id)) issued for the project"
         }
@@ -134,6 +135,9 @@ extension FirebaseProvider {
         }
         guard let refreshToken = redirect.refreshToken else {
             let code = redirect.error ?? "failed"
+            if let failure = HostedSignIn.failure(code: code, name: name, authDomain: hosted.authDomain) {
+                return .failure(LoginFailure(failure.kind, code: code, message: failure.advice))
+            }
             return .failure(LoginFailure(.denied, code: code, message: "the sign-in with \(name) did not finish in the browser (\(code)); try again"))
         }
         // The page's session is checked the way every session is: one refresh.

@@ -74,7 +74,7 @@ public struct FirebaseProvider: TokenProvider {
             // --google at another OpenID provider whose ID tokens the project accepts as Google's.
             if let clientID = try reader.string("google_client_id") {
                 guard identityProviders["google.com"] == nil else {
-                    throw ProviderConfigError(key: "google_client_id", "and [account.NAME.idp.\"google.com\"] both configure Google; keep one")
+                    throw ProviderConfigError(key: "google_client_id", "and the idp.\"google.com\" table both configure Google; keep one")
                 }
                 var table: [String: ProviderConfigValue] = ["client_id": .string(clientID)]
                 table["client_secret"] = try reader.string("google_client_secret").map(ProviderConfigValue.string)

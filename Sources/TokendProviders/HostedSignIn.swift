@@ -73,6 +73,13 @@ public struct HostedSignIn: Sendable, Equatable {
         let values = settings.map { name, value in "\(Self.json(name)): \(value.map(Self.json) ?? "null")" }.joined(separator: ", ")
         let scopes = "[" + self.scopes.map(Self.json).joined(separator: ", ") + "]"
         let name = IdentityProvider.displayName(providerID)
+        // The same words tokenctl prints for each failure (HostedSignIn+Failures.swift).
+        var entries: [String] = []
+        for code in Self.adviceCodes {
+            guard let failure = Self.failure(code: code, name: name, authDomain: authDomain) else { continue }
+            entries.append(Self.json(code) + ": " + Self.json(failure.advice))
+        }
+        let advice = "{" + entries.joined(separator: ", ") + "}"
         return """
             <!DOCTYPE html>
             <html><head><meta charset="utf-8"><title>tokend: sign in with \(Self.html(name))</title></head>
@@ -86,6 +93,7 @@ public struct HostedSignIn: Sendable, Equatable {
             import { initializeAuth, inMemoryPersistence, browserPopupRedirectResolver, connectAuthEmulator, signInWithPopup, OAuthProvider } from \(Self.json(sdk + "/firebase-auth.js"));
             const settings = { \(values) };
             const scopes = \(scopes);
+            const advice = \(advice);
             const status = document.getElementById("status");
             const app = initializeApp({ apiKey: settings.apiKey, authDomain: settings.authDomain });
             const auth = initializeAuth(app, { persistence: inMemoryPersistence, popupRedirectResolver: browserPopupRedirectResolver });
@@ -104,7 +112,8 @@ public struct HostedSignIn: Sendable, Equatable {
                 status.textContent = kept ? "Signed in. tokend has your session. You can close this tab." : "tokend did not take the session; tokenctl says why.";
               } catch (error) {
                 await report({ error: String(error && error.code || "failed") }).catch(() => false);
-                status.textContent = "Sign-in failed (" + String(error && error.code || error) + "); tokenctl says why.";
+                const code = String(error && error.code || error);
+                status.textContent = "Sign-in failed (" + code + "): " + (advice[code] || "try again") + ".";
               }
             });
             </script>
