@@ -202,7 +202,8 @@ extension FirebaseProvider {
     /// provider signs in with its password (`--email`).
     static func needConfirmation(email: String, verifiedProviders: [String], call: FirebaseCall) -> LoginFailure {
         let address = email.isEmpty ? "this email" : email
-        let usable = verifiedProviders.filter { IdentityProvider.problem(with: $0) == nil }
+        // Provider ids only (the answer is outside data), and few: a user links a handful.
+        let usable = verifiedProviders.filter { IdentityProvider.problem(with: $0) == nil }.prefix(3)
         let ways = usable.isEmpty ? "--email \(address)" : usable.map(IdentityProvider.flag).joined(separator: " or ")
         return LoginFailure(
             .denied, code: "NEED_CONFIRMATION",
