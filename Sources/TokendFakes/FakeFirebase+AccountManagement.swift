@@ -79,6 +79,10 @@ extension FakeFirebase.Backend {
         else { return .failure(.firebase("INVALID_ID_TOKEN")) }
         guard let exp = claims.exp, exp > now.timeIntervalSince1970 else { return .failure(.firebase("TOKEN_EXPIRED")) }
         guard let user = state.ledger.users[uid] else { return .failure(.firebase("USER_NOT_FOUND")) }
+        // emulator `parseIdToken`: a tenant's token for another tenant; a token of the project's
+        // own users is looked up among the tenant's, where it is not.
+        if let tenant = user.tenant, tenant != state.ledger.tenant { return .failure(.firebase("TENANT_ID_MISMATCH")) }
+        if user.tenant == nil, state.ledger.tenant != nil { return .failure(.firebase("USER_NOT_FOUND")) }
         guard (claims.iat ?? 0) >= Double(user.validSince) else { return .failure(.firebase("TOKEN_EXPIRED")) }
         if user.disabled { return .failure(.firebase("USER_DISABLED")) }
         return .success((user, claims))

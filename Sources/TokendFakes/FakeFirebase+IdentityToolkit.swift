@@ -14,6 +14,8 @@ import TokendCore
 /// | --- | --- | --- | --- |
 /// | any | key in `invalidAPIKeys` / no key | 400 `API key not valid` (reason `API_KEY_INVALID`) / 403 | prod: docs/architecture.md "Firebase: refreshing" |
 /// | any (and Secure Token `token`) | key in `restrictedAPIKeys` | 403 `PERMISSION_DENIED`, `ErrorInfo.reason` `API_KEY_HTTP_REFERRER_BLOCKED` ("Requests from referer <empty> are blocked.") / `API_KEY_IP_ADDRESS_BLOCKED` / `API_KEY_SERVICE_BLOCKED`, metadata `service` | prod only (Google's API front end, not the emulator): djerik/dagen-ha#14 quotes the whole referrer answer to `signInWithPassword`; firebase-js-sdk#5657 (the SDK sends no referrer); Google Cloud "Add API key restrictions" |
+/// | any | `tenantId` in the body | the call works among that tenant's users only: sign-ins and sign-ups find and make users there, their ID tokens carry `firebase.tenant`, refreshes keep it | emulator `TenantProjectState` (one per `tenantId`); js-sdk `_addTidIfNecessary` |
+/// | lookup, update, delete, signUp/signInWithIdp + idToken | a tenant's ID token with another (or no) `tenantId` / a project user's token with a `tenantId` | `TENANT_ID_MISMATCH` / `USER_NOT_FOUND` | emulator `parseIdToken` |
 /// | any | `productionRefusals[method]` | that message and status (quota, App Check 401) | prod: js-sdk error map (`QUOTA_EXCEEDED`, `RESET_PASSWORD_EXCEED_LIMIT`); App Check: apps' reports |
 /// | signUp | nothing given, anonymous off or `adminOnlySignUp` | `ADMIN_ONLY_OPERATION` | emulator `signUp` (`enableAnonymousUser`) |
 /// | signUp | `recaptchaEnforced` has `password` | `MISSING_RECAPTCHA_TOKEN` | prod: js-sdk `recaptcha_enterprise_verifier.ts` retries on it |
@@ -95,6 +97,11 @@ extension FakeFirebase.Backend {
     ) -> Decision {
         let now = state.options.clock.now()
         var entry = FakeFirebase.Request(at: now, method: request.method, path: request.path)
+        // Identity Platform: the body's `tenantId` picks the user namespace the call works in.
+        struct TenantField: Decodable { var tenantId: String? }
+        entry.tenantID = (try? FakeJSON.decode(TenantField.self, from: request.body))?.tenantId
+        state.ledger.tenant = entry.tenantID
+        defer { state.ledger.tenant = nil }
         let outcome: Result<ToolkitAnswer, FirebaseRejection>
         if request.method != "POST" {
             outcome = .failure(.http(404))

@@ -33,7 +33,7 @@ extension FirebaseProvider {
     func identityToolkit(_ call: FirebaseCall, _ body: some Encodable, secrets: [String]) async -> Result<[UInt8], LoginFailure> {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        guard let bytes = try? encoder.encode(body) else {
+        guard let bytes = try? encoder.encode(InTenant(body: body, tenantId: tenantID)) else {
             return .failure(LoginFailure(.badRequest, code: "bad_request", message: "the request could not be encoded"))
         }
         let url = endpoint(host: Self.identityToolkitHost, path: "/v1/accounts:\(call.method)")
@@ -45,6 +45,30 @@ extension FirebaseProvider {
         case .success(let answer):
             return .failure(Self.signInFailure(status: answer.status, body: answer.body, secrets: secrets, call: call))
         }
+    }
+
+    /// A request body with the account's tenant added (Identity Platform multi-tenancy: every
+    /// Identity Toolkit call names it; firebase-js-sdk `_addTidIfNecessary`).
+    struct InTenant<Body: Encodable>: Encodable {
+        var body: Body
+        var tenantId: String?
+
+        enum Key: String, CodingKey { case tenantId }
+
+        func encode(to encoder: any Encoder) throws {
+            try body.encode(to: encoder)
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encodeIfPresent(tenantId, forKey: .tenantId)
+        }
+    }
+
+    /// Nil when the ID token belongs to the account's tenant (or both to none); else why not.
+    func tenantProblem(idToken: String?) -> RefreshFailure? {
+        let held = idToken.flatMap { FirebaseClaims(token: $0)?.tenant }
+        guard held != tenantID else { return nil }
+        return RefreshFailure(
+            code: "TENANT_MISMATCH",
+            message: "the session belongs to \(held.map { "tenant \($0)" } ?? "no tenant (the project's own users)"), but the account's tenant_id is \(tenantID ?? "unset"); sign in again, or fix tenant_id")
     }
 
     /// Reads a sign-in answer: tokens, or the failure it carries (`errorMessage`,
@@ -289,6 +313,8 @@ public struct FirebaseClaims: Sendable, Equatable {
     public var email: String?
     public var emailVerified: Bool?
     public var signInProvider: String?
+    /// `firebase.tenant`: the Identity Platform tenant of the user, nil for the project's own.
+    public var tenant: String?
     public var authTime: Date?
     public var issuedAt: Date?
     public var expiresAt: Date?
@@ -296,7 +322,10 @@ public struct FirebaseClaims: Sendable, Equatable {
     public var payload: [UInt8]
 
     private struct Payload: Decodable {
-        struct Firebase: Decodable { var sign_in_provider: String? }
+        struct Firebase: Decodable {
+            var sign_in_provider: String?
+            var tenant: String?
+        }
         var user_id: String?
         var sub: String?
         var email: String?
@@ -313,6 +342,7 @@ public struct FirebaseClaims: Sendable, Equatable {
         email = decoded.email
         emailVerified = decoded.email_verified
         signInProvider = decoded.firebase?.sign_in_provider
+        tenant = decoded.firebase?.tenant
         authTime = decoded.auth_time.flatMap(JWTClaims.instant)
         issuedAt = decoded.iat.flatMap(JWTClaims.instant)
         expiresAt = decoded.exp.flatMap(JWTClaims.instant)

@@ -21,11 +21,14 @@ extension FirebaseProvider {
     public func login(_ request: LoginRequest) -> AsyncThrowingStream<LoginStep, any Error> {
         AsyncThrowingStream { continuation in
             let task = Task {
-                let outcome: Result<SignedIn, LoginFailure>
+                var outcome: Result<SignedIn, LoginFailure>
                 if request.method == .idp {
                     outcome = await signInWithIdentityProvider(request) { continuation.yield($0) }
                 } else {
                     outcome = await signIn(request)
+                }
+                if case .success(let signedIn) = outcome, let problem = tenantProblem(idToken: signedIn.tokens.idToken) {
+                    outcome = .failure(LoginFailure(.misconfigured, code: problem.code, message: problem.message))
                 }
                 switch outcome {
                 case .success(let signedIn):
@@ -119,7 +122,7 @@ extension FirebaseProvider {
                 message: "an anonymous user cannot be linked to \(name) through the hosted sign-in page (Firebase's SDK there cannot take over tokend's user); sign in with --idp \(id) instead, which makes a new user"))
         }
         let state = OIDCProvider.randomToken()
-        let page = hosted.page(apiKey: apiKey, providerID: id, emulatorHost: emulatorHost, state: state)
+        let page = hosted.page(apiKey: apiKey, providerID: id, emulatorHost: emulatorHost, state: state, tenantID: tenantID)
         let redirect: LoopbackRedirectListener.Redirect
         do {
             let listener = try await LoopbackRedirectListener.start(state: state, signInPage: page)

@@ -65,10 +65,10 @@ public struct HostedSignIn: Sendable, Equatable {
     /// so nothing configured can end the script element. The session goes back to `/session`
     /// on the page's own origin with the login's `state`; auth state lives in memory only, so
     /// the browser keeps no copy of the refresh token.
-    func page(apiKey: String, providerID: String, emulatorHost: String?, state: String) -> String {
+    func page(apiKey: String, providerID: String, emulatorHost: String?, state: String, tenantID: String? = nil) -> String {
         let settings: [(String, String?)] = [
             ("apiKey", apiKey), ("authDomain", authDomain), ("providerId", providerID), ("state", state),
-            ("emulator", emulatorHost.map { "http://" + $0 }),
+            ("emulator", emulatorHost.map { "http://" + $0 }), ("tenantId", tenantID),
         ]
         let values = settings.map { name, value in "\(Self.json(name)): \(value.map(Self.json) ?? "null")" }.joined(separator: ", ")
         let scopes = "[" + self.scopes.map(Self.json).joined(separator: ", ") + "]"
@@ -98,6 +98,7 @@ public struct HostedSignIn: Sendable, Equatable {
             const app = initializeApp({ apiKey: settings.apiKey, authDomain: settings.authDomain });
             const auth = initializeAuth(app, { persistence: inMemoryPersistence, popupRedirectResolver: browserPopupRedirectResolver });
             if (settings.emulator) connectAuthEmulator(auth, settings.emulator, { disableWarnings: true });
+            if (settings.tenantId) auth.tenantId = settings.tenantId;
             async function report(body) {
               const answer = await fetch("/session", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(Object.assign({ state: settings.state }, body)) });
               return answer.ok;
