@@ -58,6 +58,7 @@ extension Tokenctl {
                 rows.append(("signed in with", user.signInProvider ?? "-"))
                 rows.append(("sign-in methods", user.providers.isEmpty ? "none (anonymous)" : user.providers.joined(separator: ", ")))
                 if let project = user.project { rows.append(("project", project)) }
+                if let tenant = user.tenant { rows.append(("tenant", tenant)) }
                 if let authTime = user.authTime { rows.append(("last sign-in", authTime)) }
                 if let created = user.createdAt { rows.append(("created", created)) }
                 if user.disabled == true { rows.append(("disabled", "yes")) }

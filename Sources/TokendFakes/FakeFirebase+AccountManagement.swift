@@ -79,6 +79,10 @@ extension FakeFirebase.Backend {
         else { return .failure(.firebase("INVALID_ID_TOKEN")) }
         guard let exp = claims.exp, exp > now.timeIntervalSince1970 else { return .failure(.firebase("TOKEN_EXPIRED")) }
         guard let user = state.ledger.users[uid] else { return .failure(.firebase("USER_NOT_FOUND")) }
+        // emulator `parseIdToken`: a tenant's token for another tenant; a token of the project's
+        // own users is looked up among the tenant's, where it is not.
+        if let tenant = user.tenant, tenant != state.ledger.tenant { return .failure(.firebase("TENANT_ID_MISMATCH")) }
+        if user.tenant == nil, state.ledger.tenant != nil { return .failure(.firebase("USER_NOT_FOUND")) }
         guard (claims.iat ?? 0) >= Double(user.validSince) else { return .failure(.firebase("TOKEN_EXPIRED")) }
         if user.disabled { return .failure(.firebase("USER_DISABLED")) }
         return .success((user, claims))
@@ -111,9 +115,19 @@ extension FakeFirebase.Backend {
             return .failure(.firebase("INVALID_CREDENTIAL_OR_PROVIDER_ID : Invalid IdP response/credential: \(requestUri)"))
         }
         guard providerID.contains(".") else { return .failure(.firebase("INVALID_PROVIDER_ID : Provider Id is not supported.")) }
+        // production: Microsoft takes only the project's own handler's sign-in; a token the
+        // client obtained itself (sent with the SDKs' `http://localhost`) is refused, credential
+        // echoed (firebase-js-sdk#5802, #8913; flutterfire#10865, where the emulator takes it).
+        if state.options.clientCredentialsRefused.contains(providerID), uri.path != FakeFirebase.hostedHandlerPath {
+            return .failure(.firebase("INVALID_CREDENTIAL_OR_PROVIDER_ID : Invalid IdP response/credential: \(requestUri)?\(request.postBody ?? "")"))
+        }
         // production: a provider the project has not enabled, or switched off in the console.
         guard let configured = state.options.identityProviders[providerID], !state.options.disabledProviders.contains(providerID) else {
             return .failure(.firebase("OPERATION_NOT_ALLOWED"))
+        }
+        // emulator `parseClaims`: an access token it cannot read is NotImplementedError (501).
+        if state.options.answersAsAuthEmulator, form["id_token"]?.isEmpty ?? true, let token = form["access_token"], Self.idpClaims(token) == nil {
+            return .failure(.firebase("The Auth Emulator does not support \(providerID) sign-in with credentials.", status: 501))
         }
         let federated: FederatedClaims
         switch Self.federatedClaims(form, provider: configured, now: now) {
@@ -145,8 +159,13 @@ extension FakeFirebase.Backend {
             uid = existing.uid
         } else if state.options.oneAccountPerEmail, let owner {
             guard federated.emailVerified else {
+                // emulator `handleIdpSigninEmailRequired`: the owner's providers, password and
+                // phone left out; none listed means the owner signs in with its password.
+                let verified = owner.federated.keys.sorted()
                 return .success(ToolkitAnswer(
-                    reply: .json(200, NeedConfirmation(providerId: providerID, localId: owner.uid, email: owner.email ?? "", federatedId: federatedID)),
+                    reply: .json(200, NeedConfirmation(
+                        providerId: providerID, localId: owner.uid, email: owner.email ?? "", federatedId: federatedID,
+                        verifiedProvider: verified.isEmpty ? nil : verified)),
                     uid: nil))
             }
             // The provider vouches for the address: the user is the provider's now. An unverified
@@ -244,6 +263,7 @@ extension FakeFirebase.Backend {
         var localId: String
         var email: String
         var federatedId: String
+        var verifiedProvider: [String]?
         var needConfirmation = true
     }
 
@@ -441,6 +461,16 @@ extension FakeFirebase {
     /// The user followed the verification link: `emailVerified` is true from now on.
     public func confirmEmailVerification(_ uid: String) {
         backend.state.withLock { _ = $0.ledger.change(uid) { $0.emailVerified = true } }
+    }
+
+    /// A user with `email` and no password, linked to `provider` as `rawID` (signed up with
+    /// that provider elsewhere): its uid.
+    public func createFederatedUser(email: String, provider: String, rawID: String) -> String {
+        backend.state.withLock { state in
+            let uid = state.ledger.addUser(email: email, password: nil, now: state.options.clock.now()).uid
+            _ = state.ledger.change(uid) { $0.federated[provider] = rawID }
+            return uid
+        }
     }
 
     /// The user enrolls a second factor: password sign-ins answer `mfaPendingCredential`.

@@ -13,6 +13,8 @@ enum IDTokenMinter {
         struct FirebaseClaim: Encodable {
             var identities: [String: [String]]
             var sign_in_provider: String
+            /// The user's Identity Platform tenant; absent for the project's own users.
+            var tenant: String?
         }
 
         var iss: String
@@ -40,6 +42,8 @@ enum IDTokenMinter {
         var emailVerified = false
         /// Linked identities by provider (`email`, `google.com`), for `firebase.identities`.
         var identities: [String: [String]] = [:]
+        /// `firebase.tenant`, carried forward by every refresh.
+        var tenant: String?
     }
 
     /// The token and its expiry. `iat` is whole seconds (JWT NumericDate), so `exp - iat` is
@@ -53,7 +57,7 @@ enum IDTokenMinter {
             iss: "https://securetoken.google.com/\(projectID)", aud: projectID, auth_time: subject.authTime,
             user_id: subject.uid, sub: subject.uid, iat: iat, exp: exp,
             email: subject.email, email_verified: subject.email.map { _ in subject.emailVerified },
-            firebase: .init(identities: identities, sign_in_provider: subject.provider),
+            firebase: .init(identities: identities, sign_in_provider: subject.provider, tenant: subject.tenant),
             jti: FakeIdentifiers.nonce())
         let token = segment(Header()) + "." + segment(claims) + "."
         return (token, Date(timeIntervalSince1970: Double(exp)))

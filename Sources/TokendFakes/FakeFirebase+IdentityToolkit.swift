@@ -13,6 +13,9 @@ import TokendCore
 /// | endpoint | condition | answer | source |
 /// | --- | --- | --- | --- |
 /// | any | key in `invalidAPIKeys` / no key | 400 `API key not valid` (reason `API_KEY_INVALID`) / 403 | prod: docs/architecture.md "Firebase: refreshing" |
+/// | any (and Secure Token `token`) | key in `restrictedAPIKeys` | 403 `PERMISSION_DENIED`, `ErrorInfo.reason` `API_KEY_HTTP_REFERRER_BLOCKED` ("Requests from referer <empty> are blocked.") / `API_KEY_IP_ADDRESS_BLOCKED` / `API_KEY_SERVICE_BLOCKED`, metadata `service` | prod only (Google's API front end, not the emulator): djerik/dagen-ha#14 quotes the whole referrer answer to `signInWithPassword`; firebase-js-sdk#5657 (the SDK sends no referrer); Google Cloud "Add API key restrictions" |
+/// | any | `tenantId` in the body | the call works among that tenant's users only: sign-ins and sign-ups find and make users there, their ID tokens carry `firebase.tenant`, refreshes keep it | emulator `TenantProjectState` (one per `tenantId`); js-sdk `_addTidIfNecessary` |
+/// | lookup, update, delete, signUp/signInWithIdp + idToken | a tenant's ID token with another (or no) `tenantId` / a project user's token with a `tenantId` | `TENANT_ID_MISMATCH` / `USER_NOT_FOUND` | emulator `parseIdToken` |
 /// | any | `productionRefusals[method]` | that message and status (quota, App Check 401) | prod: js-sdk error map (`QUOTA_EXCEEDED`, `RESET_PASSWORD_EXCEED_LIMIT`); App Check: apps' reports |
 /// | signUp | nothing given, anonymous off or `adminOnlySignUp` | `ADMIN_ONLY_OPERATION` | emulator `signUp` (`enableAnonymousUser`) |
 /// | signUp | `recaptchaEnforced` has `password` | `MISSING_RECAPTCHA_TOKEN` | prod: js-sdk `recaptcha_enterprise_verifier.ts` retries on it |
@@ -31,13 +34,15 @@ import TokendCore
 /// | signInWithCustomToken | missing / not a uid or JWT with one / user disabled | `MISSING_CUSTOM_TOKEN` / `INVALID_CUSTOM_TOKEN` / `USER_DISABLED` | emulator `signInWithCustomToken` |
 /// | signInWithIdp | `requestUri` missing / not absolute | `MISSING_REQUEST_URI` / `INVALID_REQUEST_URI` | emulator `getNormalizedUri` |
 /// | signInWithIdp | no `providerId` / not a provider id / not enabled (`identityProviders`) or switched off | `INVALID_CREDENTIAL_OR_PROVIDER_ID` / `INVALID_PROVIDER_ID` / `OPERATION_NOT_ALLOWED` | emulator `signInWithIdp` (any id, lower-cased); the last prod |
+/// | signInWithIdp | a provider in `clientCredentialsRefused` (`microsoft.com`), `requestUri` not the hosted handler's | `INVALID_CREDENTIAL_OR_PROVIDER_ID : Invalid IdP response/credential: http://localhost?id_token=…&providerId=microsoft.com` | prod only: firebase-js-sdk#5802, #8913; react-native-firebase#4731; flutterfire#16598; flutterfire#10865 (the emulator accepts it) |
 /// | signInWithIdp | ID token unreadable or without `sub`; issuer not the provider's (Microsoft's `{tenantid}` with `tid`), expired, audience not the project's | 400 `INVALID_IDP_RESPONSE : …` (never a 200) | emulator `parseClaims`; issuer, expiry and audience prod |
 /// | signInWithIdp | ID token with a `nonce`: raw `nonce` missing, or its SHA-256 hex not the claim | `MISSING_OR_INVALID_NONCE` | prod: js-sdk `OAuthCredentialOptions.rawNonce`, error map |
 /// | signInWithIdp | `access_token` only: JSON or a JWT / opaque (GitHub) | claims read from it / the provider's user API (`userInfo`), refused: `INVALID_IDP_RESPONSE` | emulator `parseClaims` / prod (the emulator answers "not supported") |
+/// | signInWithIdp | `answersAsAuthEmulator`, an access token that is neither JSON nor a JWT | 501 `The Auth Emulator does not support github.com sign-in with credentials.` | emulator `parseClaims` (NotImplementedError) |
 /// | signInWithIdp | `email_verified` as the string `"true"` (Apple) | the address counts as verified | Sign in with Apple REST API, "Authenticating users" |
 /// | signInWithIdp | `federatedId` | `https://accounts.google.com/SUB` for Google, the provider's id for the others | emulator `fakeFetchUserInfoFromIdp` |
 /// | signInWithIdp + idToken | the provider's id linked anywhere / address owned by another user | `FEDERATED_USER_ID_ALREADY_LINKED` / `EMAIL_EXISTS`: 200 `errorMessage` with `returnIdpCredential`, else 400 | emulator `signInWithIdp`, `handleLinkIdp` |
-/// | signInWithIdp | another user has the provider's address (`oneAccountPerEmail`): verified / not | that user, taken over (an unverified owner loses password and sessions) / 200 `needConfirmation`, no tokens | emulator `handleIdpSigninEmailRequired` |
+/// | signInWithIdp | another user has the provider's address (`oneAccountPerEmail`): verified / not | that user, taken over (an unverified owner loses password and sessions) / 200 `needConfirmation`, no tokens, `verifiedProvider`: the owner's providers but password and phone | emulator `handleIdpSigninEmailRequired` |
 /// | signInWithIdp | the user is disabled | `USER_DISABLED`, after the link is recorded | emulator `signInWithIdp` |
 /// | update | email changed with enumeration protection | `OPERATION_NOT_ALLOWED : Please verify the new email before changing email.` | prod only (not in the emulator): apps' reports, Google's enumeration-protection docs |
 /// | update | email taken / password < 6 or off policy | `EMAIL_EXISTS` / `WEAK_PASSWORD`, `PASSWORD_DOES_NOT_MEET_REQUIREMENTS` | emulator `setAccountInfoImpl` |
@@ -92,6 +97,11 @@ extension FakeFirebase.Backend {
     ) -> Decision {
         let now = state.options.clock.now()
         var entry = FakeFirebase.Request(at: now, method: request.method, path: request.path)
+        // Identity Platform: the body's `tenantId` picks the user namespace the call works in.
+        struct TenantField: Decodable { var tenantId: String? }
+        entry.tenantID = (try? FakeJSON.decode(TenantField.self, from: request.body))?.tenantId
+        state.ledger.tenant = entry.tenantID
+        defer { state.ledger.tenant = nil }
         let outcome: Result<ToolkitAnswer, FirebaseRejection>
         if request.method != "POST" {
             outcome = .failure(.http(404))

@@ -17,6 +17,8 @@ struct Ledger: Sendable {
         /// tokens work: moved by a password change and by `revokeTokens` (the emulator's
         /// `validSince`, operations.ts `parseIdToken`; production also revokes refresh tokens).
         var validSince: Int64 = 0
+        /// The Identity Platform tenant the user lives in; nil for the project's own users.
+        var tenant: String?
         /// Milliseconds since 1970, as `accounts:lookup` reports them.
         var createdAt: Int64 = 0
         var lastLoginAt: Int64 = 0
@@ -66,13 +68,18 @@ struct Ledger: Sendable {
 
     func newestRefreshToken(uid: String) -> String? { newest[uid] }
 
+    /// The tenant of the Identity Toolkit request being answered (its `tenantId`), nil outside
+    /// one: each tenant is a user namespace of its own (the emulator's `TenantProjectState`).
+    var tenant: String?
+
     func user(withEmail email: String) -> User? {
-        users.values.first { $0.email?.lowercased() == email.lowercased() }
+        users.values.first { $0.tenant == tenant && $0.email?.lowercased() == email.lowercased() }
     }
 
     /// Adds a user; the caller has checked that the email is free.
     mutating func addUser(email: String?, password: String?, uid: String = FakeIdentifiers.uid(), now: Date) -> User {
         var user = User(uid: uid, email: email, password: password)
+        user.tenant = tenant
         user.createdAt = Int64(saturating: now.timeIntervalSince1970 * 1000)
         users[uid] = user
         return user
@@ -84,6 +91,7 @@ struct Ledger: Sendable {
             uid: uid, email: users[uid]?.email, provider: provider,
             authTime: Int(saturating: now.timeIntervalSince1970.rounded(.down)))
         if let user = users[uid] {
+            subject.tenant = user.tenant
             subject.emailVerified = user.emailVerified
             for (provider, rawID) in user.federated { subject.identities[provider] = [rawID] }
         }

@@ -59,6 +59,23 @@ struct FirebaseRejection: Error, Sendable, Equatable {
             errorInfoReason: "API_KEY_INVALID", service: service, code: "API_KEY_INVALID")
     }
 
+    /// A key whose restriction blocks the call: 403 `PERMISSION_DENIED` with Google's wording and
+    /// the restriction's reason (djerik/dagen-ha#14 quotes a whole referrer refusal from
+    /// `accounts:signInWithPassword`; the IP and API wordings are Google Cloud's, "API keys",
+    /// "Add API key restrictions").
+    static func apiKeyBlocked(_ restriction: FakeFirebase.APIKeyRestriction, service: String) -> FirebaseRejection {
+        let message: String
+        switch restriction {
+        case .httpReferrer: message = "Requests from referer <empty> are blocked."
+        case .ipAddress: message = "The provided API key has an IP address restriction. The originating IP address of the call (127.0.0.1) violates this restriction."
+        // Production names the RPC method after the API; the fake names the API only.
+        case .service: message = "Requests to this API \(service) are blocked."
+        }
+        return FirebaseRejection(
+            status: 403, message: message, legacyReason: "forbidden", errorInfoReason: restriction.rawValue, service: service,
+            code: restriction.rawValue)
+    }
+
     /// No `key` parameter at all: Google's frontend answers 403 before the service sees it.
     static let missingAPIKey = FirebaseRejection(
         status: 403,
@@ -144,5 +161,17 @@ enum OAuthErrorText {
         case "server_error": "Internal server error."
         default: "Injected by FakeFirebase."
         }
+    }
+}
+
+extension FakeFirebase {
+    /// An API key restriction that refuses tokend's requests (Google Cloud console, APIs &
+    /// Services, Credentials): tokend sends no `Referer` and runs from any address, and a key
+    /// limited to other APIs lacks the Identity Toolkit or Token Service API. Raw values are
+    /// production's `ErrorInfo.reason`s.
+    public enum APIKeyRestriction: String, Sendable, Equatable, CaseIterable {
+        case httpReferrer = "API_KEY_HTTP_REFERRER_BLOCKED"
+        case ipAddress = "API_KEY_IP_ADDRESS_BLOCKED"
+        case service = "API_KEY_SERVICE_BLOCKED"
     }
 }

@@ -29,6 +29,8 @@ extension FakeFirebase {
         public var fault: Fault?
         /// The user the request concerned, where the fake could tell.
         public var uid: String?
+        /// The Identity Toolkit request's `tenantId`, when it named one.
+        public var tenantID: String?
 
         /// A successful refresh that handed back a different refresh token than it was given.
         public var rotated: Bool {

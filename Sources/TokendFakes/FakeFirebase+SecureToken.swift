@@ -59,6 +59,7 @@ extension FakeFirebase.Options {
     /// listed as invalid → 400 `API_KEY_INVALID`, anything else passes (like the emulator).
     func rejectAPIKey(_ key: String?, service: String) -> FirebaseRejection? {
         guard let key, !key.isEmpty else { return .missingAPIKey }
+        if let restriction = restrictedAPIKeys[key] { return .apiKeyBlocked(restriction, service: service) }
         return invalidAPIKeys.contains(key) ? .apiKeyInvalid(service: service) : nil
     }
 }

@@ -50,6 +50,17 @@ public final class FakeFirebase: Sendable {
         public var projectNumber = "123456789012"
         /// API keys answered with `API_KEY_INVALID`; any other non-empty key is accepted.
         public var invalidAPIKeys: Set<String> = ["invalid-key"]
+        /// API keys whose restrictions (Google Cloud console, Credentials) block the fake's
+        /// requests: 403 `PERMISSION_DENIED` with the restriction's `ErrorInfo.reason`, on the
+        /// Identity Toolkit and the Secure Token API alike.
+        public var restrictedAPIKeys: [String: APIKeyRestriction] = [:]
+        /// Providers whose tokens `signInWithIdp` takes only from the project's hosted handler
+        /// (`/__/auth/handler`), never from a client that obtained them itself: Microsoft in
+        /// production.
+        public var clientCredentialsRefused: Set<String> = ["microsoft.com"]
+        /// Answer as the Auth Emulator where it falls short of production: an opaque access
+        /// token (GitHub's) is 501 "does not support … sign-in with credentials".
+        public var answersAsAuthEmulator = false
         /// The fake's notion of now, for `iat`/`exp` and for fault windows. A `ManualClock` here
         /// lets a test expire a `forSeconds` fault without waiting for it.
         public var clock: any WallClock = SystemWallClock()
@@ -177,6 +188,10 @@ public final class FakeFirebase: Sendable {
 
     /// `host:port`, what `FIREBASE_AUTH_EMULATOR_HOST` and the config's `emulator` key take
     /// (no scheme). IPv6 literals get brackets so the value still splits at the last colon.
+    /// Where a project's hosted handler answers (`https://AUTH_DOMAIN/__/auth/handler`): the
+    /// `requestUri` its own `signInWithIdp` calls carry.
+    public static let hostedHandlerPath = "/__/auth/handler"
+
     public var emulatorHost: String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }

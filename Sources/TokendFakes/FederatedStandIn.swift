@@ -14,6 +14,7 @@ import TokendCore
 /// | family | behaviour | source |
 /// | --- | --- | --- |
 /// | Microsoft | discovery at `/common/v2.0/…` names the issuer `…/{tenantid}/v2.0`; ID tokens have the user's tenant in `iss` and `tid`, no `email_verified` | Microsoft identity platform: "OpenID Connect", "ID token claims reference" |
+/// | Microsoft | discovery at `/TENANT/v2.0/…` names that tenant's issuer (an Identity Platform OIDC provider for one tenant) | same, "OpenID Connect", single-tenant applications |
 /// | Microsoft | authorize, token and keys under `/common/oauth2/v2.0/` and `/common/discovery/v2.0/keys`; a refresh token only with `offline_access`; errors `{"error": …, "error_description": "AADSTS…"}` with 400 | same, "Authorization code flow" |
 /// | GitHub | no discovery, no ID token; `/login/oauth/authorize`, `/login/oauth/access_token` (client secret in the body); JSON only with `Accept: application/json`, else form-encoded; comma-separated `scope`; no `expires_in` | GitHub Docs, "Authorizing OAuth apps" |
 /// | GitHub | a refused code is HTTP 200 with `{"error": "bad_verification_code", …}` | GitHub Docs, "Troubleshooting OAuth app access token request errors" |
@@ -135,6 +136,13 @@ public final class FederatedStandIn: Sendable {
         case (.microsoft, "GET", "/common/v2.0/.well-known/openid-configuration"):
             return .json(200, [
                 "issuer": base + "/{tenantid}/v2.0", "authorization_endpoint": authorizationEndpoint, "token_endpoint": tokenEndpoint,
+                "jwks_uri": base + "/common/discovery/v2.0/keys", "response_types_supported": "code id_token",
+            ])
+        case (.microsoft, "GET", "/\(Self.tenant)/v2.0/.well-known/openid-configuration"):
+            // One tenant's endpoint: its issuer is the tenant's own, what an Identity Platform
+            // OIDC provider for a single tenant is configured with.
+            return .json(200, [
+                "issuer": tenantIssuer, "authorization_endpoint": authorizationEndpoint, "token_endpoint": tokenEndpoint,
                 "jwks_uri": base + "/common/discovery/v2.0/keys", "response_types_supported": "code id_token",
             ])
         case (.microsoft, "GET", "/common/discovery/v2.0/keys"):

@@ -17,6 +17,7 @@ import TokendCore
 /// | SDK | `initializeApp`, `initializeAuth`, `connectAuthEmulator`, `OAuthProvider.addScope`, `signInWithPopup` resolving to `{user: {refreshToken}}` or rejecting with `{code}` | firebase.google.com JS reference (`signInWithPopup`, `User.refreshToken`, `AuthError.code`) |
 /// | SDK | served as JavaScript modules with `Access-Control-Allow-Origin: *`, as gstatic serves them | browsers' module-script rules |
 /// | handler | opens the provider with itself as the return URL and a hashed nonce; takes the provider's form post; calls `signInWithIdp` with the ID token and the raw nonce; hands the session to the opener | Firebase's Apple setup (the handler is the registered return URL); js-sdk `OAuthCredentialOptions.rawNonce` |
+/// | Microsoft | played like Apple at the same `/auth/authorize` (Microsoft also posts a form with `response_mode=form_post`); ID token `iss` the user's tenant's issuer, with `tid`; the handler's `signInWithIdp` carries the handler's own `requestUri`, which production takes for Microsoft where it refuses a client's own token | Microsoft identity platform, "OpenID Connect" (form_post); firebase-js-sdk#5802 |
 /// | Apple | `/auth/authorize` with `response_mode=form_post`: posts `code`, `id_token`, `state` (and `user` on first sign-in) to the return URL; ID token `iss` `https://appleid.apple.com`, `aud` the Services ID, `nonce`, `email_verified` as a string | Sign in with Apple JS and REST API docs |
 public final class FirebaseHostedStandIn: Sendable {
     /// Who approves at Apple: the user id (`sub`) and the email Apple shares.
@@ -24,8 +25,8 @@ public final class FirebaseHostedStandIn: Sendable {
 
     struct State: Sendable {
         var nextUser: User?
-        /// Sign-ins under way at the handler, by `state`: the raw nonce and the API key.
-        var pending: [String: (rawNonce: String, apiKey: String)] = [:]
+        /// Sign-ins under way at the handler, by `state`: the raw nonce, the API key and the provider.
+        var pending: [String: (rawNonce: String, apiKey: String, providerID: String)] = [:]
         var issued: [String] = []
         var requests: [String] = []
     }
@@ -83,14 +84,20 @@ public final class FirebaseHostedStandIn: Sendable {
         }
     }
 
-    /// The handler opens Apple with itself as the return URL and the SHA-256 of a nonce it keeps.
+    /// The providers the stand-in plays at the handler: Apple, and Microsoft, which Firebase
+    /// takes only from the project's handler (firebase-js-sdk#5802).
+    public static let hostedProviders: Set<String> = ["apple.com", "microsoft.com"]
+    /// Microsoft's issuer for the stand-in's users' tenant, as a Microsoft ID token names it.
+    public static let microsoftIssuer = "https://login.microsoftonline.com/\(FederatedStandIn.tenant)/v2.0"
+
+    /// The handler opens the provider with itself as the return URL and the SHA-256 of a nonce it keeps.
     func startAtProvider(_ query: [String: String]) -> Reply {
-        guard query["providerId"] == "apple.com", let apiKey = query["apiKey"], !apiKey.isEmpty else {
+        guard let providerID = query["providerId"], Self.hostedProviders.contains(providerID), let apiKey = query["apiKey"], !apiKey.isEmpty else {
             return Self.toOpener(["error": "auth/operation-not-allowed"])
         }
         let signInState = FederatedStandIn.random("st")
         let rawNonce = FederatedStandIn.random("n")
-        state.withLockedValue { $0.pending[signInState] = (rawNonce, apiKey) }
+        state.withLockedValue { $0.pending[signInState] = (rawNonce, apiKey, providerID) }
         let scopes = (query["scopes"] ?? "").split(separator: ",").joined(separator: " ")
         let parameters = [
             ("response_type", "code id_token"), ("response_mode", "form_post"), ("client_id", servicesID),
@@ -102,7 +109,7 @@ public final class FirebaseHostedStandIn: Sendable {
     }
 
     struct AppleIDToken: Encodable {
-        var iss = FirebaseHostedStandIn.appleIssuer
+        var iss: String
         var aud: String
         var exp: Int
         var iat: Int
@@ -113,6 +120,8 @@ public final class FirebaseHostedStandIn: Sendable {
         var email_verified = "true"
         var auth_time: Int
         var nonce_supported = true
+        /// Microsoft's: the user's tenant.
+        var tid: String?
     }
 
     /// Apple's authorization page, approved at once as `nextUser`: a form posted to the return URL.
@@ -125,8 +134,10 @@ public final class FirebaseHostedStandIn: Sendable {
         }
         let now = Int(saturating: Date().timeIntervalSince1970)
         let code = FederatedStandIn.random("c")
+        let microsoft = state.withLockedValue { $0.pending[query["state"] ?? ""]?.providerID } == "microsoft.com"
         let idToken = key.sign(AppleIDToken(
-            aud: servicesID, exp: now + 600, iat: now, sub: user.id, nonce: query["nonce"], c_hash: FederatedStandIn.random(""), email: user.email, auth_time: now))
+            iss: microsoft ? Self.microsoftIssuer : Self.appleIssuer, aud: servicesID, exp: now + 600, iat: now, sub: user.id, nonce: query["nonce"],
+            c_hash: FederatedStandIn.random(""), email: user.email, auth_time: now, tid: microsoft ? FederatedStandIn.tenant : nil))
         state.withLockedValue { $0.issued += [code, idToken] }
         return Self.formPost(to: redirect, [
             "code": code, "id_token": idToken, "state": query["state"] ?? "",
@@ -142,7 +153,7 @@ public final class FirebaseHostedStandIn: Sendable {
         }
         if form["error"] != nil { return Self.toOpener(["error": "auth/popup-closed-by-user"]) }
         guard let idToken = form["id_token"] else { return Self.toOpener(["error": "auth/invalid-credential"]) }
-        let postBody = [("id_token", idToken), ("nonce", pending.rawNonce), ("providerId", "apple.com")]
+        let postBody = [("id_token", idToken), ("nonce", pending.rawNonce), ("providerId", pending.providerID)]
             .map { FederatedStandIn.escape($0.0) + "=" + FederatedStandIn.escape($0.1) }.joined(separator: "&")
         let answer = exchange(pending.apiKey, "http://\(authDomain)/__/auth/handler", postBody)
         struct Session: Decodable {

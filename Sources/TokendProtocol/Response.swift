@@ -181,6 +181,8 @@ public struct AccountProfile: Codable, Sendable, Equatable {
     public var providers: [String]
     /// The project the ID token is for (its `aud`).
     public var project: String?
+    /// The Identity Platform tenant the user belongs to (the ID token's `firebase.tenant`).
+    public var tenant: String?
     /// When the user last signed in (the ID token's `auth_time`), RFC 3339.
     public var authTime: String?
     public var createdAt: String?
@@ -195,7 +197,7 @@ public struct AccountProfile: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case uid, email, providers, project, disabled
+        case uid, email, providers, project, tenant, disabled
         case emailVerified = "email_verified"
         case displayName = "display_name"
         case signInProvider = "sign_in_provider"

@@ -22,6 +22,9 @@ extension FirebaseProvider {
         /// this address (firebase-js-sdk `_processCredentialSavingMfaContextIfNecessary` →
         /// `account-exists-with-different-credential`). Tokens, if any, must not be used.
         var needConfirmation: Bool?
+        /// With `needConfirmation`: the providers the address's owner signs in with, password and
+        /// phone left out (emulator `handleIdpSigninEmailRequired`); none means its password.
+        var verifiedProvider: [String]?
         var isNewUser: Bool?
     }
 
@@ -30,7 +33,7 @@ extension FirebaseProvider {
     func identityToolkit(_ call: FirebaseCall, _ body: some Encodable, secrets: [String]) async -> Result<[UInt8], LoginFailure> {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        guard let bytes = try? encoder.encode(body) else {
+        guard let bytes = try? encoder.encode(InTenant(body: body, tenantId: tenantID)) else {
             return .failure(LoginFailure(.badRequest, code: "bad_request", message: "the request could not be encoded"))
         }
         let url = endpoint(host: Self.identityToolkitHost, path: "/v1/accounts:\(call.method)")
@@ -44,6 +47,30 @@ extension FirebaseProvider {
         }
     }
 
+    /// A request body with the account's tenant added (Identity Platform multi-tenancy: every
+    /// Identity Toolkit call names it; firebase-js-sdk `_addTidIfNecessary`).
+    struct InTenant<Body: Encodable>: Encodable {
+        var body: Body
+        var tenantId: String?
+
+        enum Key: String, CodingKey { case tenantId }
+
+        func encode(to encoder: any Encoder) throws {
+            try body.encode(to: encoder)
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encodeIfPresent(tenantId, forKey: .tenantId)
+        }
+    }
+
+    /// Nil when the ID token belongs to the account's tenant (or both to none); else why not.
+    func tenantProblem(idToken: String?) -> RefreshFailure? {
+        let held = idToken.flatMap { FirebaseClaims(token: $0)?.tenant }
+        guard held != tenantID else { return nil }
+        return RefreshFailure(
+            code: "TENANT_MISMATCH",
+            message: "the session belongs to \(held.map { "tenant \($0)" } ?? "no tenant (the project's own users)"), but the account's tenant_id is \(tenantID ?? "unset"); sign in again, or fix tenant_id")
+    }
+
     /// Reads a sign-in answer: tokens, or the failure it carries (`errorMessage`,
     /// `needConfirmation`, MFA).
     static func signedIn(_ body: [UInt8], provider: String, call: FirebaseCall, secrets: [String] = []) -> Result<SignedIn, LoginFailure> {
@@ -54,7 +81,7 @@ extension FirebaseProvider {
             return .failure(failure(code: code(of: errorMessage), detail: errorMessage, call: call).redacting(secrets))
         }
         if answer.needConfirmation == true {
-            return .failure(failure(code: "NEED_CONFIRMATION", detail: answer.email ?? "", call: call).redacting(secrets))
+            return .failure(needConfirmation(email: answer.email ?? "", verifiedProviders: answer.verifiedProvider ?? [], call: call).redacting(secrets))
         }
         if answer.mfaPendingCredential != nil {
             return .failure(failure(code: "MFA_REQUIRED", detail: "", call: call))
@@ -75,8 +102,15 @@ extension FirebaseProvider {
         switch RefreshClassifier.firebase(status: status, body: body, retryAfter: nil) {
         case .misconfigured(let refresh) where refresh.code == "API_KEY_INVALID":
             failure = LoginFailure(.misconfigured, code: refresh.code, message: "Firebase rejects the account's api_key; copy the Web API key from the project settings into config.toml")
+        case .misconfigured(let refresh) where RefreshClassifier.apiKeyRestrictions[refresh.code] != nil:
+            failure = LoginFailure(.misconfigured, code: refresh.code, message: refresh.message)
         case .misconfigured(let refresh) where refresh.message.lowercased().contains("app check"):
             failure = Self.failure(code: "APP_CHECK", detail: refresh.message, call: call)
+        case .transient(let refresh, _) where status == 501 && refresh.message.contains("Auth Emulator"):
+            // The emulator's NotImplementedError: no later try can succeed there.
+            failure = LoginFailure(
+                .misconfigured, code: "EMULATOR_UNSUPPORTED",
+                message: "the Firebase Auth Emulator cannot do this (\(refresh.message)); run this sign-in against a real Firebase project")
         case .transient(let refresh, _) where RefreshClassifier.firebaseTransient.contains(refresh.code):
             failure = Self.failure(code: refresh.code, detail: refresh.message, call: call)
         case .transient(let refresh, _):
@@ -151,11 +185,17 @@ extension FirebaseProvider {
         case "INVALID_IDP_RESPONSE" where reason.lowercased().contains("audience") || reason.lowercased().contains("client"):
             let name = IdentityProvider.displayName(call.identityProvider ?? "")
             return make(.misconfigured, "the project does not accept \(name) tokens issued to the account's client_id\(said); use the client configured for \(name) in the Firebase console (Authentication, Sign-in method)")
+        case "INVALID_CREDENTIAL_OR_PROVIDER_ID":
+            // Production's reason echoes the credential (`http://localhost?id_token=…`): left out.
+            let id = call.identityProvider ?? ""
+            let name = IdentityProvider.displayName(id)
+            return make(.misconfigured, "Firebase refuses a \(name) credential that tokend obtained itself; sign in through the project's Firebase-hosted handler instead: auth_domain = \"PROJECT.firebaseapp.com\" in [account.NAME.idp.\"\(id)\"] in place of its client (README.md, \"Microsoft\")")
+        case "MISSING_OR_INVALID_NONCE":
+            return make(.denied, "Firebase refused the sign-in's nonce\(said): each credential is taken once, with the nonce it was issued for; sign in again")
         case "INVALID_IDP_RESPONSE":
             return make(.denied, "Firebase did not accept the identity provider's answer\(said); sign in again")
         case "NEED_CONFIRMATION":
-            let address = detail.isEmpty ? "this email" : detail
-            return make(.denied, "the project allows one account per email address, and \(address) already has an account that signs in another way; sign in that way (tokenctl login ACCOUNT --email \(address)) instead of with \(IdentityProvider.displayName(call.identityProvider ?? ""))")
+            return needConfirmation(email: detail, verifiedProviders: [], call: call)
         case "FEDERATED_USER_ID_ALREADY_LINKED":
             let id = call.identityProvider ?? ""
             return make(.denied, "this \(IdentityProvider.displayName(id)) account already belongs to another user of the project; sign in with it (tokenctl login ACCOUNT \(IdentityProvider.flag(id))) instead of upgrading")
@@ -177,6 +217,21 @@ extension FirebaseProvider {
             let text = detail.isEmpty ? code : detail
             return LoginFailure(.misconfigured, code: code.isEmpty ? "unknown" : code, message: "Firebase refused the request (\(text)); check the account's configuration")
         }
+    }
+}
+
+extension FirebaseProvider {
+    /// One account per email, and the address's owner signs in another way: named from the
+    /// answer's `verifiedProvider` (`--google`, `--idp github.com`); only an owner that lists no
+    /// provider signs in with its password (`--email`).
+    static func needConfirmation(email: String, verifiedProviders: [String], call: FirebaseCall) -> LoginFailure {
+        let address = email.isEmpty ? "this email" : email
+        // Provider ids only (the answer is outside data), and few: a user links a handful.
+        let usable = verifiedProviders.filter { IdentityProvider.problem(with: $0) == nil }.prefix(3)
+        let ways = usable.isEmpty ? "--email \(address)" : usable.map(IdentityProvider.flag).joined(separator: " or ")
+        return LoginFailure(
+            .denied, code: "NEED_CONFIRMATION",
+            message: "the project allows one account per email address, and \(address) already has an account that signs in another way; sign in that way (tokenctl login ACCOUNT \(ways)) instead of with \(IdentityProvider.displayName(call.identityProvider ?? ""))")
     }
 }
 
@@ -258,6 +313,8 @@ public struct FirebaseClaims: Sendable, Equatable {
     public var email: String?
     public var emailVerified: Bool?
     public var signInProvider: String?
+    /// `firebase.tenant`: the Identity Platform tenant of the user, nil for the project's own.
+    public var tenant: String?
     public var authTime: Date?
     public var issuedAt: Date?
     public var expiresAt: Date?
@@ -265,7 +322,10 @@ public struct FirebaseClaims: Sendable, Equatable {
     public var payload: [UInt8]
 
     private struct Payload: Decodable {
-        struct Firebase: Decodable { var sign_in_provider: String? }
+        struct Firebase: Decodable {
+            var sign_in_provider: String?
+            var tenant: String?
+        }
         var user_id: String?
         var sub: String?
         var email: String?
@@ -282,6 +342,7 @@ public struct FirebaseClaims: Sendable, Equatable {
         email = decoded.email
         emailVerified = decoded.email_verified
         signInProvider = decoded.firebase?.sign_in_provider
+        tenant = decoded.firebase?.tenant
         authTime = decoded.auth_time.flatMap(JWTClaims.instant)
         issuedAt = decoded.iat.flatMap(JWTClaims.instant)
         expiresAt = decoded.exp.flatMap(JWTClaims.instant)

@@ -21,11 +21,14 @@ extension FirebaseProvider {
     public func login(_ request: LoginRequest) -> AsyncThrowingStream<LoginStep, any Error> {
         AsyncThrowingStream { continuation in
             let task = Task {
-                let outcome: Result<SignedIn, LoginFailure>
+                var outcome: Result<SignedIn, LoginFailure>
                 if request.method == .idp {
                     outcome = await signInWithIdentityProvider(request) { continuation.yield($0) }
                 } else {
                     outcome = await signIn(request)
+                }
+                if case .success(let signedIn) = outcome, let problem = tenantProblem(idToken: signedIn.tokens.idToken) {
+                    outcome = .failure(LoginFailure(.misconfigured, code: problem.code, message: problem.message))
                 }
                 switch outcome {
                 case .success(let signedIn):
@@ -100,6 +103,7 @@ extension FirebaseProvider {
     static func missingTableHint(_ id: String) -> String {
         switch id {
         case "google.com": " with the OAuth client Google issued for the project (or google_client_id)"
+        case "microsoft.com": " with auth_domain = \"PROJECT.firebaseapp.com\": Firebase takes Microsoft sign-ins only from the project's Firebase-hosted handler (README.md, \"Microsoft\")"
         case "apple.com": " with auth_domain = \"PROJECT.firebaseapp.com\": Apple signs in only through the project's Firebase-hosted handler (README.md, \"Sign in with Apple\")"
         default: " with the OAuth client \(IdentityProvider.displayName(id)) issued for the project"
         }
@@ -118,7 +122,7 @@ extension FirebaseProvider {
                 message: "an anonymous user cannot be linked to \(name) through the hosted sign-in page (Firebase's SDK there cannot take over tokend's user); sign in with --idp \(id) instead, which makes a new user"))
         }
         let state = OIDCProvider.randomToken()
-        let page = hosted.page(apiKey: apiKey, providerID: id, emulatorHost: emulatorHost, state: state)
+        let page = hosted.page(apiKey: apiKey, providerID: id, emulatorHost: emulatorHost, state: state, tenantID: tenantID)
         let redirect: LoopbackRedirectListener.Redirect
         do {
             let listener = try await LoopbackRedirectListener.start(state: state, signInPage: page)
@@ -134,6 +138,9 @@ extension FirebaseProvider {
         }
         guard let refreshToken = redirect.refreshToken else {
             let code = redirect.error ?? "failed"
+            if let failure = HostedSignIn.failure(code: code, name: name, authDomain: hosted.authDomain) {
+                return .failure(LoginFailure(failure.kind, code: code, message: failure.advice))
+            }
             return .failure(LoginFailure(.denied, code: code, message: "the sign-in with \(name) did not finish in the browser (\(code)); try again"))
         }
         // The page's session is checked the way every session is: one refresh.

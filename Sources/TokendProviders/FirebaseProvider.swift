@@ -20,21 +20,26 @@ public struct FirebaseProvider: TokenProvider {
         /// id (`[account.NAME.idp."ID"]`; Google also from `google_client_id`). An installed-app
         /// client's secret identifies the program, not the user: Google says it is not confidential.
         public var identityProviders: [String: IdentityProvider]
+        /// `tenant_id`: the Identity Platform tenant the account's users belong to.
+        public var tenantID: String?
 
-        public init(apiKey: String, emulatorHost: String?, identityProviders: [String: IdentityProvider] = [:]) {
+        public init(apiKey: String, emulatorHost: String?, identityProviders: [String: IdentityProvider] = [:], tenantID: String? = nil) {
             self.apiKey = apiKey
             self.emulatorHost = emulatorHost
             self.identityProviders = identityProviders
+            self.tenantID = tenantID
         }
 
         public var descriptor: ProviderDescriptor { FirebaseProvider.descriptor }
         public var description: String { "firebase(emulator: \(emulatorHost ?? "none"))" }
         public var endpoint: String {
-            "firebase \(apiKey) \(emulatorHost.map { "http://\($0)" } ?? "https://\(FirebaseProvider.productionHost)")"
+            // A tenant's session is another tenant's stranger: the tenant is part of the binding.
+            "firebase \(apiKey) \(emulatorHost.map { "http://\($0)" } ?? "https://\(FirebaseProvider.productionHost)")" + (tenantID.map { " tenant \($0)" } ?? "")
         }
 
         public func makeProvider(transport: HTTPTransport) -> any TokenProvider {
             var firebase = FirebaseProvider(apiKey: apiKey, emulatorHost: emulatorHost, transport: transport)
+            firebase.tenantID = tenantID
             firebase.identitySignIns = identityProviders.mapValues { identityProvider in
                 switch identityProvider.signIn {
                 case .oauth(let settings, let credential): .oauth(OIDCProvider(settings: settings, transport: transport), credential)
@@ -46,7 +51,7 @@ public struct FirebaseProvider: TokenProvider {
     }
 
     public static let descriptor = ProviderDescriptor(
-        kind: .firebase, keys: ["api_key", "emulator", "google_client_id", "google_client_secret", "google_issuer", "idp"], defaultTokenKind: .id,
+        kind: .firebase, keys: ["api_key", "emulator", "google_client_id", "google_client_secret", "google_issuer", "idp", "tenant_id"], defaultTokenKind: .id,
         capabilities: [], loginMethods: [.email, .anonymous, .customToken, .idp],
         parse: { values, environment throws(ProviderConfigError) in
             let reader = ProviderConfigReader(values)
@@ -74,7 +79,7 @@ public struct FirebaseProvider: TokenProvider {
             // --google at another OpenID provider whose ID tokens the project accepts as Google's.
             if let clientID = try reader.string("google_client_id") {
                 guard identityProviders["google.com"] == nil else {
-                    throw ProviderConfigError(key: "google_client_id", "and [account.NAME.idp.\"google.com\"] both configure Google; keep one")
+                    throw ProviderConfigError(key: "google_client_id", "and the idp.\"google.com\" table both configure Google; keep one")
                 }
                 var table: [String: ProviderConfigValue] = ["client_id": .string(clientID)]
                 table["client_secret"] = try reader.string("google_client_secret").map(ProviderConfigValue.string)
@@ -85,7 +90,13 @@ public struct FirebaseProvider: TokenProvider {
                     throw ProviderConfigError(key: key, "goes with google_client_id")
                 }
             }
-            return Settings(apiKey: apiKey, emulatorHost: emulator, identityProviders: identityProviders)
+            let tenantID = try reader.string("tenant_id")
+            // Identity Platform tenant ids: the display name's letters, digits and hyphens and a
+            // suffix, at most 63 characters as a DNS label (Identity Platform, "Tenants").
+            if let tenantID, tenantID.isEmpty || tenantID.count > 63 || !tenantID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) {
+                throw ProviderConfigError(key: "tenant_id", "must be the tenant's id as the console shows it (letters, digits and hyphens, such as acme-x1y2z)")
+            }
+            return Settings(apiKey: apiKey, emulatorHost: emulator, identityProviders: identityProviders, tenantID: tenantID)
         },
         classify: { answer in RefreshClassifier.firebase(status: answer.status, body: answer.body, retryAfter: answer.retryAfter) })
 
@@ -96,6 +107,8 @@ public struct FirebaseProvider: TokenProvider {
     /// The identity providers `login --idp` signs in at before exchanging what they returned
     /// at `signInWithIdp`, by provider id.
     public var identitySignIns: [String: IdentitySignIn] = [:]
+    /// The Identity Platform tenant every Identity Toolkit call names, and every ID token must carry.
+    public var tenantID: String?
 
     /// One identity provider's sign-in: its OAuth flow and which of its tokens Firebase is
     /// given, or the project's hosted handler.
@@ -136,7 +149,12 @@ public struct FirebaseProvider: TokenProvider {
         case .failure(let failure):
             return .transient(failure.refreshFailure, retryAfter: nil)
         case .success(let answer):
-            return Self.descriptor.classify(answer).dated(answer.headers["date"]).redacting(refreshToken)
+            let outcome = Self.descriptor.classify(answer).dated(answer.headers["date"]).redacting(refreshToken)
+            // An ID token of another tenant (or of none) is no session of this account's: it is
+            // not kept (a session of the account's own tenant is bound to it and set aside, never
+            // refreshed here, when tenant_id changes).
+            if case .refreshed(let issued) = outcome, let problem = tenantProblem(idToken: issued.idToken) { return .needsLogin(problem) }
+            return outcome
         }
     }
 }

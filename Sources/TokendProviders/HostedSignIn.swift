@@ -65,14 +65,21 @@ public struct HostedSignIn: Sendable, Equatable {
     /// so nothing configured can end the script element. The session goes back to `/session`
     /// on the page's own origin with the login's `state`; auth state lives in memory only, so
     /// the browser keeps no copy of the refresh token.
-    func page(apiKey: String, providerID: String, emulatorHost: String?, state: String) -> String {
+    func page(apiKey: String, providerID: String, emulatorHost: String?, state: String, tenantID: String? = nil) -> String {
         let settings: [(String, String?)] = [
             ("apiKey", apiKey), ("authDomain", authDomain), ("providerId", providerID), ("state", state),
-            ("emulator", emulatorHost.map { "http://" + $0 }),
+            ("emulator", emulatorHost.map { "http://" + $0 }), ("tenantId", tenantID),
         ]
         let values = settings.map { name, value in "\(Self.json(name)): \(value.map(Self.json) ?? "null")" }.joined(separator: ", ")
         let scopes = "[" + self.scopes.map(Self.json).joined(separator: ", ") + "]"
         let name = IdentityProvider.displayName(providerID)
+        // The same words tokenctl prints for each failure (HostedSignIn+Failures.swift).
+        var entries: [String] = []
+        for code in Self.adviceCodes {
+            guard let failure = Self.failure(code: code, name: name, authDomain: authDomain) else { continue }
+            entries.append(Self.json(code) + ": " + Self.json(failure.advice))
+        }
+        let advice = "{" + entries.joined(separator: ", ") + "}"
         return """
             <!DOCTYPE html>
             <html><head><meta charset="utf-8"><title>tokend: sign in with \(Self.html(name))</title></head>
@@ -86,10 +93,12 @@ public struct HostedSignIn: Sendable, Equatable {
             import { initializeAuth, inMemoryPersistence, browserPopupRedirectResolver, connectAuthEmulator, signInWithPopup, OAuthProvider } from \(Self.json(sdk + "/firebase-auth.js"));
             const settings = { \(values) };
             const scopes = \(scopes);
+            const advice = \(advice);
             const status = document.getElementById("status");
             const app = initializeApp({ apiKey: settings.apiKey, authDomain: settings.authDomain });
             const auth = initializeAuth(app, { persistence: inMemoryPersistence, popupRedirectResolver: browserPopupRedirectResolver });
             if (settings.emulator) connectAuthEmulator(auth, settings.emulator, { disableWarnings: true });
+            if (settings.tenantId) auth.tenantId = settings.tenantId;
             async function report(body) {
               const answer = await fetch("/session", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(Object.assign({ state: settings.state }, body)) });
               return answer.ok;
@@ -104,7 +113,8 @@ public struct HostedSignIn: Sendable, Equatable {
                 status.textContent = kept ? "Signed in. tokend has your session. You can close this tab." : "tokend did not take the session; tokenctl says why.";
               } catch (error) {
                 await report({ error: String(error && error.code || "failed") }).catch(() => false);
-                status.textContent = "Sign-in failed (" + String(error && error.code || error) + "); tokenctl says why.";
+                const code = String(error && error.code || error);
+                status.textContent = "Sign-in failed (" + code + "): " + (advice[code] || "try again") + ".";
               }
             });
             </script>

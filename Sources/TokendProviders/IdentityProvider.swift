@@ -56,9 +56,6 @@ public struct IdentityProvider: Sendable, Equatable {
     /// The providers tokend knows, from each one's developer documentation.
     static let known: [String: Defaults] = [
         "google.com": Defaults(name: "Google", issuer: "https://accounts.google.com"),
-        // The multi-tenant endpoint: work, school and personal accounts (Microsoft identity
-        // platform, "OpenID Connect on the Microsoft identity platform").
-        "microsoft.com": Defaults(name: "Microsoft", issuer: "https://login.microsoftonline.com/common/v2.0"),
         // GitHub is OAuth 2.0 only: no discovery, no ID token; its client secret goes in the
         // body (GitHub Docs, "Authorizing OAuth apps").
         "github.com": Defaults(
@@ -72,6 +69,12 @@ public struct IdentityProvider: Sendable, Equatable {
     static let oauthRefused: [String: String] = [
         "apple.com": "Sign in with Apple answers only an https page on a domain registered with Apple, never tokend's loopback listener: "
             + "sign in through the project's Firebase-hosted handler instead, with auth_domain = \"PROJECT.firebaseapp.com\" (README.md, \"Sign in with Apple\")",
+        // Production answers a Microsoft ID or access token a client obtained itself, `common`
+        // or one tenant, with INVALID_CREDENTIAL_OR_PROVIDER_ID (firebase-js-sdk#5802, #8913;
+        // flutterfire#10865: the emulator takes it, production does not).
+        "microsoft.com": "Firebase refuses Microsoft tokens a client obtained itself (INVALID_CREDENTIAL_OR_PROVIDER_ID): sign in through the project's Firebase-hosted handler, "
+            + "with auth_domain = \"PROJECT.firebaseapp.com\" in place of client_id; or, for one tenant, add an Identity Platform OpenID Connect provider to the project "
+            + "and configure it as idp.\"oidc.ID\" with issuer = \"https://login.microsoftonline.com/TENANT-ID/v2.0\" (README.md, \"Microsoft\")",
         "twitter.com": "X (Twitter) signs in with OAuth 1.0a, which tokend does not speak: set auth_domain to sign in through the project's Firebase-hosted handler",
     ]
 
@@ -83,7 +86,7 @@ public struct IdentityProvider: Sendable, Equatable {
     ]
 
     /// Names of providers tokend has no OAuth defaults for, as the Firebase console shows them.
-    static let names = ["apple.com": "Apple", "twitter.com": "X", "facebook.com": "Facebook", "yahoo.com": "Yahoo"]
+    static let names = ["microsoft.com": "Microsoft", "apple.com": "Apple", "twitter.com": "X", "facebook.com": "Facebook", "yahoo.com": "Yahoo"]
 
     /// A short name for messages: `Microsoft`, `Apple`, or the id itself.
     public static func displayName(_ id: String) -> String {

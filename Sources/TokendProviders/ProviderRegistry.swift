@@ -133,10 +133,10 @@ public struct ProviderConfigReader: Sendable {
     /// A table whose every value is a table (`idp."ID"`), by name; empty when absent.
     public func tables(_ key: String) throws(ProviderConfigError) -> [String: [String: ProviderConfigValue]] {
         guard let value = values[key] else { return [:] }
-        guard case .table(let outer) = value else { throw ProviderConfigError(key: key, "must be a table of tables, like [account.NAME.\(key).\"microsoft.com\"]") }
+        guard case .table(let outer) = value else { throw ProviderConfigError(key: key, "must be a table of tables, one per provider, like \(key).\"github.com\"") }
         var tables: [String: [String: ProviderConfigValue]] = [:]
         for (name, inner) in outer {
-            guard case .table(let table) = inner else { throw ProviderConfigError(key: "\(key).\(name)", "must be a table, like [account.NAME.\(key).\"microsoft.com\"]") }
+            guard case .table(let table) = inner else { throw ProviderConfigError(key: "\(key).\(name)", "must be a table, like \(key).\"github.com\"") }
             tables[name] = table
         }
         return tables

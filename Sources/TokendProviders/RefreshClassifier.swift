@@ -9,6 +9,22 @@ public enum RefreshClassifier {
     /// Firebase codes that mean a rate limit or a spent quota, not a verdict: whatever call
     /// answers them, a later try can succeed (an account's refresh is never parked on them).
     public static let firebaseTransient: Set<String> = ["TOO_MANY_ATTEMPTS_TRY_LATER", "QUOTA_EXCEEDED", "RESET_PASSWORD_EXCEED_LIMIT"]
+    /// Google's `ErrorInfo.reason`s for an API key whose restrictions (Google Cloud console,
+    /// Credentials) refuse the call, with the restriction in words: answered 403
+    /// `PERMISSION_DENIED` on refresh and sign-in alike. The key, not the session, is wrong: the
+    /// session is kept, and a later request tries it again once the key is fixed.
+    public static let apiKeyRestrictions: [String: String] = [
+        "API_KEY_HTTP_REFERRER_BLOCKED": "to HTTP referrers, and tokend sends none",
+        "API_KEY_IP_ADDRESS_BLOCKED": "to IP addresses that do not include this machine's",
+        "API_KEY_SERVICE_BLOCKED": "to APIs that do not include this one",
+    ]
+
+    /// What a restricted key's refusal tells the user to do.
+    static func apiKeyRestrictionAdvice(_ restriction: String, said message: String) -> String {
+        "the account's api_key is restricted \(restriction)" + (message.isEmpty ? "" : " (\(message))")
+            + "; use a key with no application restriction whose API restrictions allow the Identity Toolkit API and the Token Service API (Google Cloud console, APIs & Services, Credentials)"
+    }
+
     /// OAuth codes (RFC 6749 §5.2) that say the server, not the session, has trouble.
     public static let oauthTransient: Set<String> = ["temporarily_unavailable", "server_error"]
 
@@ -41,6 +57,9 @@ public enum RefreshClassifier {
         if firebaseNeedsLogin.contains(code) { return .needsLogin(failure) }
         if reasons.contains("API_KEY_INVALID") || message.hasPrefix("API key not valid") {
             return .misconfigured(RefreshFailure(code: "API_KEY_INVALID", message: message))
+        }
+        if let reason = reasons.first(where: { apiKeyRestrictions[$0] != nil }), let restriction = apiKeyRestrictions[reason] {
+            return .misconfigured(RefreshFailure(code: reason, message: apiKeyRestrictionAdvice(restriction, said: message)))
         }
         // PROJECT_NUMBER_MISMATCH, INVALID_GRANT_TYPE, MISSING_REFRESH_TOKEN, a missing key (403) and
         // any 4xx we do not know: repeating the same request cannot help, and "log in again" would

@@ -91,6 +91,9 @@ import TokendTestSupport
         "login work --email ada@example.com | `API_KEY_INVALID`": Scenario(stdin: password) { world, _ in
             world.fake.update { $0.invalidAPIKeys = ["test-api-key"] }
         },
+        "login work --email ada@example.com | 403 `API_KEY_HTTP_REFERRER_BLOCKED` (the key is restricted to websites)": Scenario(stdin: password) { world, _ in
+            world.fake.update { $0.restrictedAPIKeys["test-api-key"] = .httpReferrer }
+        },
         "login work --email bo@example.com --create | `EMAIL_EXISTS`": Scenario(stdin: password) { world, _ in
             _ = world.fake.createUser(email: "bo@example.com", password: password)
         },
@@ -112,8 +115,18 @@ import TokendTestSupport
             _ = world.fake.createUser(email: "fay@example.com", password: password)
             try await mock.setClaims(of: "fay", #"{"email": "fay@example.com", "email_verified": false}"#)
         },
+        "login work --google | `needConfirmation` (one account per email; its owner signs in with GitHub)": Scenario(googleUser: "lee") { world, mock in
+            _ = world.fake.createFederatedUser(email: "lee@example.com", provider: "github.com", rawID: "4711")
+            try await mock.setClaims(of: "lee", #"{"email": "lee@example.com", "email_verified": false}"#)
+        },
         "login work --google | `INVALID_IDP_RESPONSE` (the client is not the project's)": Scenario(googleUser: "gus") { world, _ in
             world.fake.update { $0.identityProviders["google.com"]?.clientIDs = ["the-projects-own-client"] }
+        },
+        "login work --google | `INVALID_CREDENTIAL_OR_PROVIDER_ID` (the project takes the provider's tokens only from its hosted handler)": Scenario(googleUser: "max") { world, _ in
+            world.fake.update { $0.clientCredentialsRefused = ["google.com"] }
+        },
+        "login work --google | `MISSING_OR_INVALID_NONCE`": Scenario(googleUser: "nia") { world, _ in
+            world.fake.update { $0.productionRefusals["signInWithIdp"] = FakeFirebase.Refusal(message: "MISSING_OR_INVALID_NONCE : Duplicate credential received. Please try again with a new credential.") }
         },
         "account upgrade work --email bo@example.com | `EMAIL_EXISTS`": Scenario(stdin: password) { world, _ in
             _ = world.fake.createUser(email: "bo@example.com", password: password)
@@ -157,6 +170,16 @@ import TokendTestSupport
         "refresh work | `TOKEN_EXPIRED` (sessions revoked, or the password changed elsewhere)": Scenario { world, _ in
             world.fake.revokeTokens(try await FirebaseAccountTests().signUp(world, "ned@example.com", password: password))
         },
+        "refresh work | 403 `API_KEY_SERVICE_BLOCKED` (the key is restricted to other APIs)": Scenario(
+            arrange: { world, _ in
+                try await signedIn(world, "pat@example.com")
+                world.fake.update { $0.restrictedAPIKeys["test-api-key"] = .service }
+            },
+            check: { world in
+                // The key, not the session, is refused: the session stays stored.
+                let stored = try await world.storedSession()
+                #expect(stored != nil, "a refresh refused for the key's restriction lost the session")
+            }),
         "refresh work | `QUOTA_EXCEEDED`": Scenario(
             arrange: { world, _ in
                 try await signedIn(world, "oz@example.com")

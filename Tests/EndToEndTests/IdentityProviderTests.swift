@@ -13,6 +13,8 @@ import TokendTestSupport
 @Suite(.serialized) struct IdentityProviderTests {
     static let clientID = "tokend-idp-client"
     static let clientSecret = "idp-client-secret-canary-4711"
+    /// The project's OpenID Connect provider for its Microsoft Entra tenant.
+    static let entra = "oidc.entra"
 
     /// A daemon world with a stand-in of `family` enabled in the project, torn down when `body` ends.
     func withStandIn(_ family: FederatedStandIn.Family, _ body: (DaemonHarness, FederatedStandIn) async throws -> Void) async throws {
@@ -22,8 +24,9 @@ import TokendTestSupport
                 world.fake.update { options in
                     switch family {
                     case .microsoft:
-                        options.identityProviders["microsoft.com"] = FakeFirebase.IdentityProvider(
-                            issuers: ["https://login.microsoftonline.com/{tenantid}/v2.0", standIn.base + "/{tenantid}/v2.0"], clientIDs: [Self.clientID])
+                        // One tenant's Microsoft as an Identity Platform OIDC provider: what
+                        // production takes in place of microsoft.com tokens (issue 33, item 1).
+                        options.identityProviders[Self.entra] = FakeFirebase.IdentityProvider(issuers: [standIn.tenantIssuer], clientIDs: [Self.clientID])
                     case .github:
                         options.identityProviders["github.com"] = FakeFirebase.IdentityProvider(userInfo: { standIn.userInfo(accessToken: $0) })
                     }
@@ -41,9 +44,9 @@ import TokendTestSupport
         switch family {
         case .microsoft:
             """
-            [account.work.idp."microsoft.com"]
+            [account.work.idp."\(entra)"]
             client_id = "\(clientID)"
-            issuer = "\(standIn.issuer)"
+            issuer = "\(standIn.tenantIssuer)"
             """
         case .github:
             """
@@ -77,18 +80,18 @@ import TokendTestSupport
         return try #require(FirebaseClaims(token: token.stdout.trimmingCharacters(in: .newlines)))
     }
 
-    @Test func microsoftSignsInThroughItsMultiTenantIssuer() async throws {
+    @Test func oneMicrosoftTenantSignsInAsAnOIDCProvider() async throws {
         try await withStandIn(.microsoft) { world, standIn in
-            let login = try await signIn(world, standIn, ["login", "work", "--idp", "microsoft.com"], as: .init(id: "AAAAms-sub-1", email: "mia@contoso.example"))
+            let login = try await signIn(world, standIn, ["login", "work", "--idp", Self.entra], as: .init(id: "AAAAms-sub-1", email: "mia@contoso.example"))
             #expect(login.status == 0, "\(login.output)")
-            #expect(login.output.contains("work signed in (microsoft.com)"), "\(login.output)")
+            #expect(login.output.contains("work signed in (\(Self.entra))"), "\(login.output)")
             let claims = try await firebaseClaims(world)
-            #expect(claims.signInProvider == "microsoft.com")
+            #expect(claims.signInProvider == Self.entra)
             let shown = try await world.tokenctl(["account", "show", "work"])
-            #expect(shown.status == 0 && shown.stdout.contains("microsoft.com"), "\(shown.stdout) \(shown.stderr)")
-            // Discovery was read at the `common` endpoint, whose issuer is the `{tenantid}` template.
-            #expect(standIn.requests.contains("GET /common/v2.0/.well-known/openid-configuration"))
-            #expect(world.fake.user(try #require(claims.uid))?.providers == ["microsoft.com"])
+            #expect(shown.status == 0 && shown.stdout.contains(Self.entra), "\(shown.stdout) \(shown.stderr)")
+            // Discovery was read at the tenant's own endpoint.
+            #expect(standIn.requests.contains("GET /\(FederatedStandIn.tenant)/v2.0/.well-known/openid-configuration"))
+            #expect(world.fake.user(try #require(claims.uid))?.providers == [Self.entra])
         }
     }
 
@@ -165,15 +168,15 @@ import TokendTestSupport
         }
     }
 
-    /// Microsoft links the same way: the anonymous user keeps its uid.
-    @Test func anonymousUpgradeWithMicrosoftKeepsTheUid() async throws {
+    /// A Microsoft tenant's OIDC provider links the same way: the anonymous user keeps its uid.
+    @Test func anonymousUpgradeWithAMicrosoftTenantKeepsTheUid() async throws {
         try await withStandIn(.microsoft) { world, standIn in
             #expect(try await world.tokenctl(["login", "work", "--anonymous"]).status == 0)
             let uid = try await firebaseClaims(world).uid
-            let upgrade = try await signIn(world, standIn, ["account", "upgrade", "work", "--idp", "microsoft.com"], as: .init(id: "AAAAms-2", email: "max@contoso.example"))
+            let upgrade = try await signIn(world, standIn, ["account", "upgrade", "work", "--idp", Self.entra], as: .init(id: "AAAAms-2", email: "max@contoso.example"))
             #expect(upgrade.status == 0, "\(upgrade.output)")
             let after = try await firebaseClaims(world)
-            #expect(after.uid == uid && after.signInProvider == "microsoft.com")
+            #expect(after.uid == uid && after.signInProvider == Self.entra)
         }
     }
 
@@ -183,7 +186,9 @@ import TokendTestSupport
         try await withStandIn(.github) { world, standIn in
             let missing = try await world.tokenctl(["login", "work", "--idp", "microsoft.com", "--no-browser"])
             #expect(missing.status == 78, "\(missing.stderr)")
-            #expect(missing.stderr.contains(#"[account.NAME.idp."microsoft.com"]"#), "\(missing.stderr)")
+            // The account's own name, never a literal NAME (issue 33, item 8).
+            #expect(missing.stderr.contains(#"[account.work.idp."microsoft.com"]"#) && !missing.stderr.contains("NAME"), "\(missing.stderr)")
+            #expect(missing.stderr.contains("auth_domain"), "Microsoft's table is named with the hosted handler: \(missing.stderr)")
             let bad = try await world.tokenctl(["login", "work", "--idp", "Not A Provider", "--no-browser"])
             #expect(bad.status == 64, "\(bad.stderr)")
             let apple = try await world.tokenctl(["login", "work", "--idp", "apple.com", "--no-browser"])
@@ -196,13 +201,25 @@ import TokendTestSupport
         }
     }
 
+    /// Against the Auth Emulator, which answers GitHub's access token 501: the emulator cannot
+    /// do it (78), not "try later" (issue 33, item 8).
+    @Test func theEmulatorsRefusalOfGitHubIsNamedNotRetried() async throws {
+        try await withStandIn(.github) { world, standIn in
+            world.fake.update { $0.answersAsAuthEmulator = true }
+            let login = try await signIn(world, standIn, ["login", "work", "--idp", "github.com"], as: .init(id: "77", email: "emu@example.com"))
+            #expect(login.status == 78, "\(login.output)")
+            #expect(login.output.contains("Auth Emulator cannot do this") && login.output.contains("github.com"), "\(login.output)")
+            #expect(!login.output.contains("try again"), "\(login.output)")
+        }
+    }
+
     /// The provider's code, access and ID tokens, the client secret and the Firebase tokens
     /// never reach the daemon's log, an event, or any process's argv or environment.
     @Test func noProviderSecretInLogsArgvOrEvents() async throws {
         for family in [FederatedStandIn.Family.microsoft, .github] {
             try await withStandIn(family) { world, standIn in
                 let watcher = try EventRecorder(socketPath: world.socketPath, profile: true)
-                let id = family == .github ? "github.com" : "microsoft.com"
+                let id = family == .github ? "github.com" : Self.entra
                 var commandLines = ""
                 let login = try await OIDCMockTests.tokenctlSigningIn(world, ["login", "work", "--idp", id]) { url in
                     standIn.approveNext(as: .init(id: "canary-user", email: "canary@example.com"))
@@ -238,17 +255,25 @@ import TokendTestSupport
     static let servicesID = "com.example.tokend.signin"
 
     func withApple(_ body: (DaemonHarness, FirebaseHostedStandIn) async throws -> Void) async throws {
+        try await Self.withHostedHandler("apple.com", issuers: [FirebaseHostedStandIn.appleIssuer], clientID: Self.servicesID, body)
+    }
+
+    /// A daemon world whose account signs in with `id` through the stand-in's hosted handler,
+    /// the project trusting `issuers` for tokens issued to `clientID`.
+    static func withHostedHandler(
+        _ id: String, issuers: Set<String>, clientID: String, _ body: (DaemonHarness, FirebaseHostedStandIn) async throws -> Void
+    ) async throws {
         try await withWorld(accounts: [], startDaemon: false) { world in
             let fake = world.fake
-            let standIn = FirebaseHostedStandIn(servicesID: Self.servicesID) { apiKey, requestUri, postBody in
+            let standIn = FirebaseHostedStandIn(servicesID: clientID) { apiKey, requestUri, postBody in
                 fake.signInWithIdp(apiKey: apiKey, requestUri: requestUri, postBody: postBody)
             }
             try await standIn.start()
             try await withTearDown(standIn, tearDown: { await $0.shutdown() }) { standIn in
-                world.fake.update { $0.identityProviders["apple.com"] = FakeFirebase.IdentityProvider(issuers: [FirebaseHostedStandIn.appleIssuer], clientIDs: [Self.servicesID]) }
+                world.fake.update { $0.identityProviders[id] = FakeFirebase.IdentityProvider(issuers: issuers, clientIDs: [clientID]) }
                 try world.writeConfig(world.firebaseAccount("work") + """
 
-                    [account.work.idp."apple.com"]
+                    [account.work.idp."\(id)"]
                     auth_domain = "\(standIn.authDomain)"
                     firebase_sdk = "\(standIn.sdk)"
                     """)

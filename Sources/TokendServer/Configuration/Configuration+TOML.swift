@@ -107,7 +107,9 @@ extension Configuration {
                 accountProvider = try descriptor.parse(values, environment)
             } catch {
                 if let key = error.key, table[key] == nil {
-                    throw ConfigurationError(path: path, line: locator.line(ofTable: tableName), key: "\(tableName).\(key)", message: error.message)
+                    // A key below the account's table (`idp."x".client_id`): its own line.
+                    let line = locator.line(ofPath: "\(tableName).\(key)") ?? locator.line(ofTable: tableName)
+                    throw ConfigurationError(path: path, line: line, key: "\(tableName).\(key)", message: error.message)
                 }
                 throw error.key.map { fail($0, table: tableName, error.message) }
                     ?? ConfigurationError(path: path, line: locator.line(ofTable: tableName), key: tableName, message: error.message)
@@ -276,6 +278,22 @@ struct KeyLocator {
             if name == key { return index + 1 }
         }
         return table.flatMap(line(ofTable:))
+    }
+
+    /// The line of `path`, a table (`account.w.idp."x"`) or a key in one
+    /// (`account.w.idp."x".client_id`); nil when neither is written out.
+    func line(ofPath path: String) -> Int? {
+        if let line = line(ofTable: path) { return line }
+        // The last dot outside quotes parts the table from the key.
+        var inQuotes = false
+        var split: String.Index?
+        for index in path.indices {
+            if path[index] == "\"" { inQuotes.toggle() } else if path[index] == ".", !inQuotes { split = index }
+        }
+        guard let split else { return nil }
+        let table = String(path[..<split]), key = String(path[path.index(after: split)...]).trimmingQuotes
+        guard self.line(ofTable: table) != nil else { return nil }
+        return line(of: key, inTable: table)
     }
 
     private func header(of line: Substring) -> String? {

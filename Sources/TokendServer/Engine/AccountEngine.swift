@@ -159,12 +159,18 @@ public actor AccountEngine {
         let kind = requested ?? initial.configuration.defaultTokenKind
         let start = clock.now()
         let deadline = start.addingTimeInterval(timeout)
+        var triedBlockedKey = false
         while true {
             guard let account = accounts[name] else { return .failure(missingAccount(name)) }
             let now = clock.now()
             switch account.machine.serve(kind, minValid: minValid, at: now, requestStart: start) {
             case .token(let token, let expiresAt):
                 return .success(TokenGrant(token: token, kind: kind, expiresAt: expiresAt))
+            case .refuse where !triedBlockedKey && Self.isBlockedByKeyRestriction(account.machine):
+                // The key is fixed in the Cloud console, which tokend cannot see: each request
+                // that needs a new token tries once, so the held session serves again unasked.
+                triedBlockedKey = true
+                startRefresh(name, force: true)
             case .refuse(let error):
                 guard account.restoring, now < deadline else { return .failure(error) }
             case .refresh:
@@ -182,6 +188,13 @@ public actor AccountEngine {
             if now >= deadline { return .failure(Advice.noFreshToken(within: timeout)) }
             await waitForChange(name, until: deadline)
         }
+    }
+
+    /// The last refresh was refused for the API key's restrictions (RefreshClassifier): a
+    /// configuration error the config file cannot fix, with the session kept.
+    static func isBlockedByKeyRestriction(_ machine: AccountMachine) -> Bool {
+        guard case .misconfigured = machine.phase, let code = machine.lastError?.code else { return false }
+        return RefreshClassifier.apiKeyRestrictions[code] != nil
     }
 
     /// Forces a refresh now (or joins the one in flight) and waits for its outcome.

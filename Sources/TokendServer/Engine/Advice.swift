@@ -70,6 +70,7 @@ enum Advice {
         var error = failure.tokendError
         error.message = error.message.replacing("tokenctl login ACCOUNT", with: "tokenctl login \(name)")
             .replacing("tokenctl account reset-password ACCOUNT", with: "tokenctl account reset-password \(name)")
+            .replacing("[account.NAME.", with: "[account.\(name).")
         return error
     }
 }

@@ -43,6 +43,7 @@ struct AccountHandler: Sendable {
         profile.emailVerified = user.emailVerified ?? claims?.emailVerified
         profile.displayName = user.displayName
         profile.signInProvider = claims?.signInProvider
+        profile.tenant = claims?.tenant
         profile.authTime = claims?.authTime.map(Timestamp.format)
         profile.createdAt = user.createdAt.map(Timestamp.format)
         profile.lastLoginAt = user.lastLoginAt.map(Timestamp.format)
