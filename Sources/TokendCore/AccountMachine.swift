@@ -68,6 +68,9 @@ public struct AccountMachine: Sendable {
     public var policy: RefreshPolicy
     /// The jitter draw for the current tokens, fixed when they arrive so the schedule is stable.
     private var jitterUnit: Double = 0
+    /// The provider answered the refresh in flight and its tokens are being written to the
+    /// keyring (`.persist`): the held token is served again within its own horizon meanwhile.
+    private var persisting = false
 
     public init(policy: RefreshPolicy = RefreshPolicy(), tokens: TokenSet? = nil, jitterUnit: Double = 0) {
         self.policy = policy
@@ -155,12 +158,15 @@ public struct AccountMachine: Sendable {
     /// idle, the un-jittered proactive refresh instant `expires_at − margin`, so promises never
     /// hold a refresh past its margin; while a refresh is in flight, none (it may cancel the held
     /// token at the provider); otherwise (a backoff) nil: the token's own expiry bounds it.
+    /// While the keyring writes a refreshed session (milliseconds; up to its deadline when the
+    /// Secret Service is frozen) the held token is served within its own horizon, as the design
+    /// keeps serving from memory: at a provider that revokes on refresh it may be dead already.
     public var servingHorizon: Date? {
         switch phase {
         case .idle:
-            guard let tokens, let expiresAt = tokens.expiresAt else { return nil }
-            return expiresAt.addingTimeInterval(-policy.margin(expiresAt: expiresAt, issuedAt: tokens.issuedAt))
-        case .refreshing: return .distantPast
+            return idleHorizon
+        case .refreshing:
+            return persisting ? idleHorizon : .distantPast
         case .backingOff, .needsLogin, .misconfigured, .awaitingKeyring: return nil
         }
     }
@@ -183,6 +189,12 @@ public struct AccountMachine: Sendable {
     public func refreshPatienceEnds(deadline: Date) -> Date? {
         guard case .refreshing(let since) = phase else { return nil }
         return min(deadline, since.addingTimeInterval(Self.refreshPatience))
+    }
+
+    /// `expires_at − margin`: the proactive refresh's instant before jitter and spreading.
+    private var idleHorizon: Date? {
+        guard let tokens, let expiresAt = tokens.expiresAt else { return nil }
+        return expiresAt.addingTimeInterval(-policy.margin(expiresAt: expiresAt, issuedAt: tokens.issuedAt))
     }
 
     /// The longest `min_valid` a fresh refresh can promise, as the last refresh taught it (the
@@ -224,6 +236,7 @@ public struct AccountMachine: Sendable {
         case .refreshing, .needsLogin, .awaitingKeyring: return nil
         }
         phase = .refreshing(since: now)
+        persisting = false
         return Ticket(generation: generation, refreshToken: tokens.refreshToken, startedAt: now)
     }
 
@@ -241,6 +254,7 @@ public struct AccountMachine: Sendable {
         switch outcome {
         case .refreshed(let issued):
             guard let next = tokensAfter(ticket, issued, at: now) else { return .stale }
+            persisting = true
             return .persist(next)
         case .transient(let failure, let retryAfter):
             let delay = Backoff().delay(attempt: failures, unit: unit, retryAfter: retryAfter)
@@ -293,6 +307,7 @@ public struct AccountMachine: Sendable {
         guard ticket.generation == generation, case .refreshing = phase else { return .stale }
         tokens = next
         phase = .idle
+        persisting = false
         failures = 0
         lastError = nil
         lastRefresh = now

@@ -31,6 +31,15 @@ import Testing
         #expect(machine.serve(.access, minValid: 1, at: at(1)) == .wait)
     }
 
+    @Test func whileTheKeyringWritesTheAnswerTheHeldTokenIsServedWithinItsHorizon() {
+        var machine = AccountMachine(tokens: session())
+        let ticket = machine.startRefresh(at: at(1))!
+        _ = machine.finish(ticket, .refreshed(IssuedTokens(accessToken: "at-2", expiresIn: 30)), at: at(1), unit: 0)
+        #expect(machine.servingHorizon == at(20))
+        #expect(machine.serve(.access, minValid: 5, at: at(2)) == .token("at-1", expiresAt: at(30)))
+        #expect(machine.serve(.access, minValid: 19, at: at(2)) == .wait)
+    }
+
     @Test func duringABackoffTheTokenIsServedWhileItLasts() {
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: at(20))!
