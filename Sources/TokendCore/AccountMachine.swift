@@ -68,6 +68,9 @@ public struct AccountMachine: Sendable {
     public var policy: RefreshPolicy
     /// The jitter draw for the current tokens, fixed when they arrive so the schedule is stable.
     private var jitterUnit: Double = 0
+    /// The provider answered the refresh in flight and its tokens are being written to the
+    /// keyring (`.persist`): the held token is served again within its own horizon meanwhile.
+    private var persisting = false
 
     public init(policy: RefreshPolicy = RefreshPolicy(), tokens: TokenSet? = nil, jitterUnit: Double = 0) {
         self.policy = policy
@@ -131,8 +134,13 @@ public struct AccountMachine: Sendable {
         case .needsLogin, .awaitingKeyring: return .refuse(phaseError!)
         default: break
         }
-        if let (token, expiresAt) = servableTokens?.token(kind, validFor: minValid, at: now) {
+        if let (token, expiresAt) = servableTokens?.token(kind, validFor: minValid, at: now, horizon: servingHorizon) {
             return .token(token, expiresAt: expiresAt)
+        }
+        // What the last refresh taught: a fresh token cannot keep this promise either, so a
+        // refresh (which cancels the token other clients hold, at some providers) would be waste.
+        if phaseError == nil, let span = freshPromiseSpan, tokens?.token(kind) != nil, minValid > span {
+            return .refuse(Self.unsatisfiable(kind: kind, minValid: minValid, span: span, tokens: tokens))
         }
         switch phase {
         case .idle:
@@ -144,6 +152,57 @@ public struct AccountMachine: Sendable {
         case .backingOff(let until, _): return .retryAt(until)
         case .misconfigured, .needsLogin, .awaitingKeyring: return .refuse(phaseError!)
         }
+    }
+
+    /// The latest instant a promise made now may end (docs/architecture.md, "Promises"): while
+    /// idle, the un-jittered proactive refresh instant `expires_at − margin`, so promises never
+    /// hold a refresh past its margin; while a refresh is in flight, none (it may cancel the held
+    /// token at the provider); otherwise (a backoff) nil: the token's own expiry bounds it.
+    /// While the keyring writes a refreshed session (milliseconds; up to its deadline when the
+    /// Secret Service is frozen) the held token is served within its own horizon, as the design
+    /// keeps serving from memory: at a provider that revokes on refresh it may be dead already.
+    public var servingHorizon: Date? {
+        switch phase {
+        case .idle:
+            return idleHorizon
+        case .refreshing:
+            return persisting ? idleHorizon : .distantPast
+        case .backingOff, .needsLogin, .misconfigured, .awaitingKeyring: return nil
+        }
+    }
+
+    /// How long requests wait for a refresh in flight before they take the held token after all:
+    /// a refresh answers in well under a second (django-oauth-toolkit in 60–400 ms on CI's loaded
+    /// machine), so one that takes 3 s is likely hanging, and the design keeps serving the held
+    /// token through transient failures.
+    public static let refreshPatience: Double = 3
+
+    /// The held token despite a refresh in flight, once the refresh has taken longer than
+    /// `refreshPatience` or the request's `deadline` has come: the one case a promise may not hold
+    /// at a provider that revokes on refresh (docs/architecture.md, "Promises").
+    public func heldDespiteRefresh(_ kind: TokenKind, minValid: Double, at now: Date, deadline: Date) -> (value: String, expiresAt: Date)? {
+        guard let patienceEnds = refreshPatienceEnds(deadline: deadline), now >= patienceEnds else { return nil }
+        return tokens?.token(kind, validFor: minValid, at: now)
+    }
+
+    /// When a request waiting for the refresh in flight stops waiting (nil: none is in flight).
+    public func refreshPatienceEnds(deadline: Date) -> Date? {
+        guard case .refreshing(let since) = phase else { return nil }
+        return min(deadline, since.addingTimeInterval(Self.refreshPatience))
+    }
+
+    /// `expires_at − margin`: the proactive refresh's instant before jitter and spreading.
+    private var idleHorizon: Date? {
+        guard let tokens, let expiresAt = tokens.expiresAt else { return nil }
+        return expiresAt.addingTimeInterval(-policy.margin(expiresAt: expiresAt, issuedAt: tokens.issuedAt))
+    }
+
+    /// The longest `min_valid` a fresh refresh can promise, as the last refresh taught it (the
+    /// provider's lifetime less the margin); nil when the lifetime is unknown. Learnt again at
+    /// every refresh, never by one of its own.
+    public var freshPromiseSpan: Double? {
+        guard let tokens, let issuedAt = tokens.issuedAt, let expiresAt = tokens.expiresAt else { return nil }
+        return expiresAt.timeIntervalSince(issuedAt) - policy.margin(expiresAt: expiresAt, issuedAt: issuedAt)
     }
 
     /// The tokens a request may be handed when they are valid long enough: none while the account
@@ -177,6 +236,7 @@ public struct AccountMachine: Sendable {
         case .refreshing, .needsLogin, .awaitingKeyring: return nil
         }
         phase = .refreshing(since: now)
+        persisting = false
         return Ticket(generation: generation, refreshToken: tokens.refreshToken, startedAt: now)
     }
 
@@ -194,6 +254,7 @@ public struct AccountMachine: Sendable {
         switch outcome {
         case .refreshed(let issued):
             guard let next = tokensAfter(ticket, issued, at: now) else { return .stale }
+            persisting = true
             return .persist(next)
         case .transient(let failure, let retryAfter):
             let delay = Backoff().delay(attempt: failures, unit: unit, retryAfter: retryAfter)
@@ -246,6 +307,7 @@ public struct AccountMachine: Sendable {
         guard ticket.generation == generation, case .refreshing = phase else { return .stale }
         tokens = next
         phase = .idle
+        persisting = false
         failures = 0
         lastError = nil
         lastRefresh = now
@@ -361,6 +423,12 @@ extension AccountMachine {
         case .awaitingKeyring(let error): error
         case .idle, .refreshing, .backingOff: nil
         }
+    }
+
+    /// A fresh token can promise only `span` seconds (its lifetime less the refresh margin).
+    public static func unsatisfiable(kind: TokenKind, minValid: Double, span: Double, tokens: TokenSet?) -> TokendError {
+        let lifetime = tokens.flatMap { set in set.issuedAt.flatMap { set.expiresAt?.timeIntervalSince($0) } } ?? span
+        return TokendError(.badRequest, "min_valid \(Int(saturating: minValid)) s is longer than a fresh \(kind.rawValue) token can promise (\(Int(saturating: max(0, span))) s of the \(Int(saturating: lifetime)) s it lives: the rest is the refresh margin); ask for less")
     }
 
     /// A fresh refresh still cannot give `minValid` seconds of a `kind` token.

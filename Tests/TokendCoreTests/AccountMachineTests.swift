@@ -52,7 +52,7 @@ import Testing
         let ticket = machine.startRefresh(at: t0)
         #expect(ticket != nil)
         #expect(machine.startRefresh(at: t0) == nil)
-        #expect(machine.serve(.id, minValid: 4000, at: t0) == .wait)
+        #expect(machine.serve(.id, minValid: 600, at: t0) == .wait)
     }
 
     @Test func rotatedRefreshTokenReplacesTheOld() {
@@ -163,7 +163,9 @@ import Testing
         }
         #expect(next.refreshToken == "rt-2")
         #expect(machine.tokens?.refreshToken == "rt-1")
-        #expect(machine.serve(.id, minValid: 4000, at: t0) == .wait, "still refreshing while the keyring writes")
+        // The held token is served again within its own horizon (3300 s) while the keyring writes;
+        // a request reaching past it waits for the new tokens.
+        #expect(machine.serve(.id, minValid: 3295, at: t0.addingTimeInterval(10)) == .wait, "still refreshing while the keyring writes")
         #expect(machine.persisted(ticket, next, at: t0, unit: 0) == .refreshed(next))
         #expect(machine.tokens == next)
     }
@@ -186,8 +188,10 @@ import Testing
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
         _ = machine.finishPersisting(ticket, .refreshed(issued("id-2")), at: t0.addingTimeInterval(1))
-        #expect(machine.serve(.id, minValid: 4000, at: t0.addingTimeInterval(1)) == .refresh, "a new request may refresh")
-        guard case .refuse(let error) = machine.serve(.id, minValid: 4000, at: t0.addingTimeInterval(1), requestStart: t0) else {
+        // 3299 s: what a fresh token promises (its lifetime less the margin), one second more than
+        // this one, a second old, still can (a longer min_valid is refused before any refresh).
+        #expect(machine.serve(.id, minValid: 3299, at: t0.addingTimeInterval(1)) == .refresh, "a new request may refresh")
+        guard case .refuse(let error) = machine.serve(.id, minValid: 3299, at: t0.addingTimeInterval(1), requestStart: t0) else {
             Issue.record("expected refusal"); return
         }
         #expect(error.code == .badRequest)
@@ -200,7 +204,7 @@ import Testing
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
         _ = machine.finishPersisting(ticket, .refreshed(issued("id-2")), at: t0.addingTimeInterval(1))
-        #expect(machine.serve(.id, minValid: 4000, at: t0.addingTimeInterval(1), requestStart: t0.addingTimeInterval(0.5)) == .refresh)
+        #expect(machine.serve(.id, minValid: 3299, at: t0.addingTimeInterval(1), requestStart: t0.addingTimeInterval(0.5)) == .refresh)
     }
 
     @Test func aSlowRefreshNeverResurrectsALoggedOutSession() {

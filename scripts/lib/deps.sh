@@ -76,3 +76,12 @@ ensure_real_oidc() {
   ensure_packages chromium chromium-driver
   ensure_pinned_venv .venv-real-oidc "${REAL_OIDC_PINS[@]}"
 }
+
+# The mail pieces of scripts/test-mail (README, "Mail"): dovecot (IMAP, submission, LDA) with its
+# oauth2 passdb, msmtp, mbsync (isync) with Debian's XOAUTH2 SASL plugin, neomutt, curl's IMAP; the
+# authorization server is django-oauth-toolkit, in scripts/test-real-oidc's venv (no browser).
+MAIL_PACKAGES=(dovecot-core dovecot-imapd dovecot-submissiond msmtp isync libsasl2-modules-kdexoauth2 neomutt curl)
+ensure_mail_clients() {
+  ensure_packages "${MAIL_PACKAGES[@]}"
+  ensure_pinned_venv .venv-real-oidc "${REAL_OIDC_PINS[@]}"
+}

@@ -10,6 +10,12 @@ extension AccountEngine {
     /// nothing can be refreshed.
     @discardableResult
     func startRefresh(_ name: String, force: Bool = false, narrowedTo scope: TokenScope? = nil, requested: Bool = false) -> Bool {
+        // A refresh the user did not force waits for the promises made on the held token: a
+        // provider that revokes on refresh would break them (docs/architecture.md, "Promises").
+        if !force, scope == nil, accounts[name] != nil, heldTokens.claimForRefresh(name, at: clock.now()) != nil {
+            schedule(name)
+            return false
+        }
         // A started refresh waits for nothing: its provider call runs in the background.
         let effects = transition(name, .refreshWanted(force: force, narrowedTo: scope, requested: requested, at: clock.now()))
         for effect in effects { performAtOnce(effect, for: name) }
@@ -61,7 +67,7 @@ extension AccountEngine {
         let now = clock.now()
         scheduler.arm(
             &account.wake, machine: account.machine, scopedDue: account.scopedTokens.nextDue(after: now, generation: account.machine.generation, policy: account.machine.policy),
-            now: now, fire: hop { await $0.timerFired(name) })
+            notBefore: heldTokens.outstanding(name, at: now), now: now, fire: hop { await $0.timerFired(name) })
         accounts[name] = account
     }
 
@@ -72,6 +78,13 @@ extension AccountEngine {
     }
 
     func timerFired(_ name: String) async {
-        await apply(.woke(at: clock.now()), to: name)
+        let now = clock.now()
+        // A due refresh waits for the promises made on the held token (startRefresh's rule).
+        if let account = accounts[name], RefreshScheduler.isDue(account.wake, machine: account.machine, at: now),
+            heldTokens.claimForRefresh(name, at: now) != nil
+        {
+            return schedule(name)
+        }
+        await apply(.woke(at: now), to: name)
     }
 }

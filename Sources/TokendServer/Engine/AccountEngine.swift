@@ -165,6 +165,7 @@ public actor AccountEngine {
             let now = clock.now()
             switch account.machine.serve(kind, minValid: minValid, at: now, requestStart: start) {
             case .token(let token, let expiresAt):
+                heldTokens.promise(name, until: now.addingTimeInterval(max(0, minValid)))
                 return .success(TokenGrant(token: token, kind: kind, expiresAt: expiresAt))
             case .refuse where !triedBlockedKey && Self.isBlockedByKeyRestriction(account.machine):
                 // The key is fixed in the Cloud console, which tokend cannot see: each request
@@ -176,7 +177,9 @@ public actor AccountEngine {
             case .refresh:
                 startRefresh(name)
             case .wait:
-                break
+                if let (token, expiresAt) = account.machine.heldDespiteRefresh(kind, minValid: minValid, at: now, deadline: deadline) {
+                    return .success(TokenGrant(token: token, kind: kind, expiresAt: expiresAt))
+                }
             case .retryAt(let retryAt):
                 if retryAt <= now {
                     startRefresh(name)  // the retry is due (e.g. the machine slept through it)
@@ -186,7 +189,10 @@ public actor AccountEngine {
             }
             if isShutDown { return .failure(Advice.shuttingDown) }
             if now >= deadline { return .failure(Advice.noFreshToken(within: timeout)) }
-            await waitForChange(name, until: deadline)
+            // A refresh held back by another client's promise may start when that ends.
+            // A slow refresh in flight ends the wait for the held token (`heldDespiteRefresh`).
+            let patience = accounts[name]?.machine.refreshPatienceEnds(deadline: deadline) ?? deadline
+            await waitForChange(name, until: min(deadline, patience, heldTokens.outstanding(name, at: now) ?? deadline))
         }
     }
 

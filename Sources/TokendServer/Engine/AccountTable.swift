@@ -100,7 +100,7 @@ struct AccountTable {
         entries[name] = entry.isEmpty ? nil : entry
         let servable = entry.account?.machine.servableTokens
         let defaultKind = entry.account?.configuration.defaultTokenKind ?? .id
-        held.set(name, entry.account.map { _ in HeldTokens.Entry(tokens: servable, defaultKind: defaultKind) })
+        held.set(name, tokens: servable, horizon: entry.account?.machine.servingHorizon, defaultKind: entry.account.map { _ in defaultKind })
         files?.update(name, files: entry.account?.configuration.tokenFiles ?? [], defaultKind: defaultKind, tokens: servable)
     }
 }

@@ -3,6 +3,9 @@
 
   provision.py init            keys, database, the user, the clients (what an operator does once)
   provision.py redirects URI…  replaces the native client's registered redirect URIs
+  provision.py session SCOPE…  a session for alice at tokend-native, as a sign-in would leave it:
+                               prints its refresh token (for `tokenctl import`, through a pipe)
+  provision.py revoke          deletes every grant alice gave tokend-native (an admin's revocation)
 
 The clients, as an operator registers them for a command-line program:
   tokend-native   public, authorization code (+PKCE), RS256 ID tokens, loopback redirect
@@ -92,10 +95,41 @@ def redirects(uris):
     app.save()
 
 
+def session(scopes):
+    django_setup()
+    from datetime import timedelta
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+    from oauth2_provider.models import get_access_token_model, get_application_model, get_refresh_token_model
+
+    app = get_application_model().objects.get(client_id="tokend-native")
+    user = get_user_model().objects.get(username=USER)
+    lifetime = settings.OAUTH2_PROVIDER["ACCESS_TOKEN_EXPIRE_SECONDS"]
+    access = get_access_token_model().objects.create(
+        user=user, application=app, token=secrets.token_urlsafe(30),
+        expires=timezone.now() + timedelta(seconds=lifetime), scope=" ".join(scopes))
+    refresh = get_refresh_token_model().objects.create(
+        user=user, application=app, token=secrets.token_urlsafe(30), access_token=access)
+    sys.stdout.write(refresh.token + "\n")
+
+
+def revoke():
+    django_setup()
+    from oauth2_provider.models import get_access_token_model, get_refresh_token_model
+
+    for model in (get_refresh_token_model(), get_access_token_model()):
+        model.objects.filter(user__username=USER, application__client_id="tokend-native").delete()
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["init"]:
         init()
     elif sys.argv[1:2] == ["redirects"]:
         redirects(sys.argv[2:])
+    elif sys.argv[1:2] == ["session"]:
+        session(sys.argv[2:])
+    elif sys.argv[1:2] == ["revoke"]:
+        revoke()
     else:
         sys.exit(__doc__)
