@@ -38,7 +38,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             guard !items.isEmpty else { return nil }
             // Should another collection hold a second copy, an unlocked one is readable now.
             guard let item = items.first(where: { !$0.locked }) else {
-                throw KeyringError(.locked, "the item is locked")
+                throw KeyringError.itemNeedsConfirmation
             }
             guard let secret = item.secret else {
                 throw KeyringError(.failed, "the Secret Service returned no secret for an unlocked item")
@@ -70,7 +70,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
                 }
                 return
             }
-            if !existing.isEmpty { throw KeyringError(.locked, "the item is locked") }
+            if !existing.isEmpty { throw KeyringError.itemNeedsConfirmation }
             let attributes = Self.attributes(account: account)
             defer { g_hash_table_unref(attributes) }
             var error: UnsafeMutablePointer<GError>?
@@ -87,7 +87,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             let service = try self.service(cancellable)
             try self.requireUnlockedDefaultCollection(service, cancellable)
             let items = try self.search(service, account: account, loadSecrets: ifRefreshToken != nil, cancellable)
-            if items.contains(where: \.locked) { throw KeyringError(.locked, "the item is locked") }
+            if items.contains(where: \.locked) { throw KeyringError.itemNeedsConfirmation }
             let doomed = items.filter { item in
                 guard let ifRefreshToken else { return true }
                 // An unreadable item is not the token the caller meant: keep it.
@@ -223,6 +223,10 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             secret_service_disconnect()
             self.serviceOwner = nil
             return try service(cancellable)
+        }
+        if serviceOwner == nil {
+            // A new owner: which program it is decides what messages advise.
+            SecretServiceProvider.note(pid: Int32(bitPattern: clibsecret_name_owner_pid(connection, "org.freedesktop.secrets", cancellable)))
         }
         serviceOwner = owner
         return GObjectRef(pointer)
@@ -374,6 +378,14 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             throw KeyringError(.corrupt, "the item's secret is not a tokend token set (JSON with a refresh_token)")
         }
     }
+}
+
+extension KeyringError {
+    /// A locked item found after the default collection was seen unlocked: with gnome-keyring
+    /// and KWallet items lock with their collection, so this is a service that locks items per
+    /// client (KeePassXC asking to confirm access).
+    static let itemNeedsConfirmation = KeyringError(
+        .needsConfirmation, "the item is locked for tokend although its collection is unlocked: the Secret Service wants its access confirmed")
 }
 
 /// Where the items of ours are (`LibsecretClient.itemPaths`).
