@@ -38,7 +38,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             guard !items.isEmpty else { return nil }
             // Should another collection hold a second copy, an unlocked one is readable now.
             guard let item = items.first(where: { !$0.locked }) else {
-                throw KeyringError.itemNeedsConfirmation
+                throw try self.lockedItemError(service, cancellable)
             }
             guard let secret = item.secret else {
                 throw KeyringError(.failed, "the Secret Service returned no secret for an unlocked item")
@@ -70,7 +70,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
                 }
                 return
             }
-            if !existing.isEmpty { throw KeyringError.itemNeedsConfirmation }
+            if !existing.isEmpty { throw try self.lockedItemError(service, cancellable) }
             let attributes = Self.attributes(account: account)
             defer { g_hash_table_unref(attributes) }
             var error: UnsafeMutablePointer<GError>?
@@ -87,7 +87,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             let service = try self.service(cancellable)
             try self.requireUnlockedDefaultCollection(service, cancellable)
             let items = try self.search(service, account: account, loadSecrets: ifRefreshToken != nil, cancellable)
-            if items.contains(where: \.locked) { throw KeyringError.itemNeedsConfirmation }
+            if items.contains(where: \.locked) { throw try self.lockedItemError(service, cancellable) }
             let doomed = items.filter { item in
                 guard let ifRefreshToken else { return true }
                 // An unreadable item is not the token the caller meant: keep it.
@@ -262,14 +262,25 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
 
     /// Before a search: a locked default collection is `.locked` without asking the service.
     /// KeePassXC answers a search of a locked database with its unlock dialog
-    /// (`UnlockBeforeSearch`), and tokend never makes a service prompt. No default collection
-    /// at all is searched as before: there is nothing to unlock.
+    /// (`UnlockBeforeSearch`), and tokend never makes a service prompt. gnome-keyring searches a
+    /// locked collection without one and shows the attributes, so it is searched as before (an
+    /// account with no item is then known absent); so is a service with no default collection.
     private func refuseLockedDefaultCollection(
         _ service: GObjectRef<SecretService>, _ cancellable: UnsafeMutablePointer<GCancellable>
     ) throws(KeyringError) {
+        guard SecretServiceProvider.current.kind != .gnomeKeyring else { return }
         if try defaultCollectionLocked(service, cancellable) == true {
             throw KeyringError(.locked, "the default collection is locked")
         }
+    }
+
+    /// Why an item of ours is locked: with its collection (gnome-keyring, KWallet), `.locked`;
+    /// in an unlocked default collection, a service locking items per client until the user
+    /// confirms (KeePassXC), `.needsConfirmation`.
+    private func lockedItemError(
+        _ service: GObjectRef<SecretService>, _ cancellable: UnsafeMutablePointer<GCancellable>
+    ) throws(KeyringError) -> KeyringError {
+        try defaultCollectionLocked(service, cancellable) == false ? .itemNeedsConfirmation : KeyringError(.locked, "the item is locked")
     }
 
     private struct FoundItem {
