@@ -18,4 +18,15 @@ static inline gchar *clibsecret_name_owner(GDBusConnection *connection, const gc
     g_variant_unref(reply);
     return owner;
 }
+/// The process id of the connection that owns `name` (GetConnectionUnixProcessID), or 0.
+static inline guint32 clibsecret_name_owner_pid(GDBusConnection *connection, const gchar *name, GCancellable *cancellable) {
+    GVariant *reply = g_dbus_connection_call_sync(
+        connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+        g_variant_new("(s)", name), G_VARIANT_TYPE("(u)"), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, NULL);
+    if (reply == NULL) return 0;
+    guint32 pid = 0;
+    g_variant_get(reply, "(u)", &pid);
+    g_variant_unref(reply);
+    return pid;
+}
 #endif

@@ -9,7 +9,7 @@ extension TokendError {
         case .locked:
             self.init(
                 .keyringLocked,
-                "\(item) is locked and nothing here has unlocked it: \(KeyringError.unlockAdvice); tokend "
+                "\(item) is locked and nothing here has unlocked it: \(SecretServiceProvider.current.unlockAdvice ?? KeyringError.unlockAdvice); tokend "
                     + "keeps the tokens it holds in memory and writes them back once the keyring is unlocked")
         case .unavailable:
             self.init(
@@ -21,12 +21,19 @@ extension TokendError {
         case .timedOut:
             self.init(
                 .keyringUnavailable,
-                "the Secret Service did not answer in time: check that gnome-keyring-daemon is running and "
-                    + "responsive, or restart it with `gnome-keyring-daemon --replace` (\(keyring.message))")
+                "the Secret Service (\(SecretServiceProvider.current)) did not answer in time, as when it waits on a dialog: "
+                    + "\(SecretServiceProvider.current.confirmationAdvice); tokend keeps the tokens it holds in memory "
+                    + "and writes them back once it answers (\(keyring.message))")
         case .failed:
             self.init(
                 .keyringUnavailable,
                 "the Secret Service refused the operation on \(item): \(keyring.message)")
+        case .needsConfirmation:
+            self.init(
+                .keyringLocked,
+                "the Secret Service (\(SecretServiceProvider.current)) wants tokend's access to \(item) confirmed, and tokend never "
+                    + "asks for dialogs: \(SecretServiceProvider.current.confirmationAdvice); tokend keeps the tokens it holds in "
+                    + "memory and writes them back once the store answers (\(keyring.message))")
         case .queued:
             self.init(
                 .keyringUnavailable,

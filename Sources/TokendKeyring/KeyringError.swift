@@ -16,6 +16,10 @@ public struct KeyringError: Error, Sendable, Equatable, CustomStringConvertible 
         /// started: a write stays queued and still happens, anything else is dropped. Says
         /// nothing against the keyring: it is busy.
         case queued
+        /// The collection is unlocked but the item is not, for us: the service wants the user to
+        /// confirm this client's access first (KeePassXC's "Confirm when passwords are retrieved
+        /// by clients" shows our items as locked until then). tokend never asks for that dialog.
+        case needsConfirmation = "needs_confirmation"
     }
 
     public var code: Code

@@ -33,11 +33,12 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
     func load(account: String, cancellable: UnsafeMutablePointer<GCancellable>) -> Result<TokenSet?, KeyringError> {
         retryingOnce { () throws(KeyringError) -> TokenSet? in
             let service = try self.service(cancellable)
+            try self.refuseLockedDefaultCollection(service, cancellable)
             let items = try self.search(service, account: account, loadSecrets: true, cancellable)
             guard !items.isEmpty else { return nil }
             // Should another collection hold a second copy, an unlocked one is readable now.
             guard let item = items.first(where: { !$0.locked }) else {
-                throw KeyringError(.locked, "the item is locked")
+                throw try self.lockedItemError(service, cancellable)
             }
             guard let secret = item.secret else {
                 throw KeyringError(.failed, "the Secret Service returned no secret for an unlocked item")
@@ -50,11 +51,30 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         retryingOnce { () throws(KeyringError) in
             let service = try self.service(cancellable)
             try self.requireUnlockedDefaultCollection(service, cancellable)
+            // An existing item gets its secret replaced in place (Item.SetSecret): one write, so
+            // refresh and ID tokens can never be torn apart. Not CreateItem with replace: KeePassXC
+            // (before 2.7.6, its #9255) asks the user to confirm that for an item another client
+            // made, and a tokend restarted is another client; SetSecret it allows.
+            let existing = try self.search(service, account: account, loadSecrets: false, cancellable)
+            let writable = existing.filter { !$0.locked }
+            if !writable.isEmpty {
+                guard let value = secret_value_new(json, -1, "text/plain") else {
+                    throw KeyringError(.failed, "libsecret could not hold the secret")
+                }
+                defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+                // Every unlocked copy: a read takes whichever it finds first.
+                for item in writable {
+                    var error: UnsafeMutablePointer<GError>?
+                    _ = secret_item_set_secret_sync(item.object.pointer, value, cancellable, &error)
+                    if let error { throw KeyringError(consuming: error) }
+                }
+                return
+            }
+            if !existing.isEmpty { throw try self.lockedItemError(service, cancellable) }
             let attributes = Self.attributes(account: account)
             defer { g_hash_table_unref(attributes) }
             var error: UnsafeMutablePointer<GError>?
-            // With the same attributes, the Secret Service replaces the item's secret in place:
-            // one write, so refresh and ID tokens can never be torn apart.
+            // None exists: create it (no other client's item to replace, so nothing to confirm).
             let stored = secret_password_storev_sync(
                 try self.sessionSchema(), attributes, nil, "tokend session: \(account)", json, cancellable, &error)
             if let error { throw KeyringError(consuming: error) }
@@ -67,7 +87,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             let service = try self.service(cancellable)
             try self.requireUnlockedDefaultCollection(service, cancellable)
             let items = try self.search(service, account: account, loadSecrets: ifRefreshToken != nil, cancellable)
-            if items.contains(where: \.locked) { throw KeyringError(.locked, "the item is locked") }
+            if items.contains(where: \.locked) { throw try self.lockedItemError(service, cancellable) }
             let doomed = items.filter { item in
                 guard let ifRefreshToken else { return true }
                 // An unreadable item is not the token the caller meant: keep it.
@@ -86,6 +106,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
     func accounts(cancellable: UnsafeMutablePointer<GCancellable>) -> Result<[String], KeyringError> {
         retryingOnce { () throws(KeyringError) -> [String] in
             let service = try self.service(cancellable)
+            try self.refuseLockedDefaultCollection(service, cancellable)
             let items = try self.search(service, account: nil, loadSecrets: false, cancellable)
             return Set(items.compactMap(\.account)).sorted()
         }
@@ -96,6 +117,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
     func itemPaths(cancellable: UnsafeMutablePointer<GCancellable>) -> Result<ItemPaths, KeyringError> {
         retryingOnce { () throws(KeyringError) -> ItemPaths in
             let service = try self.service(cancellable)
+            try self.refuseLockedDefaultCollection(service, cancellable)
             let attributes = Self.attributes(account: nil)
             defer { g_hash_table_unref(attributes) }
             var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
@@ -202,6 +224,10 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             self.serviceOwner = nil
             return try service(cancellable)
         }
+        if serviceOwner == nil {
+            // A new owner: which program it is decides what messages advise.
+            SecretServiceProvider.note(pid: Int32(bitPattern: clibsecret_name_owner_pid(connection, "org.freedesktop.secrets", cancellable)))
+        }
         serviceOwner = owner
         return GObjectRef(pointer)
     }
@@ -232,6 +258,29 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             // Writing would make the Secret Service prompt for a new keyring's password.
             throw KeyringError(.locked, "the Secret Service has no default collection (login keyring)")
         }
+    }
+
+    /// Before a search: a locked default collection is `.locked` without asking the service.
+    /// KeePassXC answers a search of a locked database with its unlock dialog
+    /// (`UnlockBeforeSearch`), and tokend never makes a service prompt. gnome-keyring searches a
+    /// locked collection without one and shows the attributes, so it is searched as before (an
+    /// account with no item is then known absent); so is a service with no default collection.
+    private func refuseLockedDefaultCollection(
+        _ service: GObjectRef<SecretService>, _ cancellable: UnsafeMutablePointer<GCancellable>
+    ) throws(KeyringError) {
+        guard SecretServiceProvider.current.kind != .gnomeKeyring else { return }
+        if try defaultCollectionLocked(service, cancellable) == true {
+            throw KeyringError(.locked, "the default collection is locked")
+        }
+    }
+
+    /// Why an item of ours is locked: with its collection (gnome-keyring, KWallet), `.locked`;
+    /// in an unlocked default collection, a service locking items per client until the user
+    /// confirms (KeePassXC), `.needsConfirmation`.
+    private func lockedItemError(
+        _ service: GObjectRef<SecretService>, _ cancellable: UnsafeMutablePointer<GCancellable>
+    ) throws(KeyringError) -> KeyringError {
+        try defaultCollectionLocked(service, cancellable) == false ? .itemNeedsConfirmation : KeyringError(.locked, "the item is locked")
     }
 
     private struct FoundItem {
@@ -340,6 +389,14 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             throw KeyringError(.corrupt, "the item's secret is not a tokend token set (JSON with a refresh_token)")
         }
     }
+}
+
+extension KeyringError {
+    /// A locked item found after the default collection was seen unlocked: with gnome-keyring
+    /// and KWallet items lock with their collection, so this is a service that locks items per
+    /// client (KeePassXC asking to confirm access).
+    static let itemNeedsConfirmation = KeyringError(
+        .needsConfirmation, "the item is locked for tokend although its collection is unlocked: the Secret Service wants its access confirmed")
 }
 
 /// Where the items of ours are (`LibsecretClient.itemPaths`).

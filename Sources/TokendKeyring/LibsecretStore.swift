@@ -69,6 +69,7 @@ public final class LibsecretStore: SecretStore {
         case .success(let state): return state
         // Still queued behind others: the keyring answers them, it is busy, not down.
         case .failure(let error) where error.code == .queued: return .available
+        case .failure(let error) where [.timedOut, .needsConfirmation].contains(error.code): return .needsConfirmation
         case .failure(let error): return error.code == .locked ? .locked : .unavailable
         }
     }

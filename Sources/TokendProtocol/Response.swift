@@ -130,6 +130,8 @@ public struct Event: Codable, Sendable, Equatable {
         case refreshed, refreshFailed = "refresh_failed", needsLogin = "needs_login", loggedOut = "logged_out"
         case imported, configError = "config_error", keyringLocked = "keyring_locked", keyringUnlocked = "keyring_unlocked"
         case keyringUnavailable = "keyring_unavailable", configReloaded = "config_reloaded"
+        /// The Secret Service stopped answering in time (a dialog may wait for the user): status `needs_confirmation`.
+        case keyringNeedsConfirmation = "keyring_needs_confirmation"
         /// Auth state: a login installed a new session (`sign_in_provider` says how).
         case signedIn = "signed_in"
         /// Auth state: the session ended by the user's hand (`reason`: `logout`, `deleted`).

@@ -259,7 +259,8 @@ struct LibsecretStoreTests {
         try keyring.resumeKeyring()
 
         #expect(load.failure?.code == .timedOut)
-        #expect(state == .unavailable)
+        // Not "unavailable" (issue 31): a service that does not answer may be waiting on a dialog.
+        #expect(state == .needsConfirmation)
         #expect(TokendError(load.failure ?? KeyringError(.failed, "")).code == .keyringUnavailable)
         // The stuck calls were cancelled: the same store's thread is free for the next ones.
         let recovered = await eventually { try? await impatient.load(account: account).get() }

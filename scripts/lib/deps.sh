@@ -85,3 +85,10 @@ ensure_mail_clients() {
   ensure_packages "${MAIL_PACKAGES[@]}"
   ensure_pinned_venv .venv-real-oidc "${REAL_OIDC_PINS[@]}"
 }
+
+# The Secret Services besides gnome-keyring, for scripts/test-secret-services (issue 31):
+# KeePassXC (FdoSecrets) and KDE's kwalletd5 (libkf5wallet-bin; its Secret Service API needs
+# QCA's plugins), both headless through Qt's offscreen platform.
+ensure_secret_services() {
+  ensure_packages dbus libsecret-tools libglib2.0-bin curl python3 keepassxc libkf5wallet-bin libqca-qt5-2-plugins
+}

@@ -64,11 +64,14 @@ extension AccountEngine {
             logger.info("keyring usable again", metadata: ["was": "\(previous.rawValue)"])
             hub.publish(AccountEvent(.keyringUnlocked, account: nil, at: now))
         case .locked:
-            logger.warning("keyring is locked and nothing here has unlocked it: \(KeyringError.unlockAdvice); sessions are kept in memory and written back once it is unlocked")
+            logger.warning("keyring (\(SecretServiceProvider.current)) is locked and nothing here has unlocked it: \(SecretServiceProvider.current.unlockAdvice ?? KeyringError.unlockAdvice); sessions are kept in memory and written back once it is unlocked")
             hub.publish(AccountEvent(.keyringLocked, account: nil, at: now))
         case .unavailable:
             logger.warning("no usable Secret Service; sessions are kept in memory until one answers")
             hub.publish(AccountEvent(.keyringUnavailable, account: nil, at: now))
+        case .needsConfirmation:
+            logger.warning("the Secret Service (\(SecretServiceProvider.current.description)) wants tokend's access confirmed, or did not answer in time (as when it waits on a dialog): \(SecretServiceProvider.current.confirmationAdvice); sessions are kept in memory and written back once it answers")
+            hub.publish(AccountEvent(.keyringNeedsConfirmation, account: nil, at: now))
         }
     }
 }

@@ -109,7 +109,14 @@ extension AccountEngine {
         guard hasKeyringWork else { return }
         let state = await store.state()
         guard state == .available else {
-            if state != keyringState { _ = noteKeyring(.failure(KeyringError(state == .locked ? .locked : .unavailable, "keyring \(state.rawValue)")), account: "-") }
+            if state != keyringState {
+                let code: KeyringError.Code = switch state {
+                case .locked: .locked
+                case .needsConfirmation: .timedOut
+                default: .unavailable
+                }
+                _ = noteKeyring(.failure(KeyringError(code, "keyring \(state.rawValue)")), account: "-")
+            }
             return
         }
         var unread: [String] = []
@@ -150,11 +157,12 @@ extension KeyringState {
     /// The keyring's mood after an operation answered `result`: any success means usable; a
     /// locked answer, locked; a failure of one item (`failed`, `corrupt`) or a write still queued
     /// behind others (`queued`: busy, not down) says nothing about the keyring; anything else (no
-    /// Secret Service, a timeout) means unavailable.
+    /// Secret Service) means unavailable; a timeout, a service that may wait on a dialog.
     func after(_ result: Result<Void, KeyringError>) -> KeyringState {
         switch result {
         case .success: .available
         case .failure(let error) where error.code == .locked: .locked
+        case .failure(let error) where [.timedOut, .needsConfirmation].contains(error.code): .needsConfirmation
         case .failure(let error) where [.failed, .corrupt, .queued].contains(error.code): self
         case .failure: .unavailable
         }
