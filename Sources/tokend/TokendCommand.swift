@@ -14,7 +14,22 @@ struct TokendCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tokend",
         abstract: "Keeps Firebase and OpenID Connect sessions alive and serves their tokens on a Unix socket.",
-        discussion: "Configuration: $XDG_CONFIG_HOME/tokend/config.toml. Client: tokenctl. See README.md.",
+        // The text of tokend(1) as well: scripts/package makes the man page from this parser.
+        discussion: """
+            Runs in the foreground and logs to stderr (with journald priorities). Under systemd, \
+            tokend.socket starts it on the first client connection (socket activation) and it \
+            reports READY=1, STATUS= and watchdog pings (Type=notify). Client: tokenctl.
+
+            Configuration: $XDG_CONFIG_HOME/tokend/config.toml. Refresh tokens live in the Secret \
+            Service (the login keyring), never in a file.
+
+            Signals: SIGHUP re-reads the configuration (systemctl --user reload tokend). SIGTERM \
+            or SIGINT stop it: requests in flight are answered, a keyring write in flight is \
+            finished.
+
+            Exit statuses: 0 after a clean stop, 64 usage, 73 the socket cannot be used, 75 \
+            another tokend already serves the socket, 1 anything else.
+            """,
         version: Daemon.version)
 
     @Option(help: "Socket path (default: $TOKEND_SOCKET, else $XDG_RUNTIME_DIR/tokend/tokend.sock).")

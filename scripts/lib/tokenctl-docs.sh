@@ -8,14 +8,40 @@ generate_tokenctl_docs() {
   "$tokenctl" --generate-completion-script bash >"$out/tokenctl.bash"
   "$tokenctl" --generate-completion-script zsh >"$out/_tokenctl"
   "$tokenctl" --generate-completion-script fish >"$out/tokenctl.fish"
-  # generate-manual is swift-argument-parser's own tool (what its generate-manual plugin runs);
-  # building just it avoids the plugin's rebuild of every product in debug mode. One already
-  # built beside tokenctl (scripts/test builds it there) spares `install --from` a build.
+  "$(generate_manual_tool "$tokenctl")" "$tokenctl" --output-directory "$out" --authors "the tokend authors" \
+    $(manual_date_option) >/dev/null
+}
+
+# generate_tokend_manual TOKEND OUTDIR: OUTDIR/tokend.1, the daemon's options, signals and exit
+# statuses, from its own argument parser (scripts/package, scripts/install).
+generate_tokend_manual() {
+  local tokend=$1 out=$2
+  mkdir -p "$out"
+  "$(generate_manual_tool "$tokend")" "$tokend" --output-directory "$out" --authors "the tokend authors" \
+    $(manual_date_option) >/dev/null
+  # The discussion's blank lines separate paragraphs; in mdoc that is .Pp (an empty line is a
+  # groff warning, and lintian's).
+  sed -i 's/^$/.Pp/' "$out/tokend.1"
+}
+
+# generate-manual is swift-argument-parser's own tool (what its generate-manual plugin runs);
+# building just it avoids the plugin's rebuild of every product in debug mode. One already
+# built beside the binary (scripts/test builds it there) spares `install --from` a build; a
+# release binary's directory has none, so the debug one serves (it only reads --help's dump).
+generate_manual_tool() {
   local manual
-  manual="$(dirname "$tokenctl")/generate-manual"
+  manual="$(dirname "$1")/generate-manual"
   if [ ! -x "$manual" ]; then
-    swift build --product generate-manual >/dev/null
     manual="$(swift build --show-bin-path)/generate-manual"
+    [ -x "$manual" ] || swift build --product generate-manual >/dev/null
   fi
-  "$manual" "$tokenctl" --output-directory "$out" --authors "the tokend authors" >/dev/null
+  echo "$manual"
+}
+
+# The page's date is the last commit's, not today's: the same tree makes the same page (and
+# package). Outside a git checkout, generate-manual's default (today).
+manual_date_option() {
+  local date
+  date=$(git log -1 --format=%cd --date=format:%Y-%m-%d 2>/dev/null) && [ -n "$date" ] && echo "--date $date"
+  return 0
 }
