@@ -137,6 +137,11 @@ public struct AccountMachine: Sendable {
         if let (token, expiresAt) = servableTokens?.token(kind, validFor: minValid, at: now, horizon: servingHorizon) {
             return .token(token, expiresAt: expiresAt)
         }
+        // The last refresh issued no token of this kind: another would answer the same (re-learnt
+        // at the account's own refresh), and at some providers it cancels what others hold.
+        if phaseError == nil, tokens?.issuedAt != nil, tokens?.token(kind) == nil {
+            return .refuse(Self.unsatisfiable(kind: kind, minValid: minValid, tokens: tokens, now: now))
+        }
         // What the last refresh taught: a fresh token cannot keep this promise either, so a
         // refresh (which cancels the token other clients hold, at some providers) would be waste.
         if phaseError == nil, let span = freshPromiseSpan, tokens?.token(kind) != nil, minValid > span {
