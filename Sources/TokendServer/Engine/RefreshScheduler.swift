@@ -58,13 +58,13 @@ struct RefreshScheduler {
 
     /// Arms an account's timer for its next wake-up, replacing its armed one in `wake`; `fire`
     /// runs then. Returns the deadline armed.
-    @discardableResult
     /// `notBefore`: the end of the latest promise on the held token, which a session refresh
     /// waits for (docs/architecture.md, "Promises").
+    @discardableResult
     mutating func arm(_ wake: inout Wake?, machine: AccountMachine, scopedDue: Date?, notBefore: Date? = nil, now: Date, fire: @escaping @Sendable () -> Void) -> Date? {
         disarm(&wake)
-        guard var (deadline, proactive) = nextWake(nil, machine: machine, scopedDue: scopedDue, now: now) else { return nil }
-        if let notBefore, notBefore > deadline { deadline = notBefore }
+        guard let (due, proactive) = nextWake(nil, machine: machine, scopedDue: scopedDue, now: now) else { return nil }
+        let deadline = max(due, notBefore ?? due)
         wake = Wake(deadline: deadline, proactive: proactive, timer: timers.schedule(at: deadline, fire))
         if proactive {
             proactivePerSecond[RefreshSpreading.second(of: deadline), default: 0] += 1
