@@ -48,7 +48,7 @@ public struct TokenPromises: Sendable, Equatable {
     /// nothing more is promised, until the account's next change says otherwise), else the
     /// instant the latest promise ends, when it may.
     public mutating func claimForRefresh(at now: Date) -> Date? {
-        if let until, until > now { return until }
+        if let until = outstanding(at: now) { return until }
         horizon = .distantPast
         return nil
     }

@@ -70,7 +70,8 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
                 }
                 return
             }
-            if !existing.isEmpty { throw try self.lockedItemError(service, cancellable) }
+            // The collection was just seen unlocked: a locked item of ours is one to confirm.
+            if !existing.isEmpty { throw KeyringError.itemNeedsConfirmation }
             let attributes = Self.attributes(account: account)
             defer { g_hash_table_unref(attributes) }
             var error: UnsafeMutablePointer<GError>?
@@ -87,7 +88,8 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             let service = try self.service(cancellable)
             try self.requireUnlockedDefaultCollection(service, cancellable)
             let items = try self.search(service, account: account, loadSecrets: ifRefreshToken != nil, cancellable)
-            if items.contains(where: \.locked) { throw try self.lockedItemError(service, cancellable) }
+            // The collection was just seen unlocked: a locked item of ours is one to confirm.
+            if items.contains(where: \.locked) { throw KeyringError.itemNeedsConfirmation }
             let doomed = items.filter { item in
                 guard let ifRefreshToken else { return true }
                 // An unreadable item is not the token the caller meant: keep it.
