@@ -8,8 +8,8 @@ extension Tokenctl {
     /// session it holds.
     struct Account: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Manage a Firebase account's user: show, verify-email, reset-password, upgrade, delete.",
-            subcommands: [Show.self, VerifyEmail.self, ResetPassword.self, Upgrade.self, Delete.self])
+            abstract: "Manage a Firebase account's user: show, verify-email, reset-password, upgrade, delete, mfa.",
+            subcommands: [Show.self, VerifyEmail.self, ResetPassword.self, Upgrade.self, Delete.self, Mfa.self])
 
         /// One `account` request, its failures said as what the verb could not do.
         static func call(_ request: Request, verb: String, connection: ConnectionOptions, context: CommandContext) throws(TokenctlError) -> Response {
@@ -62,6 +62,7 @@ extension Tokenctl {
                 if let authTime = user.authTime { rows.append(("last sign-in", authTime)) }
                 if let created = user.createdAt { rows.append(("created", created)) }
                 if user.disabled == true { rows.append(("disabled", "yes")) }
+                if let factors = user.factors { rows.append(("second factors", factors.map(Mfa.describe).joined(separator: ", "))) }
                 if let claims = user.customClaims {
                     rows.append(("custom claims", String(decoding: WireCoding.encodeLine(claims), as: UTF8.self).trimmingSuffixNewline))
                 }

@@ -19,7 +19,9 @@ extension Tokenctl {
                 from the first line of stdin; add --create to sign up), --anonymous, \
                 --custom-token (the token on stdin), or --idp ID: a sign-in at an identity provider \
                 the project enables (google.com, microsoft.com, github.com, apple.com, oidc.NAME; --google is \
-                --idp google.com; add --device for the provider's device grant). Secrets are never \
+                --idp google.com; add --device for the provider's device grant). A user with a \
+                second factor (TOTP) is asked for its code: a prompt on a terminal, else the next line \
+                of stdin (after the password); --factor ID picks one of several. Secrets are never \
                 taken from arguments or the environment. --timeout is how long the sign-in may take \
                 (default: 300 seconds).
                 """)
@@ -51,10 +53,14 @@ extension Tokenctl {
         @Option(help: ArgumentHelp("Firebase: sign in at this identity provider (microsoft.com, github.com, apple.com, oidc.NAME, …).", valueName: "id"))
         var idp: String?
 
+        @Option(help: ArgumentHelp("Firebase: the second factor to answer when the user has several (see tokenctl account mfa list).", valueName: "id"))
+        var factor: String?
+
         @OptionGroup var connection: ConnectionOptions
 
         func validate() throws {
             try validateAccount(account)
+            if let factor, factor.isEmpty { throw ValidationError("--factor needs an enrollment id") }
             let chosen = [email != nil, anonymous, customToken, google, idp != nil].filter { $0 }.count + (device && identityProvider == nil ? 1 : 0)
             guard chosen <= 1 else { throw ValidationError("choose one of --device, --email, --anonymous, --custom-token, --google and --idp ID") }
             if let idp, idp.isEmpty { throw ValidationError("--idp needs a provider id, such as microsoft.com") }
@@ -82,27 +88,47 @@ extension Tokenctl {
 
         func execute(_ context: CommandContext) throws(TokenctlError) {
             _ = tokend_set_not_dumpable()
-            let secret = try readSecret(context.console)
+            let input = SecretInput(context.console)
+            let secret = try readSecret(input)
             let timeout = connection.timeoutOption ?? Self.defaultTimeout
-            let daemon = try DaemonConnection(options: connection, context: context)
             var request = Request.login(
                 account: account, method: method, email: email, create: create ? true : nil, secret: secret, timeout: timeout)
             request.idp = identityProvider
             request.device = identityProvider != nil && device ? true : nil
+            request.factor = factor
+            var challenge: LoginProgress?
+            var response = try signIn(request, timeout: timeout, context: context, challenge: &challenge)
+            // The user has a second factor: its code finishes the sign-in the daemon holds.
+            if !response.ok, response.error?.message.hasPrefix(Self.secondFactorRequired) == true, let asked = challenge, let handle = asked.handle {
+                let chosen = asked.factors?.first { $0.id == asked.factor }
+                let named = chosen?.displayName.map { " \"\(Text.singleLine($0))\"" } ?? ""
+                let code = try readCode(input, prompt: "Code from the authenticator app (\(Text.singleLine(asked.factor ?? "TOTP"))\(named)): ")
+                var finish = Request.login(account: account, method: .secondFactor, secret: code, timeout: timeout)
+                finish.handle = handle
+                response = try signIn(finish, timeout: timeout, context: context, challenge: &challenge)
+            }
+            try finish(response, context: context)
+        }
+
+        /// The code that ends the first step's stream, before the provider's reason.
+        static let secondFactorRequired = "SECOND_FACTOR_REQUIRED"
+
+        /// One `login` request and its relayed stream; a `second_factor` line lands in `challenge`.
+        func signIn(_ request: Request, timeout: Double, context: CommandContext, challenge: inout LoginProgress?) throws(TokenctlError) -> Response {
+            let daemon = try DaemonConnection(options: connection, context: context)
             try daemon.send(request, readTimeout: timeout + Self.daemonGrace + ConnectionSettings.answerMargin, timeout: timeout)
             let opener = BrowserOpener(environment: context.environment, disabled: noBrowser)
-            let response = try relayStream(daemon, timeout: timeout, console: context.console, opener: opener)
-            try finish(response, context: context)
+            return try relayStream(daemon, timeout: timeout, console: context.console, opener: opener, challenge: &challenge)
         }
 
         /// The password (`--email`) or custom token: a no-echo prompt on a terminal, else the
         /// first line of stdin. Never argv, never the environment.
-        func readSecret(_ console: any Console) throws(TokenctlError) -> String? {
+        func readSecret(_ input: SecretInput) throws(TokenctlError) -> String? {
             if let email {
-                return try readSecretInput(console, what: "password", prompt: "Password for \(Text.singleLine(email)): ", trim: false)
+                return try input.read(what: "password", prompt: "Password for \(Text.singleLine(email)): ", trim: false)
             }
             if customToken {
-                return try readSecretInput(console, what: "custom token", prompt: "Custom token for \(Text.singleLine(account)): ", trim: true)
+                return try input.read(what: "custom token", prompt: "Custom token for \(Text.singleLine(account)): ", trim: true)
             }
             return nil
         }
@@ -146,26 +172,69 @@ extension TokenctlError {
 /// Reads a secret: a no-echo prompt on a terminal, else the first line of stdin (without its
 /// line ending). Never argv, never the environment.
 func readSecretInput(_ console: any Console, what: String, prompt: String, trim: Bool) throws(TokenctlError) -> String {
-    let limit = ImportInput.maximumLength
-    let input = console.inputIsTerminal ? try console.readSecretLine(prompt: prompt, limit: limit) : try console.readInput(limit: limit)
-    guard input.count <= limit else {
-        throw TokenctlError(.usage, "stdin holds more than \(limit / 1024) KiB", next: "pipe in only the \(what)")
+    try SecretInput(console).read(what: what, prompt: prompt, trim: trim)
+}
+
+/// Reads a second factor's code, checked here so that a typo does not spend the daemon's
+/// single-use handle.
+func readCode(_ input: SecretInput, prompt: String) throws(TokenctlError) -> String {
+    let code = try input.read(what: "code", prompt: prompt, trim: true)
+    guard SecondFactor.isPlausibleCode(code) else {
+        throw TokenctlError(.usage, "the code must be the 4 to 10 digits the authenticator app shows", next: "run the command again with the current code")
     }
-    var line = Array(input.prefix { $0 != UInt8(ascii: "\n") })
-    if line.last == UInt8(ascii: "\r") { line.removeLast() }
-    guard let text = String(validating: line, as: UTF8.self) else {
-        throw TokenctlError(.usage, "the \(what) is not UTF-8 text", next: "type it at the prompt or pipe it on stdin")
+    return code
+}
+
+/// Secrets a command reads one after another (a password, then a second factor's code): each
+/// from its own no-echo prompt on a terminal, else successive lines of stdin, read once.
+final class SecretInput {
+    let console: any Console
+    /// Stdin's lines not taken yet; nil until stdin is read.
+    private var lines: [[UInt8]]?
+
+    init(_ console: any Console) {
+        self.console = console
     }
-    let secret = trim ? Text.trim(text) : text
-    guard !secret.isEmpty else {
-        throw TokenctlError(.usage, "no \(what) was given", next: "type it at the prompt, or pipe it on stdin (never as an argument)")
+
+    func read(what: String, prompt: String, trim: Bool) throws(TokenctlError) -> String {
+        let limit = ImportInput.maximumLength
+        var line: [UInt8]
+        if console.inputIsTerminal {
+            line = try console.readSecretLine(prompt: prompt, limit: limit)
+            guard line.count <= limit else { throw TokenctlError(.usage, "the \(what) is longer than \(limit / 1024) KiB", next: "type only the \(what)") }
+        } else {
+            if lines == nil {
+                let input = try console.readInput(limit: limit)
+                guard input.count <= limit else {
+                    throw TokenctlError(.usage, "stdin holds more than \(limit / 1024) KiB", next: "pipe in only the \(what)")
+                }
+                lines = input.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map(Array.init)
+            }
+            line = lines?.isEmpty == false ? lines?.removeFirst() ?? [] : []
+        }
+        if line.last == UInt8(ascii: "\r") { line.removeLast() }
+        guard let text = String(validating: line, as: UTF8.self) else {
+            throw TokenctlError(.usage, "the \(what) is not UTF-8 text", next: "type it at the prompt or pipe it on stdin")
+        }
+        let secret = trim ? Text.trim(text) : text
+        guard !secret.isEmpty else {
+            throw TokenctlError(.usage, "no \(what) was given", next: "type it at the prompt, or pipe it on stdin, one secret a line (never as an argument)")
+        }
+        return secret
     }
-    return secret
 }
 
 /// Relays a streamed sign-in (`login`, `account upgrade --google`) until its response line:
 /// URLs on a line of their own (and opened when there is a display), device codes, waits.
 func relayStream(_ daemon: DaemonConnection, timeout: Double, console: any Console, opener: BrowserOpener) throws(TokenctlError) -> Response {
+    var challenge: LoginProgress?
+    return try relayStream(daemon, timeout: timeout, console: console, opener: opener, challenge: &challenge)
+}
+
+/// As above; a `second_factor` line (the user has a second factor) is kept in `challenge`.
+func relayStream(
+    _ daemon: DaemonConnection, timeout: Double, console: any Console, opener: BrowserOpener, challenge: inout LoginProgress?
+) throws(TokenctlError) -> Response {
     // The page handed to the browser holds the URL: it goes once the sign-in has ended.
     defer { opener.removePages() }
     while true {
@@ -188,6 +257,8 @@ func relayStream(_ daemon: DaemonConnection, timeout: Double, console: any Conso
             }
         case .waiting:
             try console.write("\(Text.singleLine(progress.message ?? "waiting for the sign-in"))…\n")
+        case .secondFactor:
+            challenge = progress
         }
     }
 }

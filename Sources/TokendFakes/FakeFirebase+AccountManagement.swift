@@ -190,6 +190,11 @@ extension FakeFirebase.Backend {
             }
         }
         if state.ledger.users[uid]?.disabled == true { return .failure(.firebase("USER_DISABLED")) }
+        if request.idToken == nil, let user = state.ledger.users[uid],
+            let pending = secondFactorPending(user, provider: providerID, kind: "identitytoolkit#VerifyAssertionResponse", now: now, state: &state)
+        {
+            return .success(pending)
+        }
         let minted = state.ledger.signIn(uid: uid, provider: providerID, now: now, options: state.options)
         var answer = response("identitytoolkit#VerifyAssertionResponse", minted)
         answer.providerId = providerID
@@ -303,6 +308,7 @@ extension FakeFirebase.Backend {
         var disabled: Bool?
         var createdAt: String
         var lastLoginAt: String
+        var mfaInfo: [FakeFirebase.Backend.MFAInfo]?
 
         init(_ user: Ledger.User) {
             localId = user.uid
@@ -316,6 +322,7 @@ extension FakeFirebase.Backend {
             disabled = user.disabled ? true : nil
             createdAt = String(user.createdAt)
             lastLoginAt = String(user.lastLoginAt)
+            mfaInfo = user.factors.isEmpty ? nil : user.factors.map(FakeFirebase.Backend.MFAInfo.init)
         }
     }
 
@@ -473,9 +480,32 @@ extension FakeFirebase {
         }
     }
 
-    /// The user enrolls a second factor: password sign-ins answer `mfaPendingCredential`.
-    public func enrollSecondFactor(_ uid: String) {
-        backend.state.withLock { _ = $0.ledger.change(uid) { $0.secondFactor = true } }
+    /// The user enrolls a text-message (SMS) second factor elsewhere: sign-ins answer
+    /// `mfaPendingCredential` with its masked `phoneInfo`. Its enrollment id.
+    @discardableResult
+    public func enrollSecondFactor(_ uid: String, phone: String = "+*******1234") -> String {
+        backend.state.withLock { state in
+            let id = "phone-" + FakeIdentifiers.nonce()
+            let factor = Ledger.Factor(id: id, displayName: "phone", kind: .phone(phone), enrolledAt: state.options.clock.now())
+            _ = state.ledger.change(uid) { $0.factors.append(factor) }
+            return id
+        }
+    }
+
+    /// The user enrolls a TOTP factor elsewhere (another app): its enrollment id and base32 secret.
+    public func enrollTOTP(_ uid: String, displayName: String? = nil) -> (id: String, secret: String) {
+        backend.state.withLock { state in
+            let secret = TOTP.newSecret()
+            let id = "totp-" + FakeIdentifiers.nonce()
+            let factor = Ledger.Factor(id: id, displayName: displayName, kind: .totp(secret: secret), enrolledAt: state.options.clock.now())
+            _ = state.ledger.change(uid) { $0.factors.append(factor) }
+            return (id, TOTP.base32(secret))
+        }
+    }
+
+    /// The user's enrolled factors' ids.
+    public func secondFactors(of uid: String) -> [String] {
+        backend.state.withLock { $0.ledger.users[uid]?.factors.map(\.id) ?? [] }
     }
 
     /// An ID token as Google's issuer would mint it for `audience` (a client id), unsigned

@@ -153,7 +153,7 @@ extension FakeFirebase {
                 return Decision(action: .reply(control(request, segments: segments)))
             case .secureToken:
                 return transact { state, log in secureToken(request, fault: fault, state: &state, log: &log) }
-            case .identityToolkit(let method):
+            case .identityToolkit(let method), .identityToolkitV2(let method):
                 return transact { state, log in identityToolkit(method, request, state: &state, log: &log) }
             case .unknown:
                 return transact { state, log in

@@ -15,6 +15,8 @@ enum IDTokenMinter {
             var sign_in_provider: String
             /// The user's Identity Platform tenant; absent for the project's own users.
             var tenant: String?
+            /// `totp` or `phone` after a sign-in (or enrollment) with a second factor.
+            var sign_in_second_factor: String?
         }
 
         var iss: String
@@ -44,6 +46,8 @@ enum IDTokenMinter {
         var identities: [String: [String]] = [:]
         /// `firebase.tenant`, carried forward by every refresh.
         var tenant: String?
+        /// `firebase.sign_in_second_factor`, carried forward by every refresh.
+        var secondFactor: String?
     }
 
     /// The token and its expiry. `iat` is whole seconds (JWT NumericDate), so `exp - iat` is
@@ -57,7 +61,7 @@ enum IDTokenMinter {
             iss: "https://securetoken.google.com/\(projectID)", aud: projectID, auth_time: subject.authTime,
             user_id: subject.uid, sub: subject.uid, iat: iat, exp: exp,
             email: subject.email, email_verified: subject.email.map { _ in subject.emailVerified },
-            firebase: .init(identities: identities, sign_in_provider: subject.provider, tenant: subject.tenant),
+            firebase: .init(identities: identities, sign_in_provider: subject.provider, tenant: subject.tenant, sign_in_second_factor: subject.secondFactor),
             jti: FakeIdentifiers.nonce())
         let token = segment(Header()) + "." + segment(claims) + "."
         return (token, Date(timeIntervalSince1970: Double(exp)))

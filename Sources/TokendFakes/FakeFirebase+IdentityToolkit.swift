@@ -30,7 +30,16 @@ import TokendCore
 /// | signInWithPassword | email missing, malformed; password missing | `MISSING_EMAIL`, `INVALID_EMAIL`, `MISSING_PASSWORD` | emulator `signInWithPassword` |
 /// | signInWithPassword | `maximumFailedSignIns` reached | `TOO_MANY_ATTEMPTS_TRY_LATER : …` | prod: docs/architecture.md "Firebase: refreshing", js-sdk map |
 /// | signInWithPassword | unknown email / disabled / wrong password | protection on: `INVALID_LOGIN_CREDENTIALS`, `USER_DISABLED`, `INVALID_LOGIN_CREDENTIALS`; off: `EMAIL_NOT_FOUND`, `USER_DISABLED`, `INVALID_PASSWORD` | emulator `signInWithPassword` (disabled before the password) |
-/// | signInWithPassword | a second factor | 200 `mfaPendingCredential`, no tokens | emulator `signInWithPassword` |
+/// | signInWithPassword, signInWithIdp | the user has second factors | 200 `mfaPendingCredential` (5 min), `mfaInfo` (`totpInfo` or masked `phoneInfo`), no tokens | emulator `signInWithPassword` (`mfaInfo` from the user's enrollments); js-sdk `api/authentication/mfa.ts` `IdTokenMfaResponse` |
+/// | v2 any | TOTP at all | — | the emulator has no TOTP (firebase-tools auth emulator: phone factors only); every v2 shape follows js-sdk `api/account_management/mfa.ts`, `api/authentication/mfa.ts`, `mfa/assertions/totp.ts` (issue 33, item 5) |
+/// | mfaSignIn:finalize | credential missing / unknown, expired or of another tenant / enrollment not the user's | `MISSING_MFA_PENDING_CREDENTIAL` / `INVALID_MFA_PENDING_CREDENTIAL` / `MFA_ENROLLMENT_NOT_FOUND` | js-sdk error map (`missing-multi-factor-session`, `invalid-multi-factor-session`, `multi-factor-info-not-found`) |
+/// | mfaSignIn:finalize | a TOTP code not the one of the current 30 s step or one each side | `INVALID_CODE : Invalid TOTP verification code.` (the credential stays usable) | RFC 6238 (HMAC-SHA1, 30 s, 6 digits; §5.2 one step of drift); Identity Platform `totpProviderConfig.adjacentIntervals`; js-sdk map `INVALID_CODE` |
+/// | mfaSignIn:finalize | right code | `idToken`, `refreshToken` (no `expiresIn`); the ID token's `firebase.sign_in_second_factor` is `totp` | js-sdk `FinalizeMfaResponse`; Firebase ID token reference (`sign_in_second_factor`) |
+/// | mfaEnrollment:start | ID token as `parseIdToken` / no email or anonymous / email not verified / no `totpEnrollmentInfo` | as lookup / `UNSUPPORTED_FIRST_FACTOR` / `UNVERIFIED_EMAIL : Need to verify email first before enrolling second factors.` / `MISSING_PHONE_NUMBER` (a phone enrollment without its fields) | js-sdk error map (`unsupported-first-factor`, `unverified-email`); Firebase "TOTP MFA" guide (verified email required) |
+/// | mfaEnrollment:start | TOTP | `totpSessionInfo` {`sharedSecretKey` (base32, 160 bits), `verificationCodeLength` 6, `hashingAlgorithm` SHA1, `periodSec` 30, `sessionInfo`, `finalizeEnrollmentTime` +5 min} | js-sdk `StartTotpMfaEnrollmentResponse`; RFC 4226 §4 (160-bit secret) |
+/// | mfaEnrollment:finalize | session unknown, expired or another user's / wrong code | `INVALID_SESSION_INFO` / `INVALID_CODE : Invalid TOTP verification code.` | js-sdk error map (`invalid-verification-id`, `invalid-verification-code`) |
+/// | mfaEnrollment:finalize, withdraw | done | `idToken`, `refreshToken` of the same uid; the user's older tokens void (`validSince`) | js-sdk `MultiFactorUserImpl.enroll`/`unenroll` install the answer's tokens (`_updateTokensIfNecessary`), the old session is signed out |
+/// | mfaEnrollment:withdraw | no such enrollment of the user | `MFA_ENROLLMENT_NOT_FOUND` | js-sdk error map (`multi-factor-info-not-found`) |
 /// | signInWithCustomToken | missing / not a uid or JWT with one / user disabled | `MISSING_CUSTOM_TOKEN` / `INVALID_CUSTOM_TOKEN` / `USER_DISABLED` | emulator `signInWithCustomToken` |
 /// | signInWithIdp | `requestUri` missing / not absolute | `MISSING_REQUEST_URI` / `INVALID_REQUEST_URI` | emulator `getNormalizedUri` |
 /// | signInWithIdp | no `providerId` / not a provider id / not enabled (`identityProviders`) or switched off | `INVALID_CREDENTIAL_OR_PROVIDER_ID` / `INVALID_PROVIDER_ID` / `OPERATION_NOT_ALLOWED` | emulator `signInWithIdp` (any id, lower-cased); the last prod |
@@ -119,6 +128,10 @@ extension FakeFirebase.Backend {
             case "sendOobCode": outcome = sendOobCode(request.body, now: now, state: &state)
             case "update": outcome = update(request.body, now: now, state: &state)
             case "delete": outcome = delete(request.body, now: now, state: &state)
+            case "v2/mfaSignIn:finalize": outcome = finalizeSecondFactorSignIn(request.body, now: now, state: &state)
+            case "v2/mfaEnrollment:start": outcome = startEnrollment(request.body, now: now, state: &state)
+            case "v2/mfaEnrollment:finalize": outcome = finalizeEnrollment(request.body, now: now, state: &state)
+            case "v2/mfaEnrollment:withdraw": outcome = withdrawEnrollment(request.body, now: now, state: &state)
             default: outcome = .failure(.http(404))
             }
         }
@@ -239,29 +252,13 @@ extension FakeFirebase.Backend {
             state.failedSignIns += 1
             return .failure(.firebase(protected ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD"))
         }
-        if user.secondFactor {
-            let pending = MFAPending(
-                localId: user.uid, email: user.email, mfaPendingCredential: "mfa-pending-" + FakeIdentifiers.nonce(),
-                mfaInfo: [.init(mfaEnrollmentId: "enrollment-1", phoneInfo: "+*******1234")])
-            return .success(ToolkitAnswer(reply: .json(200, pending), uid: user.uid))
+        if let pending = secondFactorPending(user, provider: "password", kind: "identitytoolkit#VerifyPasswordResponse", now: now, state: &state) {
+            return .success(pending)
         }
         let minted = state.ledger.signIn(uid: user.uid, provider: "password", now: now, options: state.options)
         var answer = response("identitytoolkit#VerifyPasswordResponse", minted)
         answer.registered = true
         return .success(signedIn(answer, at: now))
-    }
-
-    /// A password sign-in of a user with a second factor: no tokens, only what continues it.
-    private struct MFAPending: Encodable {
-        struct Info: Encodable {
-            var mfaEnrollmentId: String
-            var phoneInfo: String
-        }
-        var kind = "identitytoolkit#VerifyPasswordResponse"
-        var localId: String
-        var email: String?
-        var mfaPendingCredential: String
-        var mfaInfo: [Info]
     }
 
     /// Signatures are not checked (like the emulator): a JWT's `uid` claim names the user, and a

@@ -11,8 +11,8 @@ struct Ledger: Sendable {
         var emailVerified = false
         /// Federated identities linked to this user: provider id → the provider's user id.
         var federated: [String: String] = [:]
-        /// A second factor is enrolled: password sign-ins answer `mfaPendingCredential`.
-        var secondFactor = false
+        /// Enrolled second factors: sign-ins answer `mfaPendingCredential` and `mfaInfo`.
+        var factors: [Factor] = []
         /// Seconds since 1970 before which ID tokens are void and after which only newer refresh
         /// tokens work: moved by a password change and by `revokeTokens` (the emulator's
         /// `validSince`, operations.ts `parseIdToken`; production also revokes refresh tokens).
@@ -31,6 +31,38 @@ struct Ledger: Sendable {
             return providers
         }
     }
+
+    /// An enrolled second factor (`mfaInfo`).
+    struct Factor: Sendable {
+        enum Kind: Sendable {
+            /// The shared secret's bytes (base32 on the wire).
+            case totp(secret: [UInt8])
+            /// The masked number as Firebase lists it.
+            case phone(String)
+        }
+        var id: String
+        var displayName: String?
+        var kind: Kind
+        var enrolledAt: Date
+    }
+
+    /// A sign-in waiting for its second factor (`mfaPendingCredential`).
+    struct PendingSignIn: Sendable {
+        var uid: String
+        var provider: String
+        var tenant: String?
+        var expiresAt: Date
+    }
+
+    /// A TOTP enrollment between `start` and `finalize` (`sessionInfo`).
+    struct EnrollmentSession: Sendable {
+        var uid: String
+        var secret: [UInt8]
+        var expiresAt: Date
+    }
+
+    var pendingSignIns: [String: PendingSignIn] = [:]
+    var enrollmentSessions: [String: EnrollmentSession] = [:]
 
     /// What a refresh token is good for.
     enum GrantState: Sendable, Equatable {
@@ -86,10 +118,11 @@ struct Ledger: Sendable {
     }
 
     /// A new session for an existing user: a fresh refresh token and ID token, `auth_time` now.
-    mutating func signIn(uid: String, provider: String, now: Date, options: FakeFirebase.Options) -> Minted {
+    mutating func signIn(uid: String, provider: String, secondFactor: String? = nil, now: Date, options: FakeFirebase.Options) -> Minted {
         var subject = IDTokenMinter.Subject(
             uid: uid, email: users[uid]?.email, provider: provider,
             authTime: Int(saturating: now.timeIntervalSince1970.rounded(.down)))
+        subject.secondFactor = secondFactor
         if let user = users[uid] {
             subject.tenant = user.tenant
             subject.emailVerified = user.emailVerified

@@ -39,12 +39,19 @@ public struct Request: Codable, Sendable, Equatable {
     public var secret: String?
     /// `login`: scopes to ask for instead of the configured ones (OpenID Connect).
     public var scopes: [String]?
-    /// `account`: `show`, `verify_email`, `reset_password`, `upgrade` or `delete`.
+    /// `account`: `show`, `verify_email`, `reset_password`, `upgrade`, `delete`, `mfa_enroll` or
+    /// `mfa_remove`.
     public var action: String?
     /// `account` `delete`: must be true; without it the reply says what would be deleted.
     public var confirm: Bool?
     /// `watch`, `account show`: include profile fields (email) that are left out by default.
     public var profile: Bool?
+    /// `login` (`email`, `idp`): the second factor to use when the user has several (its
+    /// enrollment id); `account` `mfa_remove`: the factor to withdraw.
+    public var factor: String?
+    /// `login` `second_factor`, `account` `mfa_enroll`: the daemon's handle for the pending
+    /// sign-in or enrollment, from the first step's answer. Single use.
+    public var handle: String?
 
     public init(
         op: String, id: RequestID? = nil, account: String? = nil, minValid: Double? = nil, kind: TokenKind? = nil,
@@ -79,6 +86,7 @@ public struct Request: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case op, id, account, kind, timeout, method, idp, device, email, create, secret, scopes, action, confirm, profile, scope, audience
+        case factor, handle
         case minValid = "min_valid"
         case refreshToken = "refresh_token"
         case idToken = "id_token"

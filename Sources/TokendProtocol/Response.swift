@@ -52,6 +52,8 @@ public struct Response: Codable, Sendable, Equatable {
     public var user: AccountProfile?
     /// `account verify_email`, `reset_password`: where the email went.
     public var email: String?
+    /// `account mfa_enroll` without a handle: the TOTP secret to give the authenticator app.
+    public var enrollment: SecondFactorEnrollment?
 
     public init(id: RequestID? = nil, ok: Bool = true) {
         self.id = id
@@ -66,6 +68,7 @@ public struct Response: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case id, ok, error, `protocol`, version, capabilities, account, token, kind, accounts, watching, progress, revocation, warning, user, email
+        case enrollment
         case signInProvider = "sign_in_provider"
         case replacedOtherUser = "replaced_other_user"
         case keptNewerSession = "kept_newer_session"
@@ -192,6 +195,8 @@ public struct AccountProfile: Codable, Sendable, Equatable {
     public var disabled: Bool?
     /// Claims set by the project's backend (everything but the standard ones).
     public var customClaims: [String: AnyJSON]?
+    /// The user's enrolled second factors (`mfaInfo`); nil when none.
+    public var factors: [SecondFactor]?
 
     public init(uid: String, providers: [String]) {
         self.uid = uid
@@ -199,7 +204,7 @@ public struct AccountProfile: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case uid, email, providers, project, tenant, disabled
+        case uid, email, providers, project, tenant, disabled, factors
         case emailVerified = "email_verified"
         case displayName = "display_name"
         case signInProvider = "sign_in_provider"
@@ -216,6 +221,9 @@ public struct AccountProfile: Codable, Sendable, Equatable {
 public struct LoginProgress: Codable, Sendable, Equatable {
     public enum Step: String, Codable, Sendable {
         case openURL = "open_url", userCode = "user_code", waiting
+        /// The user has a second factor: the stream ends `needs_login` `SECOND_FACTOR_REQUIRED`,
+        /// and the client finishes with `login` method `second_factor`, `handle` and the code.
+        case secondFactor = "second_factor"
     }
     public var id: RequestID?
     public var progress: Step
@@ -229,6 +237,11 @@ public struct LoginProgress: Codable, Sendable, Equatable {
     public var expiresIn: Int?
     /// `waiting`: for what.
     public var message: String?
+    /// `second_factor`: the user's factors, the one to answer (`factor`, an enrollment id), and
+    /// the single-use handle that finishes the sign-in (5 minutes).
+    public var factors: [SecondFactor]?
+    public var factor: String?
+    public var handle: String?
 
     public init(id: RequestID?, progress: Step, account: String) {
         self.id = id
@@ -237,10 +250,66 @@ public struct LoginProgress: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, progress, account, url, message
+        case id, progress, account, url, message, factors, factor, handle
         case verificationURI = "verification_uri"
         case verificationURIComplete = "verification_uri_complete"
         case userCode = "user_code"
         case expiresIn = "expires_in"
+    }
+}
+
+/// An enrolled second factor, as `account show` and a `second_factor` progress line list it.
+/// Never a secret: a phone number comes masked, as Firebase gives it.
+public struct SecondFactor: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable {
+        case totp, phone
+        /// A factor this version does not know (Firebase may add kinds).
+        case other
+    }
+    /// The enrollment id (`mfaEnrollmentId`).
+    public var id: String
+    public var kind: Kind
+    public var displayName: String?
+    /// `phone`: the masked number (`+*******1234`).
+    public var phone: String?
+    /// RFC 3339, when Firebase said.
+    public var enrolledAt: String?
+
+    public init(id: String, kind: Kind) {
+        self.id = id
+        self.kind = kind
+    }
+
+    /// A TOTP code as an authenticator app shows it: 4 to 10 digits (Firebase's
+    /// `verificationCodeLength` is 6 by default; RFC 4226 allows 6 to 8, a little slack each
+    /// side costs nothing). Checked by tokenctl and the daemon before a single-use handle is spent.
+    public static func isPlausibleCode(_ code: String) -> Bool {
+        (4...10).contains(code.count) && code.allSatisfy { $0.isASCII && $0.isNumber }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, kind, phone
+        case displayName = "display_name"
+        case enrolledAt = "enrolled_at"
+    }
+}
+
+/// The first step of a TOTP enrollment: what the authenticator app needs, and the handle that
+/// finishes it with a code. The secret is the user's to keep; tokend never logs or stores it.
+public struct SecondFactorEnrollment: Codable, Sendable, Equatable {
+    public var handle: String
+    /// Base32, as `otpauth://` carries it.
+    public var secret: String
+    /// `otpauth://totp/ISSUER:LABEL?secret=…&issuer=…&algorithm=…&digits=…&period=…`.
+    public var uri: String
+    public var digits: Int
+    public var period: Int
+
+    public init(handle: String, secret: String, uri: String, digits: Int, period: Int) {
+        self.handle = handle
+        self.secret = secret
+        self.uri = uri
+        self.digits = digits
+        self.period = period
     }
 }

@@ -21,13 +21,16 @@ public enum LoginMethod: String, Sendable, CaseIterable, Codable {
     /// Firebase: a sign-in at the identity provider the request's `idp` names (`microsoft.com`,
     /// `github.com`, `oidc.NAME`, …), exchanged at signInWithIdp.
     case idp
+    /// Firebase: the second step of a sign-in that asked for a second factor: the `handle` the
+    /// first step's `second_factor` progress line gave, and the code in `secret`.
+    case secondFactor = "second_factor"
 
     /// Flows that wait for the user in a browser or on another device: one at a time per
     /// account, since a second would open a second browser tab for the same session.
     public var isInteractive: Bool {
         switch self {
         case .browser, .device, .google, .idp: true
-        case .email, .anonymous, .customToken: false
+        case .email, .anonymous, .customToken, .secondFactor: false
         }
     }
 
@@ -35,7 +38,7 @@ public enum LoginMethod: String, Sendable, CaseIterable, Codable {
     public var needsEmail: Bool {
         switch self {
         case .email: true
-        case .browser, .device, .anonymous, .customToken, .google, .idp: false
+        case .browser, .device, .anonymous, .customToken, .google, .idp, .secondFactor: false
         }
     }
 
@@ -44,13 +47,14 @@ public enum LoginMethod: String, Sendable, CaseIterable, Codable {
         switch self {
         case .email: "the password"
         case .customToken: "the custom token"
+        case .secondFactor: "the second factor's code"
         case .browser, .device, .anonymous, .google, .idp: nil
         }
     }
 
     /// The secret is a token pasted or piped (surrounding whitespace dropped), not a password
     /// (taken as it is).
-    public var secretIsToken: Bool { self == .customToken }
+    public var secretIsToken: Bool { self == .customToken || self == .secondFactor }
 }
 
 /// What an `account` op does to the account's Firebase user.
@@ -59,4 +63,9 @@ public enum AccountAction: String, Sendable, CaseIterable, Codable {
     case verifyEmail = "verify_email"
     case resetPassword = "reset_password"
     case upgrade, delete
+    /// Enrolls a TOTP second factor: without `handle` it starts (the answer's `enrollment`
+    /// holds the secret), with `handle` and the code in `secret` it finishes.
+    case mfaEnroll = "mfa_enroll"
+    /// Withdraws the second factor whose enrollment id is `factor`.
+    case mfaRemove = "mfa_remove"
 }

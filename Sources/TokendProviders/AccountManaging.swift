@@ -1,4 +1,5 @@
 import TokendCore
+import TokendProtocol
 
 /// A provider whose users can be managed from the client (Firebase): profile, verification and
 /// password-reset emails, upgrading an anonymous user, deleting the user. Every call takes the
@@ -12,6 +13,13 @@ public protocol AccountManaging: Sendable {
     /// Gives an anonymous user an email and password, keeping its uid; returns the new session.
     func upgrade(idToken: String, email: String, password: String) async -> Result<SignedIn, LoginFailure>
     func deleteUser(idToken: String) async -> Result<Void, LoginFailure>
+    /// Starts a TOTP enrollment: the secret for the authenticator app and the handle that
+    /// finishes it.
+    func startTOTPEnrollment(idToken: String) async -> Result<SecondFactorEnrollment, LoginFailure>
+    /// Finishes the enrollment behind `handle` with a code; returns the new session.
+    func finishTOTPEnrollment(idToken: String, handle: String, code: String) async -> Result<SignedIn, LoginFailure>
+    /// Withdraws a second factor; returns the new session.
+    func withdrawSecondFactor(idToken: String, enrollmentID: String) async -> Result<SignedIn, LoginFailure>
 }
 
 /// A user as the provider describes it (`accounts:lookup`).
@@ -25,6 +33,8 @@ public struct ManagedUser: Sendable, Equatable {
     public var createdAt: Date?
     public var lastLoginAt: Date?
     public var disabled: Bool?
+    /// Enrolled second factors (`mfaInfo`).
+    public var factors: [SecondFactor] = []
 
     public init(uid: String, providers: [String] = []) {
         self.uid = uid

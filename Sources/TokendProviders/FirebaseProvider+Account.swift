@@ -37,6 +37,7 @@ extension FirebaseProvider: AccountManaging {
             var createdAt: String?
             var lastLoginAt: String?
             var disabled: Bool?
+            var mfaInfo: [MFAEnrollmentInfo]?
         }
         var users: [User]?
     }
@@ -63,6 +64,7 @@ extension FirebaseProvider: AccountManaging {
             user.createdAt = milliseconds(found.createdAt)
             user.lastLoginAt = milliseconds(found.lastLoginAt)
             user.disabled = found.disabled
+            user.factors = (found.mfaInfo ?? []).compactMap(\.factor)
             return .success(user)
         }
     }

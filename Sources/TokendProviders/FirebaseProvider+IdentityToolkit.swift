@@ -1,7 +1,7 @@
 import TokendCore
 
-/// Calls to the Identity Toolkit API v1 (`accounts:METHOD`): sign-in, sign-up and account
-/// management. Every answer is read here, and every error becomes a `LoginFailure` whose
+/// Calls to the Identity Toolkit API (v1 `accounts:METHOD`, v2 `accounts/mfa…` for second
+/// factors): sign-in, sign-up and account management. Every answer is read here, and every error becomes a `LoginFailure` whose
 /// message says what happened and what to do next (README.md, "Firebase").
 extension FirebaseProvider {
     public static let identityToolkitHost = "identitytoolkit.googleapis.com"
@@ -16,6 +16,8 @@ extension FirebaseProvider {
         var email: String?
         /// The user has a second factor: no tokens, only this credential to continue with.
         var mfaPendingCredential: String?
+        /// With `mfaPendingCredential`: the user's factors.
+        var mfaInfo: [MFAEnrollmentInfo]?
         /// `signInWithIdp` may answer 200 with an error here instead of an HTTP error.
         var errorMessage: String?
         /// `signInWithIdp` in a project with one account per email: another user already has
@@ -28,7 +30,7 @@ extension FirebaseProvider {
         var isNewUser: Bool?
     }
 
-    /// POSTs `body` as JSON to `accounts:METHOD` and returns the 200 answer's bytes. `secrets`
+    /// POSTs `body` as JSON to the call's path and returns the 200 answer's bytes. `secrets`
     /// (password, tokens) are scrubbed from any message that might echo them.
     func identityToolkit(_ call: FirebaseCall, _ body: some Encodable, secrets: [String]) async -> Result<[UInt8], LoginFailure> {
         let encoder = JSONEncoder()
@@ -36,7 +38,7 @@ extension FirebaseProvider {
         guard let bytes = try? encoder.encode(InTenant(body: body, tenantId: tenantID)) else {
             return .failure(LoginFailure(.badRequest, code: "bad_request", message: "the request could not be encoded"))
         }
-        let url = endpoint(host: Self.identityToolkitHost, path: "/v1/accounts:\(call.method)")
+        let url = endpoint(host: Self.identityToolkitHost, path: call.path)
         switch await transport.send(.json(url, Array(bytes))) {
         case .failure(let failure):
             return .failure(LoginFailure(.transient, code: failure.refreshFailure.code, message: "\(failure.message); check the network and try again"))
@@ -83,8 +85,12 @@ extension FirebaseProvider {
         if answer.needConfirmation == true {
             return .failure(needConfirmation(email: answer.email ?? "", verifiedProviders: answer.verifiedProvider ?? [], call: call).redacting(secrets))
         }
-        if answer.mfaPendingCredential != nil {
-            return .failure(failure(code: "MFA_REQUIRED", detail: "", call: call))
+        if let credential = answer.mfaPendingCredential {
+            var failure = failure(code: "MFA_REQUIRED", detail: "", call: call)
+            let factors = (answer.mfaInfo ?? []).compactMap(\.factor)
+            // Read on by `login`, which asks for the code; no factor listed stays a refusal.
+            if !factors.isEmpty { failure.pendingSecondFactor = PendingSecondFactor(credential: credential, factors: factors, provider: provider) }
+            return .failure(failure.redacting(secrets + [credential]))
         }
         guard let idToken = answer.idToken, let refreshToken = answer.refreshToken else {
             return .failure(LoginFailure(.transient, code: "malformed_response", message: "Firebase answered 200 without tokens; try again"))
@@ -204,7 +210,23 @@ extension FirebaseProvider {
         case "CREDENTIAL_MISMATCH":
             return make(.misconfigured, "the custom token was minted for another Firebase project than the account's api_key; check both")
         case "MFA_REQUIRED":
-            return make(.misconfigured, "this user has a second factor (multi-factor authentication), which tokend does not support yet; use a user without one, or a custom token")
+            return make(.misconfigured, "this user has a second factor (multi-factor authentication) that Firebase did not describe; use a user without one, or a custom token")
+        case "INVALID_CODE" where call == .secondFactorEnrollFinish:
+            return make(.badRequest, "the code is wrong or expired\(said), and the enrollment is spent; start it again: tokenctl account mfa enroll ACCOUNT --totp")
+        case "INVALID_CODE", "INVALID_VERIFICATION_CODE":
+            return make(.denied, "the second factor's code is wrong or expired\(said); nothing was stored, sign in again with a fresh code")
+        case "INVALID_MFA_PENDING_CREDENTIAL", "MISSING_MFA_PENDING_CREDENTIAL":
+            return make(.denied, "the sign-in waited too long for its second factor\(said); sign in again")
+        case "UNVERIFIED_EMAIL":
+            return make(.badRequest, "Firebase enrolls a second factor only for a verified email address; verify it first: tokenctl account verify-email ACCOUNT")
+        case "MFA_ENROLLMENT_NOT_FOUND":
+            return make(.badRequest, "the user has no second factor with this id\(said); see: tokenctl account mfa list ACCOUNT")
+        case "SECOND_FACTOR_EXISTS":
+            return make(.badRequest, "the user already has this second factor")
+        case "SECOND_FACTOR_LIMIT_EXCEEDED":
+            return make(.badRequest, "the user has as many second factors as Firebase allows; remove one first: tokenctl account mfa remove ACCOUNT ID")
+        case "UNSUPPORTED_FIRST_FACTOR":
+            return make(.badRequest, "Firebase does not allow a second factor for a user who signs in this way (anonymous or custom token)")
         case "PROJECT_DISABLED":
             return make(.misconfigured, "Authentication is disabled for the project; ask the project's administrator")
         case "PROJECT_NOT_FOUND", "CONFIGURATION_NOT_FOUND":
@@ -246,6 +268,8 @@ public enum FirebaseCall: Sendable, Equatable {
     /// An anonymous user linked to the identity provider of this id (`signInWithIdp` with `idToken`).
     case idpLink(String)
     case passwordReset, verifyEmail, lookup, delete
+    /// `v2/accounts/mfaSignIn:finalize`, `mfaEnrollment:start`, `:finalize`, `:withdraw`.
+    case secondFactorSignIn, secondFactorEnrollStart, secondFactorEnrollFinish, secondFactorWithdraw
 
     /// The identity provider's id of a federated sign-in or link.
     var identityProvider: String? {
@@ -265,6 +289,18 @@ public enum FirebaseCall: Sendable, Equatable {
         case .passwordReset, .verifyEmail: "sendOobCode"
         case .lookup: "lookup"
         case .delete: "delete"
+        case .secondFactorSignIn: "mfaSignIn:finalize"
+        case .secondFactorEnrollStart: "mfaEnrollment:start"
+        case .secondFactorEnrollFinish: "mfaEnrollment:finalize"
+        case .secondFactorWithdraw: "mfaEnrollment:withdraw"
+        }
+    }
+
+    /// The path under the Identity Toolkit host: second factors are API v2's.
+    var path: String {
+        switch self {
+        case .secondFactorSignIn, .secondFactorEnrollStart, .secondFactorEnrollFinish, .secondFactorWithdraw: "/v2/accounts/\(method)"
+        default: "/v1/accounts:\(method)"
         }
     }
 

@@ -27,6 +27,9 @@ extension FirebaseProvider {
                 } else {
                     outcome = await signIn(request)
                 }
+                if case .failure(let failure) = outcome, let pending = failure.pendingSecondFactor {
+                    outcome = .failure(challenge(pending, request: request) { continuation.yield($0) })
+                }
                 if case .success(let signedIn) = outcome, let problem = tenantProblem(idToken: signedIn.tokens.idToken) {
                     outcome = .failure(LoginFailure(.misconfigured, code: problem.code, message: problem.message))
                 }
@@ -176,6 +179,8 @@ extension FirebaseProvider {
                 .flatMap { Self.signedIn($0, provider: "custom", call: .customToken) }
         case .idp:
             return await signInWithIdentityProvider(request) { _ in }
+        case .secondFactor:
+            return await finishSecondFactorSignIn(request)
         default:
             return .failure(LoginFailure(
                 .badRequest, code: "unsupported_method",

@@ -52,7 +52,7 @@ public struct FirebaseProvider: TokenProvider {
 
     public static let descriptor = ProviderDescriptor(
         kind: .firebase, keys: ["api_key", "emulator", "google_client_id", "google_client_secret", "google_issuer", "idp", "tenant_id"], defaultTokenKind: .id,
-        capabilities: [], loginMethods: [.email, .anonymous, .customToken, .idp],
+        capabilities: [], loginMethods: [.email, .anonymous, .customToken, .idp, .secondFactor],
         parse: { values, environment throws(ProviderConfigError) in
             let reader = ProviderConfigReader(values)
             let apiKey = try reader.string("api_key", required: true) ?? ""
@@ -109,6 +109,9 @@ public struct FirebaseProvider: TokenProvider {
     public var identitySignIns: [String: IdentitySignIn] = [:]
     /// The Identity Platform tenant every Identity Toolkit call names, and every ID token must carry.
     public var tenantID: String?
+    /// Sign-ins and enrollments waiting for a second factor's code (one store per account,
+    /// since each account has its own provider).
+    let secondFactors = SecondFactorHandles()
 
     /// One identity provider's sign-in: its OAuth flow and which of its tokens Firebase is
     /// given, or the project's hosted handler.

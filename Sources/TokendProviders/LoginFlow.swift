@@ -32,6 +32,12 @@ public struct LoginRequest: Sendable {
     public var linkingIDToken: String? = nil
     /// Set when an OpenID Connect sign-in only proves who the user is to Firebase (`--idp`).
     public var federation: Federation? = nil
+    /// Firebase `email`, `idp`: the second factor to answer when the user has several (its
+    /// enrollment id).
+    public var factor: String? = nil
+    /// Firebase `second_factor`: the handle the first step's `second_factor` line gave; the
+    /// code is `secret`.
+    public var handle: String? = nil
 
     /// A sign-in at an identity provider on Firebase's behalf: the provider's own session is not
     /// kept (so no refresh token is needed), and the nonce the provider puts in its ID token is
@@ -66,8 +72,26 @@ public enum LoginStep: Sendable, Equatable {
     case userCode(verificationURI: String, verificationURIComplete: String?, userCode: String, expiresIn: Double?)
     /// Still waiting for the user; `message` says for what.
     case waiting(String)
+    /// The user has a second factor: the flow ends `SECOND_FACTOR_REQUIRED`, and a `login` with
+    /// method `second_factor`, this handle and the code finishes it.
+    case secondFactor(SecondFactorChallenge)
     /// Signed in: the engine stores and serves these. The client only learns that it is done.
     case done(SignedIn)
+}
+
+/// What a sign-in stopped at a second factor tells the client: never the pending credential,
+/// which stays in the daemon behind `handle`.
+public struct SecondFactorChallenge: Sendable, Equatable {
+    public var handle: String
+    /// Every factor of the user, and the one to answer.
+    public var factors: [SecondFactor]
+    public var chosen: String
+
+    public init(handle: String, factors: [SecondFactor], chosen: String) {
+        self.handle = handle
+        self.factors = factors
+        self.chosen = chosen
+    }
 }
 
 /// The session a successful sign-in produced.
@@ -117,6 +141,9 @@ public struct LoginFailure: Error, Sendable, Equatable {
     public var code: String
     /// What happened and what to do next.
     public var message: String
+    /// Firebase answered the first factor with `mfaPendingCredential`: what continues the
+    /// sign-in. A secret: never in a message, a log line or on the wire.
+    var pendingSecondFactor: PendingSecondFactor? = nil
 
     public init(_ kind: Kind, code: String, message: String) {
         self.kind = kind

@@ -38,7 +38,7 @@ import TokendTestSupport
                     #expect(String(decoding: page.body, as: UTF8.self).contains("Signed in"))
                 case .done(let session):
                     signedIn = session
-                case .waiting, .userCode:
+                case .waiting, .userCode, .secondFactor:
                     break
                 }
             }

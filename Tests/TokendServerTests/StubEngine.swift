@@ -26,6 +26,9 @@ final class StubEngine: EngineServices {
         case upgrade(account: String, email: String, password: String, timeout: Double)
         case describeDeletion(account: String)
         case deleteUser(account: String, timeout: Double)
+        case startSecondFactorEnrollment(account: String, timeout: Double)
+        case finishSecondFactorEnrollment(account: String, handle: String, code: String, timeout: Double)
+        case removeSecondFactor(account: String, factor: String, timeout: Double)
     }
 
     /// What the engine answers; every failure defaults to one no test expects by accident.
@@ -43,6 +46,7 @@ final class StubEngine: EngineServices {
         var user: Result<ManagedUser, TokendError> = .failure(unscripted)
         var email: Result<String, TokendError> = .failure(unscripted)
         var deletion: Result<Void, TokendError> = .failure(unscripted)
+        var enrollment: Result<SecondFactorEnrollment, TokendError> = .failure(unscripted)
         var deletionDescription = "this deletes Firebase user u1 for good"
         /// A sign-in that, after its steps, waits for the user until it is cancelled.
         var signInWaitsForTheUser = false
@@ -157,6 +161,18 @@ final class StubEngine: EngineServices {
 
     func deleteUser(account: String, timeout: Double) async -> Result<Void, TokendError> {
         record(.deleteUser(account: account, timeout: timeout)) { $0.deletion }
+    }
+
+    func startSecondFactorEnrollment(account: String, timeout: Double) async -> Result<SecondFactorEnrollment, TokendError> {
+        record(.startSecondFactorEnrollment(account: account, timeout: timeout)) { $0.enrollment }
+    }
+
+    func finishSecondFactorEnrollment(account: String, handle: String, code: String, timeout: Double) async -> Result<LoginSummary, TokendError> {
+        record(.finishSecondFactorEnrollment(account: account, handle: handle, code: code, timeout: timeout)) { $0.signIn }
+    }
+
+    func removeSecondFactor(account: String, factor: String, timeout: Double) async -> Result<LoginSummary, TokendError> {
+        record(.removeSecondFactor(account: account, factor: factor, timeout: timeout)) { $0.signIn }
     }
 }
 

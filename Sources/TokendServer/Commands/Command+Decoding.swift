@@ -133,6 +133,14 @@ private struct FieldReader {
             throw failure("secret", "(\(needed)) is required for method \(method.rawValue)")
         }
         var login = LoginRequest(method: method, email: email, create: request.create ?? false, secret: secret, scopes: request.scopes, timeout: timeout)
+        login.factor = try factor(for: method)
+        if method == .secondFactor {
+            guard let handle = request.handle, !handle.isEmpty else { throw failure("handle", "is required for method second_factor") }
+            guard SecondFactor.isPlausibleCode(secret ?? "") else { throw failure("secret", "must be the code: 4 to 10 digits") }
+            login.handle = handle
+        } else if request.handle != nil {
+            throw failure("handle", "only goes with method second_factor")
+        }
         if method == .google || method == .idp {
             login.method = .idp
             login.identityProvider = try identityProvider(method)
@@ -141,6 +149,16 @@ private struct FieldReader {
             try refuseIdentityProviderFields()
         }
         return login
+    }
+
+    /// `factor` picks the second factor of a sign-in that may meet one (`email`, `idp`).
+    func factor(for method: LoginMethod) throws(TokendError) -> String? {
+        guard let factor = request.factor else { return nil }
+        guard [.email, .google, .idp].contains(method) else { throw failure("factor", "only goes with method email, google or idp") }
+        guard !factor.isEmpty, factor.count <= 128, factor.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
+            throw failure("factor", "must be an enrollment id, as tokenctl account mfa list shows it")
+        }
+        return factor
     }
 
     /// `idp` and `device` belong to method `idp` (and `google`) alone.
@@ -188,6 +206,15 @@ private struct FieldReader {
                 throw failure("method", "must be email, google or idp for upgrade")
             }
         case .delete: return .delete(confirmed: request.confirm == true, timeout: try timeout())
+        case .mfaEnroll:
+            guard let handle = request.handle else { return .startSecondFactorEnrollment(timeout: try timeout()) }
+            guard let code = request.secret?.trimmed, SecondFactor.isPlausibleCode(code) else {
+                throw failure("secret", "(the code: 4 to 10 digits) is required with handle")
+            }
+            return .finishSecondFactorEnrollment(handle: handle, code: code, timeout: try timeout())
+        case .mfaRemove:
+            guard let factor = try factor(for: .email) else { throw failure("factor", "(the enrollment id) is required for mfa_remove") }
+            return .removeSecondFactor(factor, timeout: try timeout())
         }
     }
 }

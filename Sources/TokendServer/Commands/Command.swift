@@ -108,6 +108,12 @@ public struct AccountArgs: Sendable, Equatable {
         case upgradeWithIdentityProvider(String, device: Bool, timeout: Double)
         /// `confirmed` false: answer what would be deleted instead.
         case delete(confirmed: Bool, timeout: Double)
+        /// `mfa_enroll` without a handle: start a TOTP enrollment.
+        case startSecondFactorEnrollment(timeout: Double)
+        /// `mfa_enroll` with the handle and the code.
+        case finishSecondFactorEnrollment(handle: String, code: String, timeout: Double)
+        /// `mfa_remove`: withdraw the factor of this enrollment id.
+        case removeSecondFactor(String, timeout: Double)
     }
 
     public var account: String

@@ -52,6 +52,11 @@ public protocol AccountManagementService: Sendable {
     /// What `delete` would delete, in words (the answer to a `delete` without `confirm`).
     func describeDeletion(account: String) async -> Result<String, TokendError>
     func deleteUser(account: String, timeout: Double) async -> Result<Void, TokendError>
+    /// A TOTP enrollment's first step: the secret and the handle that finishes it.
+    func startSecondFactorEnrollment(account: String, timeout: Double) async -> Result<SecondFactorEnrollment, TokendError>
+    /// Its second step: the session replaced by the one Firebase issued with the factor.
+    func finishSecondFactorEnrollment(account: String, handle: String, code: String, timeout: Double) async -> Result<LoginSummary, TokendError>
+    func removeSecondFactor(account: String, factor: String, timeout: Double) async -> Result<LoginSummary, TokendError>
 }
 
 /// Everything the request handler dispatches to.

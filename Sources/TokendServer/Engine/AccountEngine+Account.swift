@@ -84,29 +84,44 @@ extension AccountEngine {
         case .success(let session): (manager, idToken) = session
         }
         if let refusal = refuseUpgrade(name, idToken: idToken) { return .failure(refusal) }
+        return await replaceSession(name, reason: "upgraded", next: "tokenctl login \(name) --email \(email)") {
+            await manager.upgrade(idToken: idToken, email: email, password: password)
+        }
+    }
+
+    /// Replaces the session with the one a change of the user (`change`: an upgrade, a second
+    /// factor enrolled or removed) issued, as a user action: the same user (uid) or nothing, and
+    /// announced as `user_changed` with `reason`.
+    func replaceSession(
+        _ name: String, reason: String, next: String, _ change: () async -> Result<SignedIn, LoginFailure>
+    ) async -> Result<LoginSummary, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
         account.issuedUserActions += 1
         account.passwordChangesInFlight += 1
         let ticket = account.ticket(userAction: account.issuedUserActions)
         accounts[name] = account
-        // Until the new session is installed (or the upgrade failed), a refresh refused with the
-        // old token is not taken as the end of the session (see `passwordChangesInFlight`).
+        // Until the new session is installed (or the change failed), a refresh refused with the
+        // old token is not taken as the end of the session (see `passwordChangesInFlight`):
+        // Firebase revokes the older sessions of a user whose password or factors change.
         defer {
             if self.account(name, holding: ticket, unless: .removed) != nil { accounts[name]?.passwordChangesInFlight -= 1 }
         }
         let start = clock.now()
         let signedIn: SignedIn
-        switch await manager.upgrade(idToken: idToken, email: email, password: password) {
+        switch await change() {
         case .failure(let failure): return .failure(Advice.management(failure, account: name))
         case .success(let done): signedIn = done
         }
         guard let refreshToken = signedIn.tokens.refreshToken else {
-            return .failure(TokendError(.internal, "the provider upgraded the user but issued no refresh token; sign in again: tokenctl login \(name) --email \(email)"))
+            return .failure(TokendError(.internal, "the provider changed the user but issued no refresh token; sign in again: \(next)"))
         }
         let tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
+        if Self.differentUsers(account.machine.tokens, tokens) {
+            return .failure(TokendError(.internal, "the provider answered with another user's session, which was not kept; sign in again: \(next)"))
+        }
         return await installLogin(
             name, tokens, ticket: ticket, signInProvider: signedIn.signInProvider, provider: account.provider,
-            announce: .userChanged, reason: "upgraded")
+            announce: .userChanged, reason: reason)
     }
 
     /// Links a sign-in at an identity provider to the account's anonymous user (same uid),

@@ -32,6 +32,14 @@ struct AccountHandler: Sendable {
         case .delete(let confirmed, let timeout):
             guard confirmed else { throw TokendError(.badRequest, try await management.describeDeletion(account: name).get()) }
             try await management.deleteUser(account: name, timeout: timeout).get()
+        case .startSecondFactorEnrollment(let timeout):
+            response.enrollment = try await management.startSecondFactorEnrollment(account: name, timeout: timeout).get()
+        case .finishSecondFactorEnrollment(let handle, let code, let timeout):
+            let summary = try await management.finishSecondFactorEnrollment(account: name, handle: handle, code: code, timeout: timeout).get()
+            response.describeSession(account: name, expiresAt: summary.expiresAt, now: management.clock.now())
+        case .removeSecondFactor(let factor, let timeout):
+            let summary = try await management.removeSecondFactor(account: name, factor: factor, timeout: timeout).get()
+            response.describeSession(account: name, expiresAt: summary.expiresAt, now: management.clock.now())
         }
         return .response(response)
     }
@@ -48,6 +56,7 @@ struct AccountHandler: Sendable {
         profile.createdAt = user.createdAt.map(Timestamp.format)
         profile.lastLoginAt = user.lastLoginAt.map(Timestamp.format)
         profile.disabled = user.disabled
+        profile.factors = user.factors.isEmpty ? nil : user.factors
         if let claims, let all = try? JSONDecoder().decode([String: AnyJSON].self, from: Data(claims.payload)) {
             profile.project = { if case .string(let audience)? = all["aud"] { return audience } else { return nil } }()
             let custom = all.filter { !Self.standardClaims.contains($0.key) }

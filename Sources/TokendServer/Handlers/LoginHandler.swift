@@ -69,6 +69,12 @@ enum SignInStream {
             var line = LoginProgress(id: id, progress: .waiting, account: account)
             line.message = message
             return line
+        case .secondFactor(let challenge):
+            var line = LoginProgress(id: id, progress: .secondFactor, account: account)
+            line.factors = challenge.factors
+            line.factor = challenge.chosen
+            line.handle = challenge.handle
+            return line
         case .done:
             return nil
         }

@@ -1,0 +1,235 @@
+import Synchronization
+import TokendCore
+import TokendProtocol
+
+// A second factor (TOTP) for Firebase / Identity Platform users (issue 33, item 5): the sign-in
+// that stopped at `mfaPendingCredential` finished with a code at `v2/accounts/mfaSignIn:finalize`,
+// and enrollment and withdrawal at `v2/accounts/mfaEnrollment:*`. Shapes follow firebase-js-sdk
+// `packages/auth/src/api/account_management/mfa.ts`, `api/authentication/mfa.ts` and
+// `mfa/assertions/totp.ts`; SMS factors need reCAPTCHA, which a command-line client cannot give.
+
+/// What continues a sign-in that Firebase answered with `mfaPendingCredential`.
+struct PendingSecondFactor: Sendable, Equatable {
+    var credential: String
+    var factors: [SecondFactor]
+    /// How the first factor signed in (`password`, `google.com`), for events.
+    var provider: String
+}
+
+/// The daemon's side of the two-step flows: the pending credential or enrollment session behind
+/// a random handle, so that the secret never reaches the client. A handle is taken once (a
+/// wrong code spends it, as Firebase's own pending credential allows few tries), lives 5
+/// minutes (the pending credential's and the enrollment session's life at Firebase), and an
+/// account holds at most 8: a client cannot grow the daemon's memory by asking again and again.
+final class SecondFactorHandles: Sendable {
+    enum Entry: Sendable, Equatable {
+        case signIn(PendingSecondFactor, enrollmentID: String)
+        /// `totpSessionInfo.sessionInfo` of `mfaEnrollment:start`.
+        case enrollment(sessionInfo: String)
+    }
+
+    static let lifetime: Double = 300
+    static let limit = 8
+
+    private struct Held: Sendable {
+        var handle: String
+        var entry: Entry
+        var expiresAt: Date
+    }
+
+    private let held = Mutex<[Held]>([])
+    private let clock: any WallClock
+
+    init(clock: any WallClock = SystemWallClock()) {
+        self.clock = clock
+    }
+
+    /// Keeps `entry` and returns its handle; the oldest goes when the account holds too many.
+    func put(_ entry: Entry) -> String {
+        let handle = OIDCProvider.randomToken()
+        let now = clock.now()
+        held.withLock { held in
+            held.removeAll { $0.expiresAt <= now }
+            if held.count >= Self.limit { held.removeFirst(held.count - Self.limit + 1) }
+            held.append(Held(handle: handle, entry: entry, expiresAt: now.addingTimeInterval(Self.lifetime)))
+        }
+        return handle
+    }
+
+    /// The entry behind `handle`, removed; nil when unknown, spent or expired.
+    func take(_ handle: String) -> Entry? {
+        let now = clock.now()
+        return held.withLock { held in
+            guard let index = held.firstIndex(where: { $0.handle == handle }) else { return nil }
+            let found = held.remove(at: index)
+            return found.expiresAt > now ? found.entry : nil
+        }
+    }
+}
+
+extension FirebaseProvider {
+    /// `mfaInfo` as Identity Toolkit answers it (sign-in and `accounts:lookup`).
+    struct MFAEnrollmentInfo: Decodable, Equatable {
+        struct Present: Decodable, Equatable {}
+        var mfaEnrollmentId: String?
+        var displayName: String?
+        var phoneInfo: String?
+        var totpInfo: Present?
+        /// RFC 3339 in production's JSON (a Timestamp).
+        var enrolledAt: String?
+
+        var factor: SecondFactor? {
+            guard let id = mfaEnrollmentId, !id.isEmpty else { return nil }
+            var factor = SecondFactor(id: id, kind: totpInfo != nil ? .totp : phoneInfo != nil ? .phone : .other)
+            factor.displayName = displayName
+            factor.phone = phoneInfo
+            factor.enrolledAt = enrolledAt
+            return factor
+        }
+    }
+
+    /// The sign-in stopped at a second factor: the factor to answer chosen (`request.factor`, or
+    /// the only one), its pending credential kept behind a handle, the `second_factor` step
+    /// relayed; the failure that ends the first step.
+    func challenge(_ pending: PendingSecondFactor, request: LoginRequest, relay: (LoginStep) -> Void) -> LoginFailure {
+        let listed = pending.factors.map(Self.describe).joined(separator: ", ")
+        let chosen: SecondFactor
+        if let wanted = request.factor {
+            guard let found = pending.factors.first(where: { $0.id == wanted }) else {
+                return LoginFailure(
+                    .badRequest, code: "SECOND_FACTOR_UNKNOWN",
+                    message: "the user has no second factor \(wanted); choose one of theirs with --factor ID: \(listed)")
+            }
+            chosen = found
+        } else if pending.factors.count == 1, let only = pending.factors.first {
+            chosen = only
+        } else {
+            return LoginFailure(
+                .badRequest, code: "SECOND_FACTOR_CHOICE",
+                message: "the user has \(pending.factors.count) second factors; choose one with --factor ID: \(listed)")
+        }
+        switch chosen.kind {
+        case .phone:
+            return LoginFailure(
+                .misconfigured, code: "SECOND_FACTOR_SMS",
+                message: "the user's second factor \(chosen.id) is a text message (SMS), which Firebase sends only after a reCAPTCHA that a command-line client cannot give; enroll a TOTP factor for the user (tokenctl account mfa enroll ACCOUNT --totp, from a session without the SMS factor) or choose one with --factor ID")
+        case .other:
+            return LoginFailure(
+                .misconfigured, code: "SECOND_FACTOR_UNSUPPORTED",
+                message: "the user's second factor \(chosen.id) is of a kind tokend cannot answer; enroll a TOTP factor or choose one with --factor ID")
+        case .totp:
+            let handle = secondFactors.put(.signIn(pending, enrollmentID: chosen.id))
+            relay(.secondFactor(SecondFactorChallenge(handle: handle, factors: pending.factors, chosen: chosen.id)))
+            return LoginFailure(
+                .denied, code: "SECOND_FACTOR_REQUIRED",
+                message: "the user has a second factor (\(Self.describe(chosen))); finish with its code: login method second_factor with the handle")
+        }
+    }
+
+    /// `id (TOTP "name")`, for messages.
+    static func describe(_ factor: SecondFactor) -> String {
+        let kind = switch factor.kind {
+        case .totp: "TOTP"
+        case .phone: "SMS \(factor.phone ?? "")".trimmed
+        case .other: "unknown kind"
+        }
+        return "\(factor.id) (\(kind)\(factor.displayName.map { " \"\($0)\"" } ?? ""))"
+    }
+
+    private struct TOTPVerification: Encodable {
+        var sessionInfo: String?
+        var verificationCode: String
+    }
+
+    private struct SignInFinalizeBody: Encodable {
+        var mfaPendingCredential: String
+        var mfaEnrollmentId: String
+        var totpVerificationInfo: TOTPVerification
+    }
+
+    /// `login` method `second_factor`: the code for the pending sign-in behind the handle.
+    func finishSecondFactorSignIn(_ request: LoginRequest) async -> Result<SignedIn, LoginFailure> {
+        guard let handle = request.handle, let code = request.secret else {
+            return .failure(LoginFailure(.badRequest, code: "bad_request", message: "a second-factor sign-in needs the handle and the code"))
+        }
+        guard case .signIn(let pending, let enrollmentID)? = secondFactors.take(handle) else {
+            return .failure(LoginFailure(
+                .denied, code: "SECOND_FACTOR_EXPIRED",
+                message: "this second-factor step is unknown, already used or older than 5 minutes (each takes one code); sign in again"))
+        }
+        let body = SignInFinalizeBody(
+            mfaPendingCredential: pending.credential, mfaEnrollmentId: enrollmentID,
+            totpVerificationInfo: TOTPVerification(verificationCode: code))
+        return await identityToolkit(.secondFactorSignIn, body, secrets: [pending.credential, code])
+            .flatMap { Self.signedIn($0, provider: pending.provider, call: .secondFactorSignIn, secrets: [pending.credential]) }
+    }
+}
+
+/// TOTP enrollment and withdrawal (`AccountManaging`).
+extension FirebaseProvider {
+    private struct EnrollStartBody: Encodable {
+        struct Empty: Encodable {}
+        var idToken: String
+        var totpEnrollmentInfo = Empty()
+    }
+
+    private struct EnrollStartAnswer: Decodable {
+        struct Session: Decodable {
+            var sharedSecretKey: String?
+            var verificationCodeLength: FlexibleNumber?
+            var hashingAlgorithm: String?
+            var periodSec: FlexibleNumber?
+            var sessionInfo: String?
+        }
+        var totpSessionInfo: Session?
+    }
+
+    private struct EnrollFinalizeBody: Encodable {
+        var idToken: String
+        var totpVerificationInfo: TOTPVerification
+    }
+
+    private struct WithdrawBody: Encodable {
+        var idToken: String
+        var mfaEnrollmentId: String
+    }
+
+    public func startTOTPEnrollment(idToken: String) async -> Result<SecondFactorEnrollment, LoginFailure> {
+        await identityToolkit(.secondFactorEnrollStart, EnrollStartBody(idToken: idToken), secrets: [idToken]).flatMap { body in
+            guard let session = (try? JSONDecoder().decode(EnrollStartAnswer.self, from: Data(body)))?.totpSessionInfo,
+                let secret = session.sharedSecretKey, !secret.isEmpty, let sessionInfo = session.sessionInfo, !sessionInfo.isEmpty
+            else {
+                return .failure(LoginFailure(.transient, code: "malformed_response", message: "Firebase answered 200 without a TOTP secret; try again"))
+            }
+            // RFC 6238's defaults when Firebase leaves them out (it sends 6, SHA1, 30).
+            let digits = session.verificationCodeLength?.seconds.flatMap { (4...10).contains($0) ? Int(saturating: $0) : nil } ?? 6
+            let period = session.periodSec?.seconds.flatMap { (1...3600).contains($0) ? Int(saturating: $0) : nil } ?? 30
+            let algorithm = session.hashingAlgorithm.flatMap { $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } ? $0 : nil } ?? "SHA1"
+            let claims = FirebaseClaims(token: idToken)
+            // The SDK's `generateQrCodeUrl(accountName, issuer)`: tokend names the project and
+            // the user's address (its uid when there is none).
+            let issuer = JWTClaims(token: idToken)?.audience.first ?? "Firebase"
+            let label = claims?.email ?? claims?.uid ?? "user"
+            let uri = "otpauth://totp/\(FormEncoding.escaped(issuer)):\(FormEncoding.escaped(label))?secret=\(FormEncoding.escaped(secret))&issuer=\(FormEncoding.escaped(issuer))"
+                + "&algorithm=\(algorithm)&digits=\(digits)&period=\(period)"
+            let handle = secondFactors.put(.enrollment(sessionInfo: sessionInfo))
+            return .success(SecondFactorEnrollment(handle: handle, secret: secret, uri: uri, digits: digits, period: period))
+        }
+    }
+
+    public func finishTOTPEnrollment(idToken: String, handle: String, code: String) async -> Result<SignedIn, LoginFailure> {
+        guard case .enrollment(let sessionInfo)? = secondFactors.take(handle) else {
+            return .failure(LoginFailure(
+                .badRequest, code: "SECOND_FACTOR_EXPIRED",
+                message: "this enrollment is unknown, already answered or older than 5 minutes (each takes one code); start it again: tokenctl account mfa enroll ACCOUNT --totp"))
+        }
+        let body = EnrollFinalizeBody(idToken: idToken, totpVerificationInfo: TOTPVerification(sessionInfo: sessionInfo, verificationCode: code))
+        return await identityToolkit(.secondFactorEnrollFinish, body, secrets: [idToken, sessionInfo, code])
+            .flatMap { Self.signedIn($0, provider: FirebaseClaims(token: idToken)?.signInProvider ?? "password", call: .secondFactorEnrollFinish) }
+    }
+
+    public func withdrawSecondFactor(idToken: String, enrollmentID: String) async -> Result<SignedIn, LoginFailure> {
+        await identityToolkit(.secondFactorWithdraw, WithdrawBody(idToken: idToken, mfaEnrollmentId: enrollmentID), secrets: [idToken])
+            .flatMap { Self.signedIn($0, provider: FirebaseClaims(token: idToken)?.signInProvider ?? "password", call: .secondFactorWithdraw) }
+    }
+}

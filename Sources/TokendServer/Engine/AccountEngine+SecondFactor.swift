@@ -1,0 +1,41 @@
+import Logging
+import TokendCore
+import TokendProtocol
+import TokendProviders
+
+/// A second factor (TOTP) for the account's Firebase user (`account` `mfa_enroll`,
+/// `mfa_remove`). Firebase answers both with a new session of the same user, which replaces the
+/// held one as a user action (`replaceSession`), announced as `user_changed`.
+extension AccountEngine {
+    public func startSecondFactorEnrollment(account name: String, timeout: Double) async -> Result<SecondFactorEnrollment, TokendError> {
+        switch await managedSession(name, timeout: timeout) {
+        case .failure(let error): return .failure(error)
+        case .success(let (manager, idToken)):
+            let started = await manager.startTOTPEnrollment(idToken: idToken).mapError { Advice.management($0, account: name) }
+            if case .success = started { logger.info("second-factor enrollment started", metadata: ["account": "\(name)"]) }
+            return started
+        }
+    }
+
+    public func finishSecondFactorEnrollment(account name: String, handle: String, code: String, timeout: Double) async -> Result<LoginSummary, TokendError> {
+        let (manager, idToken): (any AccountManaging, String)
+        switch await managedSession(name, timeout: timeout) {
+        case .failure(let error): return .failure(error)
+        case .success(let session): (manager, idToken) = session
+        }
+        return await replaceSession(name, reason: "second_factor_enrolled", next: "tokenctl login \(name)") {
+            await manager.finishTOTPEnrollment(idToken: idToken, handle: handle, code: code)
+        }
+    }
+
+    public func removeSecondFactor(account name: String, factor: String, timeout: Double) async -> Result<LoginSummary, TokendError> {
+        let (manager, idToken): (any AccountManaging, String)
+        switch await managedSession(name, timeout: timeout) {
+        case .failure(let error): return .failure(error)
+        case .success(let session): (manager, idToken) = session
+        }
+        return await replaceSession(name, reason: "second_factor_removed", next: "tokenctl login \(name)") {
+            await manager.withdrawSecondFactor(idToken: idToken, enrollmentID: factor)
+        }
+    }
+}
