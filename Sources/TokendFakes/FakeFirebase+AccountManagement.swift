@@ -483,9 +483,9 @@ extension FakeFirebase {
     /// The user enrolls a text-message (SMS) second factor elsewhere: sign-ins answer
     /// `mfaPendingCredential` with its masked `phoneInfo`. Its enrollment id.
     @discardableResult
-    public func enrollSecondFactor(_ uid: String, phone: String = "+*******1234") -> String {
+    public func enrollSecondFactor(_ uid: String, phone: String = "+*******1234", id: String? = nil) -> String {
         backend.state.withLock { state in
-            let id = "phone-" + FakeIdentifiers.nonce()
+            let id = id ?? "phone-" + FakeIdentifiers.nonce()
             let factor = Ledger.Factor(id: id, displayName: "phone", kind: .phone(phone), enrolledAt: state.options.clock.now())
             _ = state.ledger.change(uid) { $0.factors.append(factor) }
             return id
@@ -493,10 +493,10 @@ extension FakeFirebase {
     }
 
     /// The user enrolls a TOTP factor elsewhere (another app): its enrollment id and base32 secret.
-    public func enrollTOTP(_ uid: String, displayName: String? = nil) -> (id: String, secret: String) {
+    public func enrollTOTP(_ uid: String, displayName: String? = nil, id: String? = nil) -> (id: String, secret: String) {
         backend.state.withLock { state in
             let secret = TOTP.newSecret()
-            let id = "totp-" + FakeIdentifiers.nonce()
+            let id = id ?? "totp-" + FakeIdentifiers.nonce()
             let factor = Ledger.Factor(id: id, displayName: displayName, kind: .totp(secret: secret), enrolledAt: state.options.clock.now())
             _ = state.ledger.change(uid) { $0.factors.append(factor) }
             return (id, TOTP.base32(secret))

@@ -220,7 +220,7 @@ extension FirebaseProvider {
         case "UNVERIFIED_EMAIL":
             return make(.badRequest, "Firebase enrolls a second factor only for a verified email address; verify it first: tokenctl account verify-email ACCOUNT")
         case "MFA_ENROLLMENT_NOT_FOUND":
-            return make(.badRequest, "the user has no second factor with this id\(said); see: tokenctl account mfa list ACCOUNT")
+            return make(.badRequest, "the user has no second factor with this id\(said); list them: tokenctl account mfa list ACCOUNT")
         case "SECOND_FACTOR_EXISTS":
             return make(.badRequest, "the user already has this second factor")
         case "SECOND_FACTOR_LIMIT_EXCEEDED":

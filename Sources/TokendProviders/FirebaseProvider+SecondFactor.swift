@@ -112,7 +112,7 @@ extension FirebaseProvider {
         case .phone:
             return LoginFailure(
                 .misconfigured, code: "SECOND_FACTOR_SMS",
-                message: "the user's second factor \(chosen.id) is a text message (SMS), which Firebase sends only after a reCAPTCHA that a command-line client cannot give; enroll a TOTP factor for the user (tokenctl account mfa enroll ACCOUNT --totp, from a session without the SMS factor) or choose one with --factor ID")
+                message: "the second factor \(chosen.id) is a text message (SMS), which Firebase sends only after a reCAPTCHA that a command-line client cannot give; choose a TOTP factor with --factor ID, give the user one (tokenctl account mfa enroll ACCOUNT --totp, from a --custom-token session), or sign in with --custom-token")
         case .other:
             return LoginFailure(
                 .misconfigured, code: "SECOND_FACTOR_UNSUPPORTED",

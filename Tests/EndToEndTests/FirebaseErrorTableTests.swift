@@ -58,6 +58,13 @@ import TokendTestSupport
         guard run.status == 0 else { throw HarnessError("anonymous sign-in failed: \(run.stderr)") }
     }
 
+    /// A user `email` with an SMS factor (`sms-1`) and a TOTP one (`totp-1`).
+    static func twoFactors(_ world: DaemonHarness, _ email: String) {
+        let uid = world.fake.createUser(email: email, password: password).uid
+        world.fake.enrollSecondFactor(uid, id: "sms-1")
+        _ = world.fake.enrollTOTP(uid, displayName: "phone app", id: "totp-1")
+    }
+
     static let policy = FakeFirebase.PasswordPolicy(minimumLength: 8, requireUppercase: true, requireNumeric: true)
 
     /// Every row's scenario, by the row's command and answer.
@@ -85,8 +92,18 @@ import TokendTestSupport
         "login work --email ada@example.com | `TOO_MANY_ATTEMPTS_TRY_LATER`": Scenario(stdin: password) { world, _ in
             world.fake.update { $0.maximumFailedSignIns = 0 }
         },
-        "login work --email di@example.com | `mfaPendingCredential` (a second factor)": Scenario(stdin: password) { world, _ in
-            world.fake.enrollSecondFactor(world.fake.createUser(email: "di@example.com", password: password).uid)
+        "login work --email di@example.com | `mfaPendingCredential`, an SMS factor only": Scenario(stdin: password) { world, _ in
+            world.fake.enrollSecondFactor(world.fake.createUser(email: "di@example.com", password: password).uid, id: "sms-1")
+        },
+        "login work --email dj@example.com | `mfaPendingCredential`, two factors and no `--factor`": Scenario(stdin: password) { world, _ in
+            twoFactors(world, "dj@example.com")
+        },
+        "login work --email dk@example.com --factor nope | `mfaPendingCredential`, no factor `nope`": Scenario(stdin: password) { world, _ in
+            twoFactors(world, "dk@example.com")
+        },
+        // A 4-digit code passes tokenctl's check and can never be the fake's 6-digit one.
+        "login work --email dl@example.com | `INVALID_CODE` (a wrong TOTP code)": Scenario(stdin: password + "\n0000") { world, _ in
+            _ = world.fake.enrollTOTP(world.fake.createUser(email: "dl@example.com", password: password).uid)
         },
         "login work --email ada@example.com | `API_KEY_INVALID`": Scenario(stdin: password) { world, _ in
             world.fake.update { $0.invalidAPIKeys = ["test-api-key"] }
@@ -162,6 +179,16 @@ import TokendTestSupport
             try await signedIn(world, "lu@example.com")
             // Any sign-in is too old for a window below zero.
             world.fake.update { $0.recentSignInWindow = -1 }
+        },
+        "account mfa enroll work --totp | `UNVERIFIED_EMAIL`": Scenario { world, _ in
+            try await signedIn(world, "vi@example.com")
+        },
+        "account mfa enroll work --totp | `INVALID_CODE` (a wrong code)": Scenario(stdin: "0000") { world, _ in
+            try await signedIn(world, "wu@example.com")
+            world.fake.confirmEmailVerification(try require(world.fake.requests.last { $0.path.hasSuffix("accounts:signUp") }?.uid))
+        },
+        "account mfa remove work nope | `MFA_ENROLLMENT_NOT_FOUND`": Scenario { world, _ in
+            try await signedIn(world, "xi@example.com")
         },
         "account show work | `INVALID_ID_TOKEN`": Scenario { world, _ in
             try await signedIn(world, "mo@example.com")

@@ -16,6 +16,27 @@ import Glibc
 struct FakeFirebaseTests {
     // MARK: - Refresh answers
 
+    /// The fake's TOTP (what its `mfaSignIn` and `mfaEnrollment` check codes with, and tests
+    /// compute codes with) against RFC 6238 Appendix B's SHA-1 vectors (8 digits; 6 are the
+    /// same number mod 10^6), and the base32 of RFC 4648 §10.
+    @Test(arguments: [
+        (59.0, "94287082"), (1_111_111_109, "07081804"), (1_111_111_111, "14050471"), (1_234_567_890, "89005924"),
+        (2_000_000_000, "69279037"), (20_000_000_000, "65353130"),
+    ])
+    func totpMatchesRFC6238(_ time: Double, _ expected: String) {
+        let secret = Array("12345678901234567890".utf8)
+        let at = Date(timeIntervalSince1970: time)
+        #expect(TOTP.code(secret: secret, at: at, digits: 8) == expected)
+        #expect(TOTP.code(secret: secret, at: at) == String(expected.suffix(6)))
+        #expect(TOTP.code(base32Secret: TOTP.base32(secret), at: at) == String(expected.suffix(6)))
+    }
+
+    @Test func base32IsRFC4648s() {
+        #expect(TOTP.base32(Array("foobar".utf8)) == "MZXW6YTBOI")
+        #expect(TOTP.base32(Array("12345678901234567890".utf8)) == "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ")
+        #expect(TOTP.code(base32Secret: "not base32!", at: Date()) == nil)
+    }
+
     @Test func refreshAnswerHasProductionShape() async throws {
         try await withFake { fake in
             let session = fake.createUser(email: "ada@example.com", password: "secret-1")

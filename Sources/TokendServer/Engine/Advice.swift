@@ -68,8 +68,8 @@ enum Advice {
     /// A provider's failure for a login or management call, with the account's own commands.
     static func management(_ failure: LoginFailure, account name: String) -> TokendError {
         var error = failure.tokendError
-        error.message = error.message.replacing("tokenctl login ACCOUNT", with: "tokenctl login \(name)")
-            .replacing("tokenctl account reset-password ACCOUNT", with: "tokenctl account reset-password \(name)")
+        // `tokenctl login ACCOUNT`, `tokenctl account VERB ACCOUNT`, `tokenctl account mfa VERB ACCOUNT`.
+        error.message = error.message.replacing(/(tokenctl (?:login|account(?: [a-z-]+){1,2})) ACCOUNT/) { "\($0.1) \(name)" }
             .replacing("[account.NAME.", with: "[account.\(name).")
         return error
     }
