@@ -159,7 +159,7 @@ final class HostileAnswers: Sendable {
         if path.hasSuffix("/revoke") { return ["error", "error_description"] }
         if path.contains("identitytoolkit") {
             return [
-                "idToken", "refreshToken", "expiresIn", "localId", "email", "users", "needConfirmation", "mfaPendingCredential",
+                "idToken", "refreshToken", "expiresIn", "localId", "email", "users", "needConfirmation", "mfaPendingCredential", "mfaInfo",
                 "errorMessage", "error", "emailVerified", "providerId", "oauthIdToken", "kind",
             ]
         }
@@ -176,6 +176,7 @@ final class HostileAnswers: Sendable {
         case "errorMessage": return ["FEDERATED_USER_ID_ALREADY_LINKED", "EMAIL_EXISTS", "INVALID_IDP_RESPONSE"][random.below(3)]
         case "verification_uri", "verification_url", "verification_uri_complete": return base + "/activate"
         case "needConfirmation", "emailVerified": return true
+        case "mfaInfo": return [["mfaEnrollmentId": "e1", "totpInfo": [:] as [String: Any]], ["mfaEnrollmentId": 5, "phoneInfo": ["x"]], "garbage"] as [Any]
         default: return "property-\(field)"
         }
     }
