@@ -37,7 +37,7 @@ public enum TOTP {
         let counter = (0..<8).reversed().map { UInt8(truncatingIfNeeded: step >> ($0 * 8)) }
         let mac = Array(HMAC<Insecure.SHA1>.authenticationCode(for: counter, using: SymmetricKey(data: secret)))
         let offset = Int(mac[mac.count - 1] & 0x0F)  // conversion: a nibble
-        let binary = (UInt32(mac[offset] & 0x7F) << 24) | (UInt32(mac[offset + 1]) << 16) | (UInt32(mac[offset + 2]) << 8) | UInt32(mac[offset + 3])
+        let binary = (UInt32(mac[offset] & 0x7F) << 24) | (UInt32(mac[offset + 1]) << 16) | (UInt32(mac[offset + 2]) << 8) | UInt32(mac[offset + 3])  // conversion: widening UInt8
         var modulus: UInt32 = 1
         for _ in 0..<digits { modulus *= 10 }
         let text = String(binary % modulus)
@@ -59,7 +59,7 @@ public enum TOTP {
         var buffer: UInt32 = 0
         var bits = 0
         for byte in bytes {
-            buffer = (buffer << 8) | UInt32(byte)
+            buffer = (buffer << 8) | UInt32(byte)  // conversion: widening UInt8; `<<` drops the bits already written
             bits += 8
             while bits >= 5 {
                 out.append(alphabet[Int((buffer >> UInt32(bits - 5)) & 31)])  // conversion: 5 bits
@@ -79,7 +79,7 @@ public enum TOTP {
             buffer = (buffer << 5) | UInt32(value)  // conversion: an index below 32
             bits += 5
             if bits >= 8 {
-                out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits - 8)))
+                out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits - 8)))  // conversion: bits is 8 to 12 here
                 bits -= 8
             }
         }
