@@ -62,7 +62,7 @@ extension Tokenctl {
                 if let authTime = user.authTime { rows.append(("last sign-in", authTime)) }
                 if let created = user.createdAt { rows.append(("created", created)) }
                 if user.disabled == true { rows.append(("disabled", "yes")) }
-                if let factors = user.factors { rows.append(("second factors", factors.map(Mfa.describe).joined(separator: ", "))) }
+                if let factors = user.factors { rows.append(("second factors", factors.map(\.summary).joined(separator: ", "))) }
                 if let claims = user.customClaims {
                     rows.append(("custom claims", String(decoding: WireCoding.encodeLine(claims), as: UTF8.self).trimmingSuffixNewline))
                 }

@@ -14,16 +14,6 @@ extension Tokenctl.Account {
             abstract: "List, enroll or remove the Firebase user's second factors (TOTP).",
             subcommands: [Enroll.self, List.self, Remove.self])
 
-        /// `ID (TOTP "name")`, as `list` and `account show` print a factor.
-        static func describe(_ factor: SecondFactor) -> String {
-            let kind = switch factor.kind {
-            case .totp: "TOTP"
-            case .phone: "SMS" + (factor.phone.map { " \($0)" } ?? "")
-            case .other: "unknown kind"
-            }
-            return "\(factor.id) (\(kind)\(factor.displayName.map { " \"\($0)\"" } ?? ""))"
-        }
-
         struct Enroll: TokenctlCommand {
             static let configuration = CommandConfiguration(
                 abstract: "Enroll a TOTP second factor for the user.",

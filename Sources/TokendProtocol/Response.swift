@@ -280,6 +280,16 @@ public struct SecondFactor: Codable, Sendable, Equatable {
         self.kind = kind
     }
 
+    /// `ID (TOTP "name")`, `ID (SMS +*******1234 "name")`: how messages and tokenctl name a factor.
+    public var summary: String {
+        let what = switch kind {
+        case .totp: "TOTP"
+        case .phone: "SMS" + (phone.map { " \($0)" } ?? "")
+        case .other: "unknown kind"
+        }
+        return "\(id) (\(what)\(displayName.map { " \"\($0)\"" } ?? ""))"
+    }
+
     /// A TOTP code as an authenticator app shows it: 4 to 10 digits (Firebase's
     /// `verificationCodeLength` is 6 by default; RFC 4226 allows 6 to 8, a little slack each
     /// side costs nothing). Checked by tokenctl and the daemon before a single-use handle is spent.

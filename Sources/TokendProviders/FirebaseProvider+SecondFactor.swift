@@ -92,7 +92,7 @@ extension FirebaseProvider {
     /// the only one), its pending credential kept behind a handle, the `second_factor` step
     /// relayed; the failure that ends the first step.
     func challenge(_ pending: PendingSecondFactor, request: LoginRequest, relay: (LoginStep) -> Void) -> LoginFailure {
-        let listed = pending.factors.map(Self.describe).joined(separator: ", ")
+        let listed = pending.factors.map(\.summary).joined(separator: ", ")
         let chosen: SecondFactor
         if let wanted = request.factor {
             guard let found = pending.factors.first(where: { $0.id == wanted }) else {
@@ -122,18 +122,8 @@ extension FirebaseProvider {
             relay(.secondFactor(SecondFactorChallenge(handle: handle, factors: pending.factors, chosen: chosen.id)))
             return LoginFailure(
                 .denied, code: "SECOND_FACTOR_REQUIRED",
-                message: "the user has a second factor (\(Self.describe(chosen))); finish with its code: login method second_factor with the handle")
+                message: "the user has a second factor (\(chosen.summary)); finish with its code: login method second_factor with the handle")
         }
-    }
-
-    /// `id (TOTP "name")`, for messages.
-    static func describe(_ factor: SecondFactor) -> String {
-        let kind = switch factor.kind {
-        case .totp: "TOTP"
-        case .phone: "SMS \(factor.phone ?? "")".trimmed
-        case .other: "unknown kind"
-        }
-        return "\(factor.id) (\(kind)\(factor.displayName.map { " \"\($0)\"" } ?? ""))"
     }
 
     private struct TOTPVerification: Encodable {
