@@ -18,7 +18,7 @@ struct PendingSecondFactor: Sendable, Equatable {
 
 /// The daemon's side of the two-step flows: the pending credential or enrollment session behind
 /// a random handle, so that the secret never reaches the client. A handle is taken once (a
-/// wrong code spends it, as Firebase's own pending credential allows few tries), lives 5
+/// wrong code spends it: one handle is one guess at a code), lives 5
 /// minutes (the pending credential's and the enrollment session's life at Firebase), and an
 /// account holds at most 8: a client cannot grow the daemon's memory by asking again and again.
 final class SecondFactorHandles: Sendable {
