@@ -3,6 +3,7 @@ import TokendCore
 import TokendKeyring
 import TokendProtocol
 import TokendServer
+import TokendSystem
 import TokendTestSupport
 
 /// The daemon minus its socket, built once per process (libFuzzer runs millions of inputs in one)

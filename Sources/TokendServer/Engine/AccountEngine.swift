@@ -9,6 +9,7 @@ import TokendCore
 import TokendKeyring
 import TokendProtocol
 import TokendProviders
+import TokendSystem
 
 /// A token handed to a caller.
 public struct TokenGrant: Sendable, Equatable {
