@@ -1,8 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Module layout: DESIGN.md §7. TokendCore and TokendProtocol stay off NIO and full Foundation
-// so that tokenctl starts fast; everything with I/O lives in the daemon-side modules.
+// Module layout: docs/architecture.md, "Modules" (ModuleTableTests checks its table against the
+// targets below). TokendCore is pure (no I/O, no dependency: CoreIsPureTests checks it); the
+// process's threads, timers, clock and environment are TokendSystem's. TokendCore, TokendSystem
+// and TokendProtocol stay off NIO and full Foundation so that tokenctl starts fast.
 let package = Package(
     name: "tokend",
     products: [
@@ -31,7 +33,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
-        .target(name: "TokendCore", dependencies: ["CTokendShims"]),
+        .target(name: "TokendCore"),
+        // The real clock, timer thread, threads and process environment behind TokendCore's
+        // protocols: the one place the core's values meet the kernel's clocks.
+        .target(name: "TokendSystem", dependencies: ["TokendCore", "CTokendShims"]),
         .target(name: "TokendProtocol", dependencies: ["TokendCore", "CTokendShims"]),
         .systemLibrary(
             name: "CLibsecret", pkgConfig: "libsecret-1",
@@ -40,12 +45,12 @@ let package = Package(
         .target(name: "CTokendFaketimeFix"),
         .target(
             name: "TokendKeyring",
-            dependencies: ["TokendCore", "CLibsecret"]),
+            dependencies: ["TokendCore", "TokendSystem", "CLibsecret"]),
         .target(
             name: "TokendProviders",
             dependencies: [
                 // TokendProtocol for the wire's verbs (`LoginMethod`) only.
-                "TokendCore", "TokendProtocol", "CTokendShims",
+                "TokendCore", "TokendSystem", "TokendProtocol", "CTokendShims",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -57,7 +62,7 @@ let package = Package(
         .target(
             name: "TokendServer",
             dependencies: [
-                "TokendCore", "TokendProtocol", "TokendKeyring", "TokendProviders", "CTokendShims",
+                "TokendCore", "TokendSystem", "TokendProtocol", "TokendKeyring", "TokendProviders", "CTokendShims",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -67,7 +72,7 @@ let package = Package(
         .executableTarget(
             name: "tokend",
             dependencies: [
-                "TokendServer",
+                "TokendServer", "TokendSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -77,7 +82,7 @@ let package = Package(
         .target(
             name: "TokenctlKit",
             dependencies: [
-                "TokendProtocol", "CTokendShims",
+                "TokendProtocol", "TokendSystem", "CTokendShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(name: "tokenctl", dependencies: ["TokenctlKit", "TokendProtocol"]),
@@ -86,13 +91,13 @@ let package = Package(
         .target(name: "TokendTestClock", dependencies: ["TokendCore"]),
         // Child processes, the private keyring, an in-memory secret store, temporary directories:
         // no HTTP, no NIO.
-        .target(name: "TokendTestSupport", dependencies: ["TokendCore", "CTokendShims", "TokendTestClock", "TokendKeyring"]),
+        .target(name: "TokendTestSupport", dependencies: ["TokendCore", "TokendSystem", "CTokendShims", "TokendTestClock", "TokendKeyring"]),
         // The fake servers tests and the demo talk to over real HTTP (Firebase, and an OpenID
         // provider beside it): one module, as they share the server scaffold.
         .target(
             name: "TokendFakes",
             dependencies: [
-                "TokendCore",
+                "TokendCore", "TokendSystem",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -113,9 +118,10 @@ let package = Package(
         // libFuzzer, and TokendFuzzingTests replays the corpus in every test run.
         .target(
             name: "TokendFuzzing",
-            dependencies: ["TokendCore", "TokendProtocol", "TokendKeyring", "TokendServer", "TokendProviders", "TokendTestSupport"]),
+            dependencies: ["TokendCore", "TokendSystem", "TokendProtocol", "TokendKeyring", "TokendServer", "TokendProviders", "TokendTestSupport"]),
         .testTarget(name: "TokendFuzzingTests", dependencies: ["TokendFuzzing"], resources: [.copy("Corpus")]),
         .testTarget(name: "TokendCoreTests", dependencies: ["TokendCore", "TokendTestClock"]),
+        .testTarget(name: "TokendSystemTests", dependencies: ["TokendSystem"]),
         .testTarget(name: "TokendProtocolTests", dependencies: ["TokendProtocol", "TokendTestSupport"]),
         .testTarget(name: "TokendKeyringTests", dependencies: ["TokendKeyring", "TokendTestSupport"]),
         .testTarget(name: "TokendFakesTests", dependencies: ["TokendFakes", "TokendTestSupport"]),
@@ -125,7 +131,7 @@ let package = Package(
         .testTarget(
             name: "TokendServerTests",
             dependencies: [
-                "TokendServer", "TokendTestSupport", "TokendFakes",
+                "TokendServer", "TokendSystem", "TokendTestSupport", "TokendFakes", "TokendTestClock",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]),
         .testTarget(name: "TokenctlTests", dependencies: ["TokenctlKit", "TokendTestSupport"]),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import TokendCore
 import TokendProtocol
+import TokendSystem
 
 /// Account names for shell completion, asked of the running daemon (`tokenctl list`). Silent
 /// when it is not running: a completion must never print an error into the command line.

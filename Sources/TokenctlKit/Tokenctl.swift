@@ -1,6 +1,7 @@
 import ArgumentParser
 import TokendCore
 import TokendProtocol
+import TokendSystem
 #if canImport(Glibc)
 import Glibc
 #endif

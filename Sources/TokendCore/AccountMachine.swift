@@ -67,15 +67,15 @@ public struct AccountMachine: Sendable {
     public private(set) var failures = 0
     public var policy: RefreshPolicy
     /// The jitter draw for the current tokens, fixed when they arrive so the schedule is stable.
-    private var jitterUnit: Double = 0
+    private var jitterDraw: Double = 0
     /// The provider answered the refresh in flight and its tokens are being written to the
     /// keyring (`.persist`): the held token is served again within its own horizon meanwhile.
     private var persisting = false
 
-    public init(policy: RefreshPolicy = RefreshPolicy(), tokens: TokenSet? = nil, jitterUnit: Double = 0) {
+    public init(policy: RefreshPolicy = RefreshPolicy(), tokens: TokenSet? = nil, jitterDraw: Double = 0) {
         self.policy = policy
         self.tokens = tokens
-        self.jitterUnit = jitterUnit
+        self.jitterDraw = jitterDraw
         self.phase = tokens == nil ? .needsLogin(reason: AccountMachine.noSessionReason) : .idle
     }
 
@@ -89,7 +89,7 @@ public struct AccountMachine: Sendable {
     /// The window of the next proactive refresh: when idle with tokens whose expiry is known.
     public var proactiveWindow: RefreshWindow? {
         guard case .idle = phase, let tokens, let expiresAt = tokens.expiresAt else { return nil }
-        return policy.window(expiresAt: expiresAt, issuedAt: tokens.issuedAt, unit: jitterUnit)
+        return policy.window(expiresAt: expiresAt, issuedAt: tokens.issuedAt, jitterDraw: jitterDraw)
     }
 
     /// When the account next wants the scheduler's attention; nil when nothing is scheduled.
@@ -252,9 +252,9 @@ public struct AccountMachine: Sendable {
         return tokens.merging(issued, sentAt: ticket.startedAt, at: now)
     }
 
-    /// Records a refresh's outcome. `unit` is a fresh random draw in [0, 1) for jitter. New
+    /// Records a refresh's outcome. `jitterDraw` is a fresh random draw in [0, 1) for jitter. New
     /// tokens are not served yet: the answer is `.persist`, and `persisted` serves them.
-    public mutating func finish(_ ticket: Ticket, _ outcome: RefreshOutcome, at now: Date, unit: Double) -> Completion {
+    public mutating func finish(_ ticket: Ticket, _ outcome: RefreshOutcome, at now: Date, jitterDraw: Double) -> Completion {
         guard ticket.generation == generation, case .refreshing = phase else { return .stale }
         switch outcome {
         case .refreshed(let issued):
@@ -262,7 +262,7 @@ public struct AccountMachine: Sendable {
             persisting = true
             return .persist(next)
         case .transient(let failure, let retryAfter):
-            let delay = Backoff().delay(attempt: failures, unit: unit, retryAfter: retryAfter)
+            let delay = Backoff().delay(attempt: failures, jitterDraw: jitterDraw, retryAfter: retryAfter)
             let until = now.addingTimeInterval(delay)
             phase = .backingOff(until: until, attempt: failures)
             failures += 1
@@ -295,8 +295,8 @@ public struct AccountMachine: Sendable {
     /// Records the outcome of a grant that minted a down-scoped token with the session's refresh
     /// token: a success only takes a rotated refresh token (the session's own tokens and refresh
     /// schedule stay); a failure says what it says about the refresh token, as for a refresh.
-    public mutating func finishScopedGrant(_ ticket: Ticket, _ outcome: RefreshOutcome, at now: Date, unit: Double) -> Completion {
-        guard case .refreshed(let issued) = outcome else { return finish(ticket, outcome, at: now, unit: unit) }
+    public mutating func finishScopedGrant(_ ticket: Ticket, _ outcome: RefreshOutcome, at now: Date, jitterDraw: Double) -> Completion {
+        guard case .refreshed(let issued) = outcome else { return finish(ticket, outcome, at: now, jitterDraw: jitterDraw) }
         guard ticket.generation == generation, case .refreshing = phase, let held = tokens else { return .stale }
         tokens = tokensAfterRotation(ticket, to: issued.refreshToken) ?? held
         phase = .idle
@@ -308,7 +308,7 @@ public struct AccountMachine: Sendable {
     /// The keyring write of a `.persist` is over (whatever its result: a locked keyring keeps
     /// the session in memory): the new tokens are served from now on, unless the ticket went
     /// stale while the keyring answered.
-    public mutating func persisted(_ ticket: Ticket, _ next: TokenSet, at now: Date, unit: Double) -> Completion {
+    public mutating func persisted(_ ticket: Ticket, _ next: TokenSet, at now: Date, jitterDraw: Double) -> Completion {
         guard ticket.generation == generation, case .refreshing = phase else { return .stale }
         tokens = next
         phase = .idle
@@ -316,18 +316,18 @@ public struct AccountMachine: Sendable {
         failures = 0
         lastError = nil
         lastRefresh = now
-        jitterUnit = unit
+        self.jitterDraw = jitterDraw
         return .refreshed(next)
     }
 
     /// A new session from an import or a login: wins over anything in flight.
-    public mutating func install(_ tokens: TokenSet, unit: Double) {
+    public mutating func install(_ tokens: TokenSet, jitterDraw: Double) {
         self.tokens = tokens
         generation += 1
         phase = .idle
         failures = 0
         lastError = nil
-        jitterUnit = unit
+        self.jitterDraw = jitterDraw
     }
 
     /// An imported session that arrives during a backoff: held, but not refreshed before `until`.
@@ -338,9 +338,9 @@ public struct AccountMachine: Sendable {
     }
 
     /// Loads what the keyring held at start (no generation bump: nothing can be in flight yet).
-    public mutating func restore(_ tokens: TokenSet, unit: Double) {
+    public mutating func restore(_ tokens: TokenSet, jitterDraw: Double) {
         guard self.tokens == nil else { return }
-        install(tokens, unit: unit)
+        install(tokens, jitterDraw: jitterDraw)
     }
 
     /// The keyring could not be read at start: say so instead of "no session".

@@ -32,17 +32,17 @@ public struct RefreshPolicy: Sendable, Equatable {
 
     /// When a proactive refresh should start, and how much earlier it may be moved to part it
     /// from other accounts' refreshes: the one place the margin is computed.
-    public func window(expiresAt: Date, issuedAt: Date?, unit: Double) -> RefreshWindow {
+    public func window(expiresAt: Date, issuedAt: Date?, jitterDraw: Double) -> RefreshWindow {
         let margin = margin(expiresAt: expiresAt, issuedAt: issuedAt)
         // Jitter moves the refresh earlier, never later, so it can never push past the margin.
-        let jitter = margin * Self.jitterShare * min(max(unit, 0), 1)
+        let jitter = margin * Self.jitterShare * min(max(jitterDraw, 0), 1)
         let desired = expiresAt.addingTimeInterval(-(margin + jitter))
         return RefreshWindow(desired: desired, earliest: desired.addingTimeInterval(-margin))
     }
 
-    /// The proactive refresh instant: `expiresAt - margin - jitter`, `unit` drawn from [0, 1).
-    public func refreshAt(expiresAt: Date, issuedAt: Date?, unit: Double) -> Date {
-        window(expiresAt: expiresAt, issuedAt: issuedAt, unit: unit).desired
+    /// The proactive refresh instant: `expiresAt - margin - jitter`, `jitterDraw` drawn from [0, 1).
+    public func refreshAt(expiresAt: Date, issuedAt: Date?, jitterDraw: Double) -> Date {
+        window(expiresAt: expiresAt, issuedAt: issuedAt, jitterDraw: jitterDraw).desired
     }
 }
 
@@ -76,11 +76,11 @@ public struct Backoff: Sendable, Equatable {
 
     public init() {}
 
-    /// The delay before retry number `attempt` (0 for the first retry), `unit` drawn from [0, 1).
-    public func delay(attempt: Int, unit: Double, retryAfter: Double? = nil) -> Double {
+    /// The delay before retry number `attempt` (0 for the first retry), `jitterDraw` drawn from [0, 1).
+    public func delay(attempt: Int, jitterDraw: Double, retryAfter: Double? = nil) -> Double {
         let exponent = min(max(attempt, 0), 30)  // 2^30 s is far past windowLimit; no overflow
         let window = min(Self.base * Double(1 << exponent), Self.windowLimit)
-        let jittered = min(window * min(max(unit, 0), 1), Self.cap)
+        let jittered = min(window * min(max(jitterDraw, 0), 1), Self.cap)
         guard let retryAfter, retryAfter > 0 else { return jittered }
         return max(jittered, min(retryAfter, Self.retryAfterLimit))
     }

@@ -92,7 +92,7 @@ public struct ScopedTokenCache: Sendable {
     private func kept(at now: Date, generation: UInt64, policy: RefreshPolicy) -> [(key: TokenScope, entry: Entry, refreshAt: Date)] {
         entries.compactMap { key, entry in
             guard entry.generation == generation, entry.askedForSinceMinted, entry.expiresAt > now else { return nil }
-            return (key, entry, policy.refreshAt(expiresAt: entry.expiresAt, issuedAt: entry.issuedAt, unit: 0))
+            return (key, entry, policy.refreshAt(expiresAt: entry.expiresAt, issuedAt: entry.issuedAt, jitterDraw: 0))
         }
     }
 

@@ -6,8 +6,3 @@
 public protocol WallClock: Sendable {
     func now() -> Date
 }
-
-public struct SystemWallClock: WallClock {
-    public init() {}
-    public func now() -> Date { Date() }
-}

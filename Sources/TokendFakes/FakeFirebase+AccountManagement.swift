@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import TokendCore
+import TokendSystem
 
 /// Identity Toolkit account management and federated sign-in: `signInWithIdp`, `lookup`,
 /// `sendOobCode`, `update`, `delete`, in production's shapes.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TokendCore
+import TokendSystem
 
 extension FakeFirebase {
     /// Everything the fake knows and decides, behind one lock; no sockets. The connection layer

@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdCore
 import TokendCore
+import TokendSystem
 
 /// A Firebase Authentication look-alike on loopback, for tests and demos.
 ///

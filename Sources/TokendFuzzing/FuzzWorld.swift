@@ -3,6 +3,7 @@ import TokendCore
 import TokendKeyring
 import TokendProtocol
 import TokendServer
+import TokendSystem
 import TokendTestSupport
 
 /// The daemon minus its socket, built once per process (libFuzzer runs millions of inputs in one)
@@ -44,7 +45,7 @@ final class FuzzWorld: Sendable {
         // A fixed jitter draw: the same input must take the same backoff every time it replays.
         engine = AccountEngine(
             store: store, clock: clock, timers: timers, hub: hub, logger: Logger(label: "tokend.fuzz") { _ in SwiftLogNoOpLogHandler() },
-            random: { 0.5 }, makeProvider: { StubProvider(kind: $0.kind, ledger: ledger, clock: clock, timers: timers) })
+            drawJitter: { 0.5 }, makeProvider: { StubProvider(kind: $0.kind, ledger: ledger, clock: clock, timers: timers) })
         handler = RequestHandler(engine: engine, hub: hub, version: "fuzz")
     }
 

@@ -1,5 +1,6 @@
 import CLibsecret
 import TokendCore
+import TokendSystem
 
 /// The Secret Service (GNOME keyring) through libsecret: one item per account, attributes
 /// `application = tokend`, `account = NAME`, the secret the account's `TokenSet` as JSON.

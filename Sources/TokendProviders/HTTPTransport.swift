@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
 import TokendCore
+import TokendSystem
 
 /// One HTTP exchange a provider asks for: GET or POST, with a form or JSON body.
 public struct HTTPRequest: Sendable {

@@ -1,6 +1,7 @@
 import CTokendShims
 import Foundation
 import TokendCore
+import TokendSystem
 #if canImport(Glibc)
 import Glibc
 #endif

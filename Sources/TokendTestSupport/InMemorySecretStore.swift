@@ -1,6 +1,7 @@
 import Synchronization
 import TokendCore
 import TokendKeyring
+import TokendSystem
 
 /// A `SecretStore` in a dictionary, for tests of the modules that use one, with knobs for the
 /// keyring's bad days. It keeps the keyring's rules: a locked store still lists its accounts and

@@ -3,6 +3,7 @@ import Foundation
 import TokendCore
 import Glibc
 import Synchronization
+import TokendSystem
 
 /// Why a private keyring could not be started or driven.
 public struct PrivateKeyringError: Error, CustomStringConvertible {

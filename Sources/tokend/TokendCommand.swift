@@ -7,6 +7,7 @@ import ServiceLifecycle
 import TokendCore
 import TokendProtocol
 import TokendServer
+import TokendSystem
 
 /// `tokend`: the daemon's command line. Runs in the foreground; systemd (or a shell) supervises.
 @main

@@ -92,7 +92,7 @@ import Testing
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
         let failure = RefreshFailure(code: "http_503", message: "HTTP 503")
-        let completion = machine.finish(ticket, .transient(failure, retryAfter: nil), at: t0, unit: 0.5)
+        let completion = machine.finish(ticket, .transient(failure, retryAfter: nil), at: t0, jitterDraw: 0.5)
         #expect(completion == .willRetry(failure, retryAt: t0.addingTimeInterval(0.5)))
         #expect(machine.tokens?.refreshToken == "rt-1")
         #expect(machine.serve(.id, minValid: 60, at: t0) == .token("id-1", expiresAt: t0.addingTimeInterval(3600)))
@@ -102,7 +102,7 @@ import Testing
     @Test func deadTokenDuringBackoffIsNeverServed() {
         var machine = AccountMachine(tokens: session(expiresIn: 10))
         let ticket = machine.startRefresh(at: t0)!
-        _ = machine.finish(ticket, .transient(RefreshFailure(code: "timeout", message: "t"), retryAfter: 100), at: t0, unit: 0)
+        _ = machine.finish(ticket, .transient(RefreshFailure(code: "timeout", message: "t"), retryAfter: 100), at: t0, jitterDraw: 0)
         #expect(machine.serve(.id, minValid: 0, at: t0.addingTimeInterval(11)) == .retryAt(t0.addingTimeInterval(100)))
         #expect(machine.stateName(at: t0.addingTimeInterval(11)) == "unavailable")
     }
@@ -113,7 +113,7 @@ import Testing
         var delays: [Double] = []
         for _ in 0..<12 {
             let ticket = machine.startRefresh(at: now)!
-            guard case .willRetry(_, let retryAt) = machine.finish(ticket, .transient(RefreshFailure(code: "x", message: "x"), retryAfter: nil), at: now, unit: 0.999) else {
+            guard case .willRetry(_, let retryAt) = machine.finish(ticket, .transient(RefreshFailure(code: "x", message: "x"), retryAfter: nil), at: now, jitterDraw: 0.999) else {
                 Issue.record("expected retry"); return
             }
             delays.append(retryAt.timeIntervalSince(now))
@@ -129,7 +129,7 @@ import Testing
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
         let failure = RefreshFailure(code: "TOKEN_EXPIRED", message: "TOKEN_EXPIRED")
-        #expect(machine.finish(ticket, .needsLogin(failure), at: t0, unit: 0) == .loggedOut(failure, refreshToken: "rt-1"))
+        #expect(machine.finish(ticket, .needsLogin(failure), at: t0, jitterDraw: 0) == .loggedOut(failure, refreshToken: "rt-1"))
         #expect(machine.tokens == nil)
         #expect(machine.nextWake == nil)
         guard case .refuse(let error) = machine.serve(.id, minValid: 0, at: t0) else { Issue.record("expected refusal"); return }
@@ -139,7 +139,7 @@ import Testing
     @Test func configurationFailureServesWhileValidThenRefusesWithConfigError() {
         var machine = AccountMachine(tokens: session(expiresIn: 100))
         let ticket = machine.startRefresh(at: t0)!
-        _ = machine.finish(ticket, .misconfigured(RefreshFailure(code: "API_KEY_INVALID", message: "bad key")), at: t0, unit: 0)
+        _ = machine.finish(ticket, .misconfigured(RefreshFailure(code: "API_KEY_INVALID", message: "bad key")), at: t0, jitterDraw: 0)
         #expect(machine.serve(.id, minValid: 60, at: t0) == .token("id-1", expiresAt: t0.addingTimeInterval(100)))
         guard case .refuse(let error) = machine.serve(.id, minValid: 60, at: t0.addingTimeInterval(50)) else { Issue.record("expected refusal"); return }
         #expect(error.code == .configError)
@@ -150,9 +150,9 @@ import Testing
     @Test func aSlowRefreshNeverWritesOverANewerImport() {
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
-        machine.install(session(refreshToken: "rt-imported"), unit: 0)
+        machine.install(session(refreshToken: "rt-imported"), jitterDraw: 0)
         #expect(machine.tokensAfter(ticket, issued("id-late", refreshToken: "rt-late"), at: t0) == nil)
-        #expect(machine.finish(ticket, .refreshed(issued("id-late", refreshToken: "rt-late")), at: t0, unit: 0) == .stale)
+        #expect(machine.finish(ticket, .refreshed(issued("id-late", refreshToken: "rt-late")), at: t0, jitterDraw: 0) == .stale)
         #expect(machine.tokens?.refreshToken == "rt-imported")
     }
 
@@ -160,7 +160,7 @@ import Testing
     @Test func newTokensAreServedOnlyOncePersisted() {
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
-        guard case .persist(let next) = machine.finish(ticket, .refreshed(issued("id-2", refreshToken: "rt-2")), at: t0, unit: 0) else {
+        guard case .persist(let next) = machine.finish(ticket, .refreshed(issued("id-2", refreshToken: "rt-2")), at: t0, jitterDraw: 0) else {
             Issue.record("expected persist"); return
         }
         #expect(next.refreshToken == "rt-2")
@@ -168,7 +168,7 @@ import Testing
         // The held token is served again within its own horizon (3300 s) while the keyring writes;
         // a request reaching past it waits for the new tokens.
         #expect(machine.serve(.id, minValid: 3295, at: t0.addingTimeInterval(10)) == .wait, "still refreshing while the keyring writes")
-        #expect(machine.persisted(ticket, next, at: t0, unit: 0) == .refreshed(next))
+        #expect(machine.persisted(ticket, next, at: t0, jitterDraw: 0) == .refreshed(next))
         #expect(machine.tokens == next)
     }
 
@@ -176,11 +176,11 @@ import Testing
     @Test func aLogoutDuringThePersistWins() {
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
-        guard case .persist(let next) = machine.finish(ticket, .refreshed(issued("id-2")), at: t0, unit: 0) else {
+        guard case .persist(let next) = machine.finish(ticket, .refreshed(issued("id-2")), at: t0, jitterDraw: 0) else {
             Issue.record("expected persist"); return
         }
         machine.forget(reason: "logged out")
-        #expect(machine.persisted(ticket, next, at: t0, unit: 0) == .stale)
+        #expect(machine.persisted(ticket, next, at: t0, jitterDraw: 0) == .stale)
         #expect(machine.tokens == nil)
     }
 
@@ -213,7 +213,7 @@ import Testing
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
         machine.forget(reason: "logged out")
-        #expect(machine.finish(ticket, .refreshed(issued("id-late")), at: t0, unit: 0) == .stale)
+        #expect(machine.finish(ticket, .refreshed(issued("id-late")), at: t0, jitterDraw: 0) == .stale)
         #expect(machine.tokens == nil)
     }
 
@@ -222,7 +222,7 @@ import Testing
         machine.markKeyringUnreadable(TokendError(.keyringLocked, "locked"))
         #expect(machine.serve(.id, minValid: 0, at: t0) == .refuse(TokendError(.keyringLocked, "locked")))
         #expect(machine.stateName(at: t0) == "waiting_for_keyring")
-        machine.restore(session(), unit: 0)
+        machine.restore(session(), jitterDraw: 0)
         #expect(machine.stateName(at: t0) == "active")
     }
 
@@ -243,14 +243,14 @@ extension AccountMachineTests {
         #expect(machine.tokensAfterRotation(ticket, to: nil) == nil)
         #expect(machine.tokensAfterRotation(ticket, to: "r1") == nil)
         #expect(machine.tokensAfterRotation(ticket, to: "r2")?.refreshToken == "r2")
-        let completion = machine.finishScopedGrant(ticket, .refreshed(IssuedTokens(refreshToken: "r2", accessToken: "narrow", expiresIn: 60)), at: now, unit: 0)
+        let completion = machine.finishScopedGrant(ticket, .refreshed(IssuedTokens(refreshToken: "r2", accessToken: "narrow", expiresIn: 60)), at: now, jitterDraw: 0)
         var rotated = held
         rotated.refreshToken = "r2"
         #expect(completion == .refreshed(rotated))
         #expect(machine.tokens == rotated && machine.phase == .idle && machine.lastRefresh == nil)
         // A failure is the session's, as after a refresh.
         let second = machine.startRefresh(at: now)!
-        #expect(machine.finishScopedGrant(second, .needsLogin(RefreshFailure(code: "invalid_grant", message: "gone")), at: now, unit: 0)
+        #expect(machine.finishScopedGrant(second, .needsLogin(RefreshFailure(code: "invalid_grant", message: "gone")), at: now, jitterDraw: 0)
             == .loggedOut(RefreshFailure(code: "invalid_grant", message: "gone"), refreshToken: "r2"))
     }
 }
@@ -259,8 +259,8 @@ extension AccountMachine {
     /// A refresh's outcome as the engine applies it: a `.persist` is written (here: nowhere)
     /// and confirmed at once.
     mutating func finishPersisting(_ ticket: Ticket, _ outcome: RefreshOutcome, at now: Date) -> Completion {
-        let completion = finish(ticket, outcome, at: now, unit: 0)
+        let completion = finish(ticket, outcome, at: now, jitterDraw: 0)
         guard case .persist(let next) = completion else { return completion }
-        return persisted(ticket, next, at: now, unit: 0)
+        return persisted(ticket, next, at: now, jitterDraw: 0)
     }
 }

@@ -23,7 +23,7 @@ import Testing
         while now < outageEnd {
             guard let ticket = machine.startRefresh(at: now) else { Issue.record("refresh not startable at \(now)"); return }
             attempts.append(now)
-            let completion = machine.finish(ticket, .transient(RefreshFailure(code: "http_503", message: "HTTP 503"), retryAfter: nil), at: now, unit: generator.unit())
+            let completion = machine.finish(ticket, .transient(RefreshFailure(code: "http_503", message: "HTTP 503"), retryAfter: nil), at: now, jitterDraw: generator.unit())
             guard case .willRetry(_, let retryAt) = completion else { Issue.record("expected a retry"); return }
             #expect(retryAt.timeIntervalSince(now) <= Backoff.cap)
             now = retryAt
@@ -54,7 +54,7 @@ import Testing
     @Test func suspendThroughABackoffRetriesAtOnceOnResume() {
         var machine = AccountMachine(tokens: session(at: t0, lifetime: 60))
         let ticket = machine.startRefresh(at: t0)!
-        _ = machine.finish(ticket, .transient(RefreshFailure(code: "network", message: "down"), retryAfter: 30), at: t0, unit: 0)
+        _ = machine.finish(ticket, .transient(RefreshFailure(code: "network", message: "down"), retryAfter: 30), at: t0, jitterDraw: 0)
         let resumed = t0.addingTimeInterval(8 * 3600)
         #expect(machine.isRefreshDue(at: resumed))
         #expect(machine.serve(.id, minValid: 0, at: resumed) == .retryAt(t0.addingTimeInterval(30)))

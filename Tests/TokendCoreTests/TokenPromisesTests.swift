@@ -34,7 +34,7 @@ import Testing
     @Test func whileTheKeyringWritesTheAnswerTheHeldTokenIsServedWithinItsHorizon() {
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: at(1))!
-        _ = machine.finish(ticket, .refreshed(IssuedTokens(accessToken: "at-2", expiresIn: 30)), at: at(1), unit: 0)
+        _ = machine.finish(ticket, .refreshed(IssuedTokens(accessToken: "at-2", expiresIn: 30)), at: at(1), jitterDraw: 0)
         #expect(machine.servingHorizon == at(20))
         #expect(machine.serve(.access, minValid: 5, at: at(2)) == .token("at-1", expiresAt: at(30)))
         #expect(machine.serve(.access, minValid: 19, at: at(2)) == .wait)
@@ -43,7 +43,7 @@ import Testing
     @Test func duringABackoffTheTokenIsServedWhileItLasts() {
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: at(20))!
-        _ = machine.finish(ticket, .transient(RefreshFailure(code: "http_503", message: "unavailable"), retryAfter: nil), at: at(20), unit: 0)
+        _ = machine.finish(ticket, .transient(RefreshFailure(code: "http_503", message: "unavailable"), retryAfter: nil), at: at(20), jitterDraw: 0)
         #expect(machine.servingHorizon == nil)
         #expect(machine.serve(.access, minValid: 5, at: at(21)) == .token("at-1", expiresAt: at(30)))
     }
@@ -68,10 +68,10 @@ import Testing
     @Test func theLifetimeIsLearntAgainAtTheNextRefresh() {
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: at(20))!
-        guard case .persist(let next) = machine.finish(ticket, .refreshed(IssuedTokens(refreshToken: nil, idToken: nil, accessToken: "at-2", expiresIn: 300)), at: at(20), unit: 0) else {
+        guard case .persist(let next) = machine.finish(ticket, .refreshed(IssuedTokens(refreshToken: nil, idToken: nil, accessToken: "at-2", expiresIn: 300)), at: at(20), jitterDraw: 0) else {
             Issue.record("no tokens to persist"); return
         }
-        _ = machine.persisted(ticket, next, at: at(20), unit: 0)
+        _ = machine.persisted(ticket, next, at: at(20), jitterDraw: 0)
         // 300 s counted from when the refresh was sent, less a second for rounding: 299 s, of
         // which a fresh token promises two thirds.
         #expect(machine.freshPromiseSpan == 299 - 299.0 / 3)

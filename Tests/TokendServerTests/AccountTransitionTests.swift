@@ -51,12 +51,12 @@ import TokendTestSupport
         let ticket = try started(&account)
         _ = clock.advance(by: 2)
         let issued = IssuedTokens(refreshToken: "rt-2", idToken: "id-2", expiresIn: 3600)
-        let effects = account.apply(.refreshAnswered(ticket, .refreshed(issued), at: clock.now(), unit: 0))
+        let effects = account.apply(.refreshAnswered(ticket, .refreshed(issued), at: clock.now(), jitterDraw: 0))
         guard case .save(let next, ticket, .refreshed(issued)) = effects.first, effects.count == 1 else { throw Unexpected(effects) }
         #expect(next.refreshToken == "rt-2")
         #expect(account.machine.servableTokens?.idToken == nil, "nothing new is served before the keyring has it")
 
-        let saved = account.apply(.persisted(ticket, answer: .refreshed(issued), next, .success(()), at: clock.now(), unit: 0))
+        let saved = account.apply(.persisted(ticket, answer: .refreshed(issued), next, .success(()), at: clock.now(), jitterDraw: 0))
         #expect(saved == [.noteKeyring(failed: nil), .tell(.refreshed(next, previous: TokenSet(refreshToken: "rt-1"), took: 2000)), .schedule, .wakeWaiters])
         #expect(account.machine.tokens == next)
         #expect(!account.unsaved)
@@ -69,13 +69,13 @@ import TokendTestSupport
         let ticket = try started(&account)
         _ = clock.advance(by: 1)
         let issued = IssuedTokens(refreshToken: "rt-1", idToken: "id-2", expiresIn: 3600)
-        let effects = account.apply(.refreshAnswered(ticket, .refreshed(issued), at: clock.now(), unit: 0))
+        let effects = account.apply(.refreshAnswered(ticket, .refreshed(issued), at: clock.now(), jitterDraw: 0))
         let held = try #require(account.machine.tokens)
         #expect(held.idToken == "id-2" && held.refreshToken == "rt-1")
         #expect(effects == [.deferWriteBack, .tell(.refreshed(held, previous: TokenSet(refreshToken: "rt-1"), took: 1000)), .schedule, .wakeWaiters])
         #expect(account.writeBackDeferred && !account.unsaved)
         // A session the user gives next is written in full: nothing is left to write back.
-        _ = account.apply(.sessionGiven(TokenSet(refreshToken: "rt-9"), committing: nil, at: clock.now(), unit: 0))
+        _ = account.apply(.sessionGiven(TokenSet(refreshToken: "rt-9"), committing: nil, at: clock.now(), jitterDraw: 0))
         #expect(!account.writeBackDeferred)
     }
 
@@ -83,10 +83,10 @@ import TokendTestSupport
         var account = account()
         let ticket = try started(&account)
         let answer = RefreshOutcome.refreshed(IssuedTokens(refreshToken: "rt-2", expiresIn: 3600))
-        let effects = account.apply(.refreshAnswered(ticket, answer, at: clock.now(), unit: 0))
+        let effects = account.apply(.refreshAnswered(ticket, answer, at: clock.now(), jitterDraw: 0))
         guard case .save(let next, _, _) = effects.first else { throw Unexpected(effects) }
         let locked = KeyringError(.locked, "keyring locked")
-        let saved = account.apply(.persisted(ticket, answer: answer, next, .failure(locked), at: clock.now(), unit: 0))
+        let saved = account.apply(.persisted(ticket, answer: answer, next, .failure(locked), at: clock.now(), jitterDraw: 0))
         #expect(saved.first == .noteKeyring(failed: locked))
         #expect(account.unsaved, "written back once the keyring answers")
         #expect(account.machine.tokens == next)
@@ -95,7 +95,7 @@ import TokendTestSupport
     @Test func aRefusalEndsTheSessionAndDeletesOnlyTheRefreshTokenThatFailed() throws {
         var account = account()
         let ticket = try started(&account)
-        let effects = account.apply(.refreshAnswered(ticket, .needsLogin(failure), at: clock.now(), unit: 0))
+        let effects = account.apply(.refreshAnswered(ticket, .needsLogin(failure), at: clock.now(), jitterDraw: 0))
         #expect(effects == [.tell(.sessionEnded(failure, took: 0)), .schedule, .wakeWaiters, .deleteStored(ifRefreshToken: "rt-1")])
         guard case .needsLogin = account.machine.phase else { throw Unexpected(effects) }
     }
@@ -104,7 +104,7 @@ import TokendTestSupport
         var account = account()
         account.passwordChangesInFlight = 1
         let ticket = try started(&account)
-        let effects = account.apply(.refreshAnswered(ticket, .needsLogin(failure), at: clock.now(), unit: 0))
+        let effects = account.apply(.refreshAnswered(ticket, .needsLogin(failure), at: clock.now(), jitterDraw: 0))
         guard case .refreshFailed(failure, let retryAt, 0) = effects.dropFirst().first.flatMap({ if case .tell(let news) = $0 { news } else { nil } }) else {
             throw Unexpected(effects)
         }
@@ -115,8 +115,8 @@ import TokendTestSupport
     @Test func anAnswerForAnOlderSessionIsDropped() throws {
         var account = account()
         let ticket = try started(&account)
-        account.machine.install(TokenSet(refreshToken: "rt-imported"), unit: 0)  // an import while the refresh ran
-        let effects = account.apply(.refreshAnswered(ticket, .refreshed(IssuedTokens(refreshToken: "rt-2")), at: clock.now(), unit: 0))
+        account.machine.install(TokenSet(refreshToken: "rt-imported"), jitterDraw: 0)  // an import while the refresh ran
+        let effects = account.apply(.refreshAnswered(ticket, .refreshed(IssuedTokens(refreshToken: "rt-2")), at: clock.now(), jitterDraw: 0))
         #expect(effects == [.tell(.refreshOvertaken)])
         #expect(account.machine.tokens?.refreshToken == "rt-imported")
     }
@@ -125,8 +125,8 @@ import TokendTestSupport
         var old = account(incarnation: 1)
         let ticket = try started(&old)
         var readded = account(incarnation: 2)
-        #expect(readded.apply(.refreshAnswered(ticket, .needsLogin(failure), at: clock.now(), unit: 0)).isEmpty)
-        #expect(readded.apply(.storedSessionRead(ticket, .success(nil), unit: 0)).isEmpty)
+        #expect(readded.apply(.refreshAnswered(ticket, .needsLogin(failure), at: clock.now(), jitterDraw: 0)).isEmpty)
+        #expect(readded.apply(.storedSessionRead(ticket, .success(nil), jitterDraw: 0)).isEmpty)
         #expect(readded.machine.tokens?.refreshToken == "rt-1")
     }
 
@@ -143,7 +143,7 @@ import TokendTestSupport
         account.machine.markKeyringUnreadable(TokendError(.unavailable, "not read yet"))
         let ticket = account.ticket()
         let stored = TokenSet(refreshToken: "rt-stored")
-        let effects = account.apply(.storedSessionRead(ticket, .success(stored), unit: 0))
+        let effects = account.apply(.storedSessionRead(ticket, .success(stored), jitterDraw: 0))
         #expect(effects == [.noteKeyring(failed: nil), .schedule, .wakeWaiters])
         #expect(!account.restoring)
         #expect(account.machine.tokens?.refreshToken == "rt-stored")
@@ -154,7 +154,7 @@ import TokendTestSupport
         var account = account(tokens: nil)
         account.machine.markKeyringUnreadable(TokendError(.unavailable, "not read yet"))
         let locked = KeyringError(.locked, "keyring locked")
-        let effects = account.apply(.storedSessionRead(account.ticket(), .failure(locked), unit: 0))
+        let effects = account.apply(.storedSessionRead(account.ticket(), .failure(locked), jitterDraw: 0))
         #expect(effects == [.noteKeyring(failed: locked), .schedule, .wakeWaiters])
         guard case .awaitingKeyring = account.machine.phase else {
             Issue.record("a locked keyring is not an empty one: \(account.machine.phase)")
@@ -166,7 +166,7 @@ import TokendTestSupport
         var account = account(tokens: nil)
         var stored = TokenSet(refreshToken: "rt-prod")
         stored.endpoint = "https://securetoken.googleapis.com other-project"
-        let effects = account.apply(.storedSessionRead(account.ticket(), .success(stored), unit: 0))
+        let effects = account.apply(.storedSessionRead(account.ticket(), .success(stored), jitterDraw: 0))
         #expect(effects.contains(.tell(.storedSessionBoundElsewhere)))
         #expect(account.machine.servableTokens == nil)
     }
@@ -175,8 +175,8 @@ import TokendTestSupport
         var account = account(tokens: nil)
         account.restoring = true
         let ticket = account.ticket()
-        account.machine.install(TokenSet(refreshToken: "rt-imported"), unit: 0)
-        #expect(account.apply(.storedSessionRead(ticket, .success(TokenSet(refreshToken: "rt-old")), unit: 0)) == [.tell(.readOvertaken), .wakeWaiters])
+        account.machine.install(TokenSet(refreshToken: "rt-imported"), jitterDraw: 0)
+        #expect(account.apply(.storedSessionRead(ticket, .success(TokenSet(refreshToken: "rt-old")), jitterDraw: 0)) == [.tell(.readOvertaken), .wakeWaiters])
         #expect(!account.restoring)
         #expect(account.machine.tokens?.refreshToken == "rt-imported")
     }
@@ -189,12 +189,12 @@ import TokendTestSupport
         #expect(account.scopedTokens.inFlight == scope)
         _ = clock.advance(by: 1)
         let answer = RefreshOutcome.refreshed(IssuedTokens(refreshToken: "rt-2", accessToken: "narrow", expiresIn: 600, scopes: ["read"]))
-        let answered = account.apply(.refreshAnswered(ticket, answer, at: clock.now(), unit: 0))
+        let answered = account.apply(.refreshAnswered(ticket, answer, at: clock.now(), jitterDraw: 0))
         guard case .save(let rotated, ticket, answer) = answered.first, answered.count == 1 else { throw Unexpected(answered) }
         #expect(rotated.refreshToken == "rt-2" && rotated.accessToken == nil, "only the refresh token rotates")
         #expect(account.scopedTokens.inFlight == nil)
 
-        let saved = account.apply(.persisted(ticket, answer: answer, rotated, .success(()), at: clock.now(), unit: 0))
+        let saved = account.apply(.persisted(ticket, answer: answer, rotated, .success(()), at: clock.now(), jitterDraw: 0))
         guard case .tell(.grantMinted(scope, _, 1000)) = saved.dropFirst().first else { throw Unexpected(saved) }
         #expect(saved.suffix(2) == [.schedule, .wakeWaiters])
         #expect(account.machine.tokens?.refreshToken == "rt-2")
@@ -207,7 +207,7 @@ import TokendTestSupport
         let scope = TokenScope(scopes: ["admin"])
         let effects = account.apply(.refreshWanted(force: false, narrowedTo: scope, requested: true, at: clock.now()))
         guard case .callProvider(let ticket) = effects.last else { throw Unexpected(effects) }
-        let refused = account.apply(.refreshAnswered(ticket, .misconfigured(RefreshFailure(code: "invalid_scope", message: "no")), at: clock.now(), unit: 0))
+        let refused = account.apply(.refreshAnswered(ticket, .misconfigured(RefreshFailure(code: "invalid_scope", message: "no")), at: clock.now(), jitterDraw: 0))
         guard case .tell(.grantRefused(scope, _, 0)) = refused.first else { throw Unexpected(refused) }
         #expect(account.machine.phase == .idle, "the session is untouched")
         #expect(account.scopedTokens.refusal(of: scope, since: clock.now()) != nil)
@@ -216,10 +216,10 @@ import TokendTestSupport
     @Test func anImportIsAUserActionThatTakesEffectAtOnceAndKeepsTheBackoff() throws {
         var account = account()
         let ticket = try started(&account)
-        _ = account.apply(.refreshAnswered(ticket, .transient(failure, retryAfter: 60), at: clock.now(), unit: 0))
+        _ = account.apply(.refreshAnswered(ticket, .transient(failure, retryAfter: 60), at: clock.now(), jitterDraw: 0))
         guard case .backingOff(let until, _) = account.machine.phase else { throw Unexpected([]) }
         let imported = TokenSet(refreshToken: "rt-imported")
-        #expect(account.apply(.sessionGiven(imported, committing: nil, at: clock.now(), unit: 0)) == [.disarm, .wakeWaiters])
+        #expect(account.apply(.sessionGiven(imported, committing: nil, at: clock.now(), jitterDraw: 0)) == [.disarm, .wakeWaiters])
         #expect(account.committedUserAction == 1 && account.issuedUserActions == 1)
         #expect(account.machine.tokens?.endpoint == account.configuration.endpoint)
         #expect(account.machine.backoff(at: clock.now()) == until, "a new session does not lift the provider's rate limit")
@@ -232,19 +232,19 @@ import TokendTestSupport
         _ = account.apply(.sessionForgotten(reason: "logged out", committing: nil))
         #expect(account.committedUserAction == 3)
         #expect(account.changes(since: login).contains(.overtaken), "the login's session must be dropped")
-        _ = account.apply(.sessionGiven(TokenSet(refreshToken: "rt-login"), committing: account.ticket(userAction: 4), at: clock.now(), unit: 0))
+        _ = account.apply(.sessionGiven(TokenSet(refreshToken: "rt-login"), committing: account.ticket(userAction: 4), at: clock.now(), jitterDraw: 0))
         #expect(account.committedUserAction == 4)
     }
 
     @Test func aStoredSessionIsUnsavedOnlyIfItIsStillTheHeldOne() {
         var account = account()
         let given = TokenSet(refreshToken: "rt-given")
-        _ = account.apply(.sessionGiven(given, committing: nil, at: clock.now(), unit: 0))
+        _ = account.apply(.sessionGiven(given, committing: nil, at: clock.now(), jitterDraw: 0))
         let held = account.machine.tokens!
         let locked = KeyringError(.locked, "keyring locked")
         #expect(account.apply(.sessionStored(held, .failure(locked))) == [.noteKeyring(failed: locked), .schedule])
         #expect(account.unsaved)
-        _ = account.apply(.sessionGiven(TokenSet(refreshToken: "rt-newer"), committing: nil, at: clock.now(), unit: 0))
+        _ = account.apply(.sessionGiven(TokenSet(refreshToken: "rt-newer"), committing: nil, at: clock.now(), jitterDraw: 0))
         _ = account.apply(.sessionStored(held, .failure(locked)))
         #expect(!account.unsaved, "the newer session's own write decides")
     }
@@ -254,7 +254,7 @@ import TokendTestSupport
         let ticket = try started(&account)
         #expect(account.apply(.sessionForgotten(reason: "logged out", committing: nil)) == [.disarm, .wakeWaiters])
         #expect(account.machine.tokens == nil)
-        #expect(account.apply(.refreshAnswered(ticket, .refreshed(IssuedTokens(refreshToken: "rt-2")), at: clock.now(), unit: 0)) == [.tell(.refreshOvertaken)])
+        #expect(account.apply(.refreshAnswered(ticket, .refreshed(IssuedTokens(refreshToken: "rt-2")), at: clock.now(), jitterDraw: 0)) == [.tell(.refreshOvertaken)])
     }
 
     @Test func lostScopesAreThoseANamedAnswerLeftOut() {

@@ -5,6 +5,7 @@ import TokendProtocol
 import TokendProviders
 @testable import TokendServer
 import TokendFakes
+import TokendSystem
 import TokendTestSupport
 
 /// An engine wired to the in-process fake and an in-memory keyring: the daemon minus its socket.

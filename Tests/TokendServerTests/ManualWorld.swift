@@ -70,13 +70,13 @@ struct ManualWorld {
     /// The manual clock's start: every session below is issued then.
     var t0: Date { Date(timeIntervalSince1970: 1_800_000_000) }
 
-    /// `random` is every jitter and backoff draw (fixed, so deadlines are exact).
-    init(random: Double = 0) {
+    /// `jitterDraw` is every jitter and backoff draw (fixed, so deadlines are exact).
+    init(jitterDraw: Double = 0) {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let provider = provider
         engine = AccountEngine(
-            store: store, clock: clock, timers: clock, hub: hub, logger: logger, random: { random }, makeProvider: { _ in provider })
+            store: store, clock: clock, timers: clock, hub: hub, logger: logger, drawJitter: { jitterDraw }, makeProvider: { _ in provider })
     }
 
     static func configuration(_ names: [String], refreshBefore: Double = 300) -> Configuration {

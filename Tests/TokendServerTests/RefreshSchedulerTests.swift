@@ -65,7 +65,7 @@ import TokendTestSupport
         let scheduler = RefreshScheduler(timers: clock)
         var backingOff = machine()
         let ticket = backingOff.startRefresh(at: t0)!
-        _ = backingOff.finish(ticket, .transient(RefreshFailure(code: "x", message: "x"), retryAfter: 60), at: t0, unit: 0)
+        _ = backingOff.finish(ticket, .transient(RefreshFailure(code: "x", message: "x"), retryAfter: 60), at: t0, jitterDraw: 0)
         let wake = scheduler.nextWake(nil, machine: backingOff, scopedDue: nil, now: t0)
         #expect(wake?.deadline == t0.addingTimeInterval(60))
         #expect(wake?.proactive == false)
@@ -93,7 +93,7 @@ import TokendTestSupport
         #expect(scheduler.nextWake(nil, machine: machine(), scopedDue: t0.addingTimeInterval(-5), now: t0)?.deadline == t0, "an overdue one wakes it now")
         var backingOff = machine()
         let ticket = backingOff.startRefresh(at: t0)!
-        _ = backingOff.finish(ticket, .transient(RefreshFailure(code: "x", message: "x"), retryAfter: 60), at: t0, unit: 0)
+        _ = backingOff.finish(ticket, .transient(RefreshFailure(code: "x", message: "x"), retryAfter: 60), at: t0, jitterDraw: 0)
         #expect(scheduler.nextWake(nil, machine: backingOff, scopedDue: t0.addingTimeInterval(1), now: t0)?.deadline == t0.addingTimeInterval(60))
     }
 }

@@ -43,7 +43,7 @@ import TokendTestSupport
     /// After a transient failure the next attempt is armed at the backoff instant, and a
     /// provider's Retry-After moves it later.
     @Test func aTransientFailureRetriesAtTheBackoffAndHonoursRetryAfter() async throws {
-        let world = ManualWorld(random: 0.5)
+        let world = ManualWorld(jitterDraw: 0.5)
         var events = world.hub.subscribe(account: "work").makeAsyncIterator()
         await world.start(["work"])
         // Jitter moves the refresh earlier by up to 10 % of the margin: half of 30 s here.

@@ -7,6 +7,7 @@ import TokendProtocol
 import TokendProviders
 @testable import TokendServer
 import TokendFakes
+import TokendSystem
 import TokendTestSupport
 
 /// The engine's scoped tokens against the fake OIDC provider over real HTTP, with an in-memory

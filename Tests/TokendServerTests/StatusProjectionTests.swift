@@ -33,7 +33,7 @@ import TokendTestSupport
     @Test func aBackoffSaysHowManyFailuresAndWhenNext() {
         var machine = held
         let ticket = machine.startRefresh(at: t0)!
-        _ = machine.finish(ticket, .transient(RefreshFailure(code: "http_503", message: "HTTP 503"), retryAfter: 60), at: t0, unit: 0)
+        _ = machine.finish(ticket, .transient(RefreshFailure(code: "http_503", message: "HTTP 503"), retryAfter: 60), at: t0, jitterDraw: 0)
         let status = AccountStatus(AccountEngine.report(of: account(machine), named: "work", keyring: .available, at: t0))
         #expect(status.state == "retrying")
         #expect(status.message == "refresh failed 1 time(s) in a row; next try at \(Timestamp.format(t0.addingTimeInterval(60)))")

@@ -1,6 +1,6 @@
 #ifndef CTOKEND_SHIMS_H
 #define CTOKEND_SHIMS_H
-// The timer thread's kernel interfaces (TokendCore's TimerThread), which Glibc's module leaves out.
+// The timer thread's kernel interfaces (TokendSystem's TimerThread), which Glibc's module leaves out.
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <spawn.h>

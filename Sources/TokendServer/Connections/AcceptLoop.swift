@@ -2,6 +2,7 @@ import CTokendShims
 import Synchronization
 import TokendCore
 import TokendProtocol
+import TokendSystem
 #if canImport(Glibc)
 import Glibc
 #endif

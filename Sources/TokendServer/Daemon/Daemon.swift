@@ -13,6 +13,7 @@ import TokendCore
 import TokendKeyring
 import TokendProtocol
 import TokendProviders
+import TokendSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,6 +34,27 @@ public struct DaemonOptions: Sendable {
         self.configPath = configPath
         self.environment = environment
         self.keyringTimeout = keyringTimeout
+    }
+}
+
+/// The parts of a daemon that touch the world, each replaceable by a test: nil means the real one.
+/// Tests pass a `ManualClock` as clock and timers, a transport on that clock, an in-memory store.
+public struct DaemonParts: Sendable {
+    /// Every "now" of the engine, hooks and token files. Real: `ForwardClock` on the system clocks.
+    public var clock: (any WallClock)?
+    /// Every timer the engine arms. Real: `SystemTimerSource` on `clock`.
+    public var timers: (any TimerSource)?
+    /// The providers' HTTP client, shut down by the daemon when it stops. Real: one on the
+    /// options' environment (its proxy settings), on `clock` and `timers` when those are given.
+    public var transport: HTTPTransport?
+    /// The keyring. Real: libsecret, with the options' keyring timeout.
+    public var store: (any SecretStore)?
+
+    public init(clock: (any WallClock)? = nil, timers: (any TimerSource)? = nil, transport: HTTPTransport? = nil, store: (any SecretStore)? = nil) {
+        self.clock = clock
+        self.timers = timers
+        self.transport = transport
+        self.store = store
     }
 }
 
@@ -65,20 +87,38 @@ public final class Daemon: Service, Sendable {
     /// Told each step of the daemon's life as it happens (tests assert the shutdown order).
     let lifecycle: @Sendable (LifecycleStep) -> Void
 
-    /// Builds every part (Hummingbird's template: main and tests call the same function).
-    public static func build(_ options: DaemonOptions, logger: Logger, store: (any SecretStore)? = nil) throws(DaemonError) -> Daemon {
+    /// Builds every part (Hummingbird's template: `tokend`'s main and the tests that start a
+    /// daemon in-process call this same function; `DaemonLifecycleTests` does, on a manual clock).
+    public static func build(_ options: DaemonOptions, logger: Logger, parts: DaemonParts = DaemonParts()) throws(DaemonError) -> Daemon {
+        try build(options, logger: logger, parts: parts, hardensProcess: true, lifecycle: { _ in })
+    }
+
+    /// `build`, for a daemon a test runs inside its own process: `hardensProcess` false leaves the
+    /// test process dumpable and its limits alone; `lifecycle` hears each step as it happens.
+    static func build(
+        _ options: DaemonOptions, logger: Logger, parts: DaemonParts,
+        hardensProcess: Bool, lifecycle: @escaping @Sendable (LifecycleStep) -> Void
+    ) throws(DaemonError) -> Daemon {
         let socketPath: String
         do {
             socketPath = try SocketPath.resolve(explicit: options.socketPath, environment: Environment(options.environment))
         } catch {
             throw DaemonError(code: .socket, description: error.description)
         }
-        return Daemon(options: options, socketPath: socketPath, logger: logger, store: store ?? LibsecretStore(timeout: options.keyringTimeout))
+        let clock = parts.clock ?? ForwardClock()
+        let timers = parts.timers ?? SystemTimerSource(clock: clock)
+        // The transport's own default clock (the system's) unless the test gave one: as before parts existed.
+        let transport = parts.transport ?? (parts.clock == nil
+            ? HTTPTransport(environment: options.environment)
+            : HTTPTransport(environment: options.environment, clock: clock, timers: timers))
+        return Daemon(
+            options: options, socketPath: socketPath, logger: logger, clock: clock, timers: timers, transport: transport,
+            store: parts.store ?? LibsecretStore(timeout: options.keyringTimeout), hardensProcess: hardensProcess, lifecycle: lifecycle)
     }
 
-    init(
-        options: DaemonOptions, socketPath: String, logger: Logger, store: any SecretStore,
-        hardensProcess: Bool = true, lifecycle: @escaping @Sendable (LifecycleStep) -> Void = { _ in }
+    private init(
+        options: DaemonOptions, socketPath: String, logger: Logger, clock: any WallClock, timers: any TimerSource, transport: HTTPTransport,
+        store: any SecretStore, hardensProcess: Bool, lifecycle: @escaping @Sendable (LifecycleStep) -> Void
     ) {
         self.options = options
         self.hardensProcess = hardensProcess
@@ -87,12 +127,10 @@ public final class Daemon: Service, Sendable {
         self.configPath = Configuration.defaultPath(explicit: options.configPath, environment: options.environment)
         self.logger = logger
         let hub = EventHub()
-        let transport = HTTPTransport(environment: options.environment)
         self.hub = hub
         self.transport = transport
         self.store = store
-        let clock = ForwardClock()
-        self.engine = AccountEngine(store: BootAnchoredStore(store, clock: clock), clock: clock, hub: hub, logger: logger) { configuration in
+        self.engine = AccountEngine(store: BootAnchoredStore(store, clock: clock), clock: clock, timers: timers, hub: hub, logger: logger) { configuration in
             Self.provider(for: configuration, transport: transport)
         }
         self.hooks = HookRunner(environment: options.environment, clock: engine.clock, logger: logger)

@@ -2,6 +2,7 @@ import CTokendShims
 import Glibc
 import Synchronization
 import TokendCore
+import TokendSystem
 
 /// The signals the daemon acts on (SIGTERM and SIGINT stop it, SIGHUP reloads), as streams. Each
 /// is forwarded to the process's signal pipe (`tokend_forward_signal`), which one thread of its

@@ -28,7 +28,7 @@ extension AccountEngine {
             switch action {
             case .save(let tokens, let ticket, let answer):
                 let saved = await store.save(tokens, account: name)
-                await apply(.persisted(ticket, answer: answer, tokens, saved, at: clock.now(), unit: random()), to: name)
+                await apply(.persisted(ticket, answer: answer, tokens, saved, at: clock.now(), jitterDraw: drawJitter()), to: name)
             case .deleteStored(let refreshToken):
                 let deleted = await store.delete(account: name, ifRefreshToken: refreshToken)
                 _ = noteKeyring(deleted.map { _ in () }, account: name)

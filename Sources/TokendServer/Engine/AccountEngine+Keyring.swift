@@ -17,15 +17,15 @@ extension AccountEngine {
             case .failure(let error):
                 // What each account's own read would have said too (a locked keyring is not
                 // a failure here: its items are left to the reads one by one).
-                for (name, ticket) in tickets { await apply(.storedSessionRead(ticket, .failure(error), unit: random()), to: name) }
+                for (name, ticket) in tickets { await apply(.storedSessionRead(ticket, .failure(error), jitterDraw: drawJitter()), to: name) }
             case .success(let read):
                 for (name, ticket) in tickets {
                     if let session = read.sessions[name] {
-                        await apply(.storedSessionRead(ticket, session.map { Optional($0) }, unit: random()), to: name)
+                        await apply(.storedSessionRead(ticket, session.map { Optional($0) }, jitterDraw: drawJitter()), to: name)
                     } else if read.othersMayExist {
                         unread.append(name)
                     } else {
-                        await apply(.storedSessionRead(ticket, .success(nil), unit: random()), to: name)
+                        await apply(.storedSessionRead(ticket, .success(nil), jitterDraw: drawJitter()), to: name)
                     }
                 }
             }
@@ -44,7 +44,7 @@ extension AccountEngine {
         await writeSetAside(name)
         guard let ticket = accounts[name]?.ticket() else { return }
         let loaded = await store.load(account: name)
-        await apply(.storedSessionRead(ticket, loaded, unit: random()), to: name)
+        await apply(.storedSessionRead(ticket, loaded, jitterDraw: drawJitter()), to: name)
     }
 
     /// Writes the account's held `tokens` back (the keyring's poll, a coalesced write-back) and,

@@ -148,7 +148,7 @@ extension AccountEngine {
                 .unavailable, "a newer command changed \(name) while this sign-in ran, so its session was not kept; see tokenctl status \(name)"))
         }
         let previous = account.machine.tokens
-        await apply(.sessionGiven(tokens, committing: ticket, at: clock.now(), unit: random()), to: name)
+        await apply(.sessionGiven(tokens, committing: ticket, at: clock.now(), jitterDraw: drawJitter()), to: name)
         let saved = await store.save(tokens, account: name)
         await apply(.sessionStored(tokens, saved), to: name)
         let stored = (try? saved.get()) != nil

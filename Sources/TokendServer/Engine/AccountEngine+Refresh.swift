@@ -36,7 +36,7 @@ extension AccountEngine {
             if let next { await saveOrphanedRotation(next, account: name, replacing: refresh.refreshToken) }
             return
         }
-        await apply(.refreshAnswered(ticket, outcome, at: now, unit: random()), to: name)
+        await apply(.refreshAnswered(ticket, outcome, at: now, jitterDraw: drawJitter()), to: name)
     }
 
     /// Writes a rotated session whose account is gone, if the keyring still holds the refresh

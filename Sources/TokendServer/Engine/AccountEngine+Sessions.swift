@@ -11,7 +11,7 @@ extension AccountEngine {
         guard let account = accounts[name] else { return .failure(missingAccount(name)) }
         let start = clock.now()
         let backoff = account.machine.backoff(at: start)
-        await apply(.sessionGiven(tokens, committing: nil, at: start, unit: random()), to: name)
+        await apply(.sessionGiven(tokens, committing: nil, at: start, jitterDraw: drawJitter()), to: name)
         guard let installed = accounts[name]?.machine.tokens else { return .failure(missingAccount(name)) }
         await apply(.sessionStored(installed, await store.save(installed, account: name)), to: name)
         hub.publish(AccountEvent(.imported, account: name, at: clock.now()))

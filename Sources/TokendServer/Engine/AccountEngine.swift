@@ -9,6 +9,7 @@ import TokendCore
 import TokendKeyring
 import TokendProtocol
 import TokendProviders
+import TokendSystem
 
 /// A token handed to a caller.
 public struct TokenGrant: Sendable, Equatable {
@@ -78,7 +79,7 @@ public actor AccountEngine {
     let hub: EventHub
     let logger: Logger
     let makeProvider: @Sendable (AccountConfiguration) -> any TokenProvider
-    let random: @Sendable () -> Double
+    let drawJitter: @Sendable () -> Double
     var scheduler: RefreshScheduler
     var waiters = AccountWaiters()
     let tasks = EngineTasks()
@@ -98,7 +99,7 @@ public actor AccountEngine {
     /// `timers`) so that nothing fires unless the test advances it.
     public init(
         store: any SecretStore, clock: any WallClock = ForwardClock(), timers: (any TimerSource)? = nil, hub: EventHub, logger: Logger,
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        drawJitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         makeProvider: @escaping @Sendable (AccountConfiguration) -> any TokenProvider
     ) {
         let held = HeldTokens()
@@ -113,7 +114,7 @@ public actor AccountEngine {
         self.scheduler = RefreshScheduler(timers: timers)
         self.hub = hub
         self.logger = logger
-        self.random = random
+        self.drawJitter = drawJitter
         self.makeProvider = makeProvider
     }
 

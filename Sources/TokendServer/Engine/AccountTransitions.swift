@@ -11,16 +11,16 @@ enum AccountInput: Sendable {
     /// The account's timer fired.
     case woke(at: Date)
     /// The provider answered the refresh (or narrowed grant) `ticket` started.
-    case refreshAnswered(AccountTicket, RefreshOutcome, at: Date, unit: Double)
+    case refreshAnswered(AccountTicket, RefreshOutcome, at: Date, jitterDraw: Double)
     /// The keyring answered the write of the session that `answer` brought (`.save`).
-    case persisted(AccountTicket, answer: RefreshOutcome, TokenSet, Result<Void, KeyringError>, at: Date, unit: Double)
+    case persisted(AccountTicket, answer: RefreshOutcome, TokenSet, Result<Void, KeyringError>, at: Date, jitterDraw: Double)
     /// The read of the stored session `ticket` started answered.
-    case storedSessionRead(AccountTicket, Result<TokenSet?, KeyringError>, unit: Double)
+    case storedSessionRead(AccountTicket, Result<TokenSet?, KeyringError>, jitterDraw: Double)
     /// A session the user gave takes the account's place: an import, or a login's. The user action
     /// it is commits: `committing` (numbered when it was issued; the caller checked that nothing
     /// voided it meanwhile, `changes(since:)`), or with nil a new one that takes effect at once.
     /// Nothing refreshes the session before it is stored.
-    case sessionGiven(TokenSet, committing: AccountTicket?, at: Date, unit: Double)
+    case sessionGiven(TokenSet, committing: AccountTicket?, at: Date, jitterDraw: Double)
     /// The keyring answered the write of a session the user gave.
     case sessionStored(TokenSet, Result<Void, KeyringError>)
     /// The session is forgotten, a user action that commits as `sessionGiven`'s does: a logout,
@@ -92,17 +92,17 @@ extension AccountEngine.Account {
             scopedTokens.prune(at: now, generation: machine.generation)
             guard let key = scopedTokens.due(at: now, generation: machine.generation, policy: machine.policy).first else { return [.schedule] }
             return startRefresh(force: false, narrowedTo: key, requested: false, at: now)
-        case .refreshAnswered(let ticket, let outcome, let now, let unit):
-            return refreshAnswered(ticket, outcome, at: now, unit: unit)
-        case .persisted(let ticket, let answer, let tokens, let saved, let now, let unit):
+        case .refreshAnswered(let ticket, let outcome, let now, let jitterDraw):
+            return refreshAnswered(ticket, outcome, at: now, jitterDraw: jitterDraw)
+        case .persisted(let ticket, let answer, let tokens, let saved, let now, let jitterDraw):
             guard changes(since: ticket).isDisjoint(with: .removed), let refresh = ticket.refresh else { return [] }
             let failed = Self.failure(of: saved)
             if let scope = ticket.narrowedTo, let grant = Self.grant(answer, narrowedTo: scope) {
-                return grantCompleted(ticket, scope, grant, keyring: .some(failed), at: now, unit: unit)
+                return grantCompleted(ticket, scope, grant, keyring: .some(failed), at: now, jitterDraw: jitterDraw)
             }
             // The machine keeps the tokens the refresh replaces until it hears they were written.
             let previous = machine.tokens
-            let completion = machine.persisted(refresh, tokens, at: now, unit: unit)
+            let completion = machine.persisted(refresh, tokens, at: now, jitterDraw: jitterDraw)
             if case .refreshed = completion {
                 unsaved = failed != nil
                 writeBackDeferred = false
@@ -113,14 +113,14 @@ extension AccountEngine.Account {
                 if !lost.isEmpty { effects.append(.tell(.scopesNarrowed(lost))) }
             }
             return effects + completed(completion, refresh: refresh, previous: previous, at: now)
-        case .storedSessionRead(let ticket, let loaded, let unit):
-            return storedSessionRead(ticket, loaded, unit: unit)
-        case .sessionGiven(var tokens, let action, let now, let unit):
+        case .storedSessionRead(let ticket, let loaded, let jitterDraw):
+            return storedSessionRead(ticket, loaded, jitterDraw: jitterDraw)
+        case .sessionGiven(var tokens, let action, let now, let jitterDraw):
             // A new session does not lift the provider's rate limit: it waits out the backoff too.
             let backoff = machine.backoff(at: now)
             commit(action)
             tokens.endpoint = configuration.endpoint
-            machine.install(tokens, unit: unit)
+            machine.install(tokens, jitterDraw: jitterDraw)
             if let backoff { machine.holdBackoff(until: backoff) }
             unsaved = false
             writeBackDeferred = false
@@ -167,13 +167,13 @@ extension AccountEngine.Account {
         return [.disarm, .wakeWaiters, .callProvider(ticket(refresh: refresh, narrowedTo: scope, requested: requested))]
     }
 
-    private mutating func refreshAnswered(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date, unit: Double) -> [AccountEffect] {
+    private mutating func refreshAnswered(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date, jitterDraw: Double) -> [AccountEffect] {
         guard changes(since: ticket).isDisjoint(with: .removed), let refresh = ticket.refresh else { return [] }
         if let scope = ticket.narrowedTo {
             if scopedTokens.inFlight == scope { scopedTokens.inFlight = nil }
             if let grant = Self.grant(outcome, narrowedTo: scope) {
                 guard let next = machine.tokensAfterRotation(refresh, to: grant.issued.refreshToken) else {
-                    return grantCompleted(ticket, scope, grant, keyring: nil, at: now, unit: unit)
+                    return grantCompleted(ticket, scope, grant, keyring: nil, at: now, jitterDraw: jitterDraw)
                 }
                 // As after a refresh: the rotated refresh token is stored before anything is served.
                 return [.save(next, ticket, answer: outcome)]
@@ -189,7 +189,7 @@ extension AccountEngine.Account {
             outcome = .transient(failure, retryAfter: nil)
         }
         let previous = machine.tokens
-        let completion = machine.finish(refresh, outcome, at: now, unit: unit)
+        let completion = machine.finish(refresh, outcome, at: now, jitterDraw: jitterDraw)
         if case .persist(let next) = completion {
             guard next.refreshToken == refresh.refreshToken else {
                 // A rotated refresh token reaches the keyring before anyone is handed the new
@@ -198,7 +198,7 @@ extension AccountEngine.Account {
             }
             // The stored refresh token still works: the new tokens are served now and written
             // back coalesced, as gnome-keyring rewrites its whole file on every store.
-            let completion = machine.persisted(refresh, next, at: now, unit: unit)
+            let completion = machine.persisted(refresh, next, at: now, jitterDraw: jitterDraw)
             if case .refreshed = completion {
                 writeBackDeferred = true
                 effects.append(.deferWriteBack)
@@ -233,11 +233,11 @@ extension AccountEngine.Account {
     /// A grant is over: the session takes the rotated refresh token (if any; `keyring`: how its
     /// write went, when there was one) and the scoped cache the minted token or the refusal.
     private mutating func grantCompleted(
-        _ ticket: AccountTicket, _ scope: TokenScope, _ grant: GrantAnswer, keyring: KeyringError??, at now: Date, unit: Double
+        _ ticket: AccountTicket, _ scope: TokenScope, _ grant: GrantAnswer, keyring: KeyringError??, at now: Date, jitterDraw: Double
     ) -> [AccountEffect] {
         guard let refresh = ticket.refresh else { return [] }
         var effects: [AccountEffect] = keyring.map { [.noteKeyring(failed: $0)] } ?? []
-        guard case .refreshed = machine.finishScopedGrant(refresh, .refreshed(grant.issued), at: now, unit: unit) else {
+        guard case .refreshed = machine.finishScopedGrant(refresh, .refreshed(grant.issued), at: now, jitterDraw: jitterDraw) else {
             return effects + [.tell(.refreshOvertaken)]
         }
         if let keyring { unsaved = keyring != nil }
@@ -282,7 +282,7 @@ extension AccountEngine.Account {
         return Set(granted).subtracting(answered).sorted()
     }
 
-    private mutating func storedSessionRead(_ ticket: AccountTicket, _ loaded: Result<TokenSet?, KeyringError>, unit: Double) -> [AccountEffect] {
+    private mutating func storedSessionRead(_ ticket: AccountTicket, _ loaded: Result<TokenSet?, KeyringError>, jitterDraw: Double) -> [AccountEffect] {
         guard changes(since: ticket).isDisjoint(with: .removed) else { return [] }
         // Only this incarnation's read ends its wait: a re-added account has a read of its own.
         restoring = false
@@ -296,7 +296,7 @@ extension AccountEngine.Account {
             } else {
                 // An item from before sessions were bound adopts the endpoint it is first read with.
                 tokens.endpoint = configuration.endpoint
-                machine.restore(tokens, unit: unit)
+                machine.restore(tokens, jitterDraw: jitterDraw)
             }
             effects.append(.noteKeyring(failed: nil))
         case .success(nil):

@@ -1,6 +1,7 @@
 import CTokendShims
 import Synchronization
 import TokendCore
+import TokendSystem
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import CTokendShims
 import Glibc
 import Synchronization
+import TokendCore
 
 /// The daemon's timer source: every timer armed twice, on a wall-clock and on a monotonic
 /// deadline, firing once at whichever comes first (docs/architecture.md, "Time").

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import TokendCore
+import TokendCore
+@testable import TokendSystem
 
 /// The process's timer thread on the real kernel clocks. Deadlines are tens of milliseconds
 /// apart and only their order is asserted, never how late a timer fired.
