@@ -33,47 +33,45 @@ public struct PrivateKeyringError: Error, CustomStringConvertible {
 /// --serve`: everything lives under one temporary directory (HOME, XDG_RUNTIME_DIR, the bus
 /// socket, the keyring files, the daemons' logs) that `stop()` removes. The script reads our end
 /// of a pipe: if the test process dies without `stop()`, the pipe closes and the script stops the
-/// bus and the keyring. This type drives the keyring from there (lock, unlock, restart, pause).
+/// bus and the keyring. The keyring is driven (lock, unlock, restart, pause) by the same script's
+/// verbs, `private-session keyring VERB`, the one implementation scripts/chaos and the shell
+/// suites use too.
 public final class PrivateKeyring: Sendable {
     /// The temporary directory that holds everything.
     public let root: URL
     /// The variables a child process needs to use this keyring (and not the user's).
     public let environment: [String: String]
-    /// The login keyring's password: fed on stdin, never in argv.
-    private let password: String
+    /// Held while a keyring verb runs, so that two never interleave.
     private let state = Mutex(State())
 
     private struct State {
-        /// `private-session --serve`, which owns the bus (and the first keyring).
+        /// `private-session --serve`, which owns the bus and the keyring.
         var session: Daemon?
         /// Our end of the session's stdin.
         var sessionPipe: Int32 = -1
-        /// The keyring this type started last (a restart, an unlock); nil while the session's
-        /// first keyring serves.
-        var keyring: Daemon?
         var stopped = false
     }
 
     /// How long to wait for a daemon to come up or a command to finish. Generous: the CI
     /// machine has two shared cores, and a keyring restarted mid-suite took over 20 s there.
     static let readyTimeout: Double = 45
+    /// A keyring verb's bound: it bounds each of its own waits by the same 45 s, and a restart
+    /// may wait for two stops and three hand-overs of two waits each; past this it hangs.
+    static let verbTimeout: Double = readyTimeout * 10
     /// Between two readiness probes: each runs `gdbus`, a few milliseconds.
     static let pollInterval: Double = 0.02
     /// The set-up script, found from this file: tests run from the checkout.
     static let sessionScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("scripts/lib/private-session").path
-    static let secretsName = "org.freedesktop.secrets"
-    static let loginCollection = "/org/freedesktop/secrets/collection/login"
     /// Variables that could lead a child to the user's own session or display.
     static let inheritedVariablesToDrop = [
         "DBUS_SESSION_BUS_ADDRESS", "DBUS_SESSION_BUS_PID", "DISPLAY", "WAYLAND_DISPLAY",
         "GNOME_KEYRING_CONTROL", "SSH_AUTH_SOCK", "XDG_SESSION_ID",
     ]
 
-    private init(root: URL, environment: [String: String], password: String) {
+    private init(root: URL, environment: [String: String]) {
         self.root = root
         self.environment = environment
-        self.password = password
     }
 
     /// Starts a bus and an unlocked keyring with a login collection, and waits until both answer.
@@ -106,11 +104,10 @@ public final class PrivateKeyring: Sendable {
                 guard let equals = line.firstIndex(of: "=") else { continue }
                 environment[String(line[..<equals])] = String(line[line.index(after: equals)...])
             }
-            let password = try environment["TOKEND_SESSION_PASSWORD_FILE"].map { try String(contentsOfFile: $0, encoding: .utf8) }
-            guard let password, environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
+            guard environment["TOKEND_SESSION_PASSWORD_FILE"] != nil, environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
                 throw PrivateKeyringError(.commandFailed, "private-session wrote no bus or password; see \(root.path)/session.env")
             }
-            ready = PrivateKeyring(root: root, environment: environment, password: password)
+            ready = PrivateKeyring(root: root, environment: environment)
         } catch {
             close(input.write)
             session.kill(SIGTERM)
@@ -139,47 +136,36 @@ public final class PrivateKeyring: Sendable {
     // MARK: driving the keyring
 
     /// Locks the login collection, as a screen lock or a headless boot leaves it.
-    public func lock() throws {
-        // `secret-tool lock` of libsecret 0.20.5 trips a GLib assertion; the D-Bus call does not.
-        _ = try gdbus([
-            "call", "--session", "--dest", Self.secretsName, "--object-path", "/org/freedesktop/secrets",
-            "--method", "org.freedesktop.Secret.Service.Lock", "['\(Self.loginCollection)']",
-        ]).check()
-        try waitUntil("the login collection locked") { try loginLocked() == true }
-    }
+    public func lock() throws { try keyring("lock") }
 
     /// Unlocks the login collection the way a login does: a new gnome-keyring replaces the
     /// running one and gets the password on stdin.
-    public func unlock() throws {
-        try state.withLock { state in try startKeyring(&state, replace: true) }
-    }
+    public func unlock() throws { try keyring("unlock") }
 
     /// Stops gnome-keyring and starts a fresh, unlocked one: what a crash and restart of the
     /// keyring daemon looks like to its clients.
-    public func restart() throws {
-        try state.withLock { state in
-            try stopKeyring(&state)
-            // --replace: should a client have had a (locked) keyring D-Bus-activated meanwhile.
-            try startKeyring(&state, replace: true)
-        }
-    }
+    public func restart() throws { try keyring("restart") }
 
     /// Stops gnome-keyring only; the bus stays. The bus may D-Bus-activate a new (locked) one
     /// when a client asks for the Secret Service.
-    public func stopKeyring() {
-        state.withLock { state in try? stopKeyring(&state) }
-    }
+    public func stopKeyring() { try? keyring("stop") }
 
     /// Freezes gnome-keyring (SIGSTOP): the bus stays up, the Secret Service never answers.
-    public func pauseKeyring() throws {
-        guard let pid = try secretsOwnerPID() else { throw PrivateKeyringError(.commandFailed, "no Secret Service to pause") }
-        kill(pid, SIGSTOP)
-    }
+    public func pauseKeyring() throws { try keyring("pause") }
 
     /// Undoes `pauseKeyring()`.
-    public func resumeKeyring() throws {
-        guard let pid = try secretsOwnerPID() else { throw PrivateKeyringError(.commandFailed, "no Secret Service to resume") }
-        kill(pid, SIGCONT)
+    public func resumeKeyring() throws { try keyring("resume") }
+
+    /// `private-session keyring VERB` in this session; returns once the keyring is so.
+    private func keyring(_ verb: String) throws {
+        try state.withLock { state in
+            guard !state.stopped else { throw PrivateKeyringError(.commandFailed, "keyring \(verb) after stop()") }
+            try runVerb(verb)
+        }
+    }
+
+    private func runVerb(_ verb: String) throws {
+        try Self.run("bash", [Self.sessionScript, "keyring", verb], environment: childEnvironment, timeout: Self.verbTimeout).check()
     }
 
     /// Stops the keyring and the bus and removes the temporary directory. Idempotent.
@@ -187,7 +173,7 @@ public final class PrivateKeyring: Sendable {
         state.withLock { state in
             guard !state.stopped else { return }
             state.stopped = true
-            try? stopKeyring(&state)
+            try? runVerb("stop")
             let busPID = try? connectionPID(of: "org.freedesktop.DBus")
             if state.sessionPipe >= 0 {
                 // EOF on its stdin makes the session stop the bus and exit.
@@ -224,23 +210,6 @@ public final class PrivateKeyring: Sendable {
         try Self.run("gdbus", arguments, environment: childEnvironment)
     }
 
-    /// The login collection's `Locked` property; nil when there is no such collection (yet).
-    public func loginLocked() throws -> Bool? {
-        let result = try gdbus([
-            "call", "--session", "--dest", Self.secretsName, "--object-path", Self.loginCollection,
-            "--method", "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Secret.Collection", "Locked",
-        ])
-        guard result.status == 0 else { return nil }
-        if result.stdout.contains("true") { return true }
-        if result.stdout.contains("false") { return false }
-        return nil
-    }
-
-    /// The process that owns the Secret Service name on this bus, if any.
-    public func secretsOwnerPID() throws -> pid_t? {
-        try connectionPID(of: Self.secretsName)
-    }
-
     // MARK: process-wide use
 
     private static let processWide = Mutex<PrivateKeyring?>(nil)
@@ -262,95 +231,6 @@ public final class PrivateKeyring: Sendable {
         }
     }
 
-    // MARK: daemons
-
-    /// Hand-overs a bus-activated keyring may win before the test gives up (see `startKeyring`).
-    static let handOverAttempts = 3
-
-    /// Starts gnome-keyring with the password. While a replaced one hands over the Secret Service
-    /// name, a client's call (tokend polls a locked keyring) can have the bus activate another,
-    /// locked keyring that takes the name; ours then never serves. That interloper is stopped
-    /// and the hand-over tried again, as a user would by unlocking again.
-    private func startKeyring(_ state: inout State, replace: Bool) throws {
-        // Ours, or the session's first keyring, which is not our child.
-        let previous = try state.keyring?.pid ?? secretsOwnerPID()
-        for attempt in 1...Self.handOverAttempts {
-            guard let interloper = try startKeyringOnce(&state, replace: replace, previous: previous) else { return }
-            guard attempt < Self.handOverAttempts else {
-                throw PrivateKeyringError(.timedOut, "a bus-activated gnome-keyring (pid \(interloper)) kept the Secret Service name \(attempt) times (logs in \(root.path))")
-            }
-            kill(interloper, SIGTERM)
-            if var ours = state.keyring {
-                ours.kill(SIGTERM)
-                if !ours.waitForExit(timeout: Self.readyTimeout) { ours.kill(SIGKILL) }
-            }
-            state.keyring = nil
-            try waitUntil("the Secret Service name free again") { try secretsOwnerPID() == nil }
-        }
-    }
-
-    /// One start; the pid of a keyring that is neither ours nor the one replaced if it took the
-    /// name instead, nil once ours serves an unlocked login collection.
-    private func startKeyringOnce(_ state: inout State, replace: Bool, previous previousPID: pid_t?) throws -> pid_t? {
-        var previous = state.keyring
-        let input = try Self.pipe()
-        let keyring: Daemon
-        do {
-            defer { close(input.read) }
-            keyring = try Daemon.spawn(
-                Self.which("gnome-keyring-daemon")!,
-                ["--foreground", "--unlock", "--components=secrets"] + (replace ? ["--replace"] : []),
-                environment: childEnvironment, stdin: input.read, log: root.appendingPathComponent("keyring.log").path)
-        } catch {
-            close(input.write)
-            throw error
-        }
-        // --unlock reads the password up to EOF.
-        let written = Array(password.utf8).withUnsafeBytes { write(input.write, $0.baseAddress, $0.count) }
-        close(input.write)
-        guard written == password.utf8.count else {
-            throw PrivateKeyringError(.commandFailed, "could not hand gnome-keyring its password: errno \(errno)")
-        }
-        state.keyring = keyring
-        var interloper: pid_t?
-        try waitUntil("gnome-keyring (pid \(keyring.pid)) serving an unlocked login collection") {
-            if state.keyring?.hasExited() == true {
-                throw PrivateKeyringError(.commandFailed, "gnome-keyring-daemon exited; see \(root.path)/keyring.log")
-            }
-            let owner = try secretsOwnerPID()
-            if let owner, owner != keyring.pid, owner != previousPID {
-                interloper = owner
-                return true
-            }
-            return try owner == keyring.pid && loginLocked() == false
-        }
-        // The replaced daemon exits by itself; reap it (or make sure of it).
-        if previous != nil, previous?.waitForExit(timeout: Self.readyTimeout) == false {
-            previous?.kill(SIGKILL)
-            _ = previous?.waitForExit(timeout: Self.readyTimeout)
-        }
-        return interloper
-    }
-
-    private func stopKeyring(_ state: inout State) throws {
-        if let pid = try secretsOwnerPID(), pid != state.keyring?.pid {
-            // One the bus activated: not our child, but on our private bus.
-            kill(pid, SIGCONT)
-            kill(pid, SIGTERM)
-        }
-        if var keyring = state.keyring {
-            // SIGCONT first: a paused keyring would never act on the SIGTERM.
-            keyring.kill(SIGCONT)
-            keyring.kill(SIGTERM)
-            if !keyring.waitForExit(timeout: Self.readyTimeout) {
-                keyring.kill(SIGKILL)
-                _ = keyring.waitForExit(timeout: Self.readyTimeout)
-            }
-        }
-        state.keyring = nil
-        try waitUntil("the Secret Service gone from the bus") { try secretsOwnerPID() == nil }
-    }
-
     // MARK: helpers
 
     private func connectionPID(of name: String) throws -> pid_t? {
@@ -362,11 +242,6 @@ public final class PrivateKeyring: Sendable {
         guard result.status == 0 else { return nil }
         let digits = result.stdout.split(whereSeparator: { !$0.isNumber }).last
         return digits.flatMap { pid_t($0) }
-    }
-
-    /// Polls `condition` until it holds; throws `.timedOut` after `readyTimeout`.
-    private func waitUntil(_ what: String, _ condition: () throws -> Bool) throws {
-        try Self.waitUntil(what, logs: root, condition)
     }
 
     private static func waitUntil(_ what: String, logs root: URL, _ condition: () throws -> Bool) throws {
@@ -410,10 +285,10 @@ public final class PrivateKeyring: Sendable {
 
     /// Runs a short-lived tool to completion (killed after `readyTimeout`), collecting its output.
     static func run(
-        _ tool: String, _ arguments: [String], environment: [String: String], stdin: String? = nil
+        _ tool: String, _ arguments: [String], environment: [String: String], stdin: String? = nil, timeout: Double = readyTimeout
     ) throws -> CommandResult {
         guard let executable = which(tool) else { throw PrivateKeyringError(.toolMissing, "\(tool) not found on PATH") }
-        let result = try ChildProcess.run(executable, arguments, environment: environment, stdin: stdin, timeout: readyTimeout)
+        let result = try ChildProcess.run(executable, arguments, environment: environment, stdin: stdin, timeout: timeout)
         return CommandResult(command: ([tool] + arguments).joined(separator: " "), status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 }
@@ -436,9 +311,9 @@ public struct CommandResult: Sendable {
 }
 
 extension PrivateKeyring {
-    /// A long-running child (the bus, the keyring), started by `ChildProcess`: with an empty
-    /// signal mask (SIGTERM is blocked on Swift's worker threads, and a gnome-keyring started so
-    /// ignores SIGTERM forever) and only stdin, stdout and stderr.
+    /// A long-running child (the session), started by `ChildProcess`: with an empty signal mask
+    /// (SIGTERM is blocked on Swift's worker threads, and a gnome-keyring started so ignores
+    /// SIGTERM forever) and only stdin, stdout and stderr.
     struct Daemon {
         let pid: pid_t
         private var exited = false

@@ -14,10 +14,10 @@ struct LibsecretStoreTests {
     let keyring: PrivateKeyring
     let store = LibsecretStore()
 
-    init() throws {
+    init() async throws {
         keyring = try PrivateKeyring.sharedForThisProcess()
         // A test that failed half-way may have left it locked or stopped.
-        if try keyring.secretsOwnerPID() == nil || keyring.loginLocked() != false {
+        if await store.state() != .available {
             try keyring.restart()
         }
     }

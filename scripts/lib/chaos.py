@@ -36,15 +36,13 @@ import time
 import urllib.request
 
 BIN = os.environ.get("TOKEND_BIN_DIR", ".build/debug")
-# The private session scripts/chaos runs this in (scripts/lib/private-session): its directory,
-# its first keyring, and that keyring's password, which only protects this throw-away keyring.
+# The private session scripts/chaos runs this in: its directory, and its keyring's verbs.
 ROOT = os.environ.get("TOKEND_SESSION_ROOT") or sys.exit("chaos.py: run me through scripts/chaos")
+SESSION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "private-session")
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 # Loaded before libfaketime: it keeps monotonic timers where a real wall-clock step leaves them
 # (libfaketime shifts them by its offset; Sources/CTokendFaketimeFix says how it was measured).
 FAKETIME_FIX = os.path.abspath(os.path.join(BIN, "libTokendFaketimeFix.so"))
-with open(os.environ["TOKEND_SESSION_PASSWORD_FILE"], "rb") as password_file:
-    KEYRING_PASSWORD = password_file.read()
 ACCOUNTS = ["a0", "a1", "a2", "a3", "a4"]
 # Short enough that refreshes keep happening in a short round; long enough that a refresh fits
 # on two loaded cores.
@@ -56,6 +54,8 @@ SOCKET_BOUND = 10.0
 TOKENCTL_TIMEOUT = 5  # the request's own `timeout`
 TOKENCTL_BOUND = 40.0  # the whole tokenctl run, which the request timeout bounds far below
 SETTLE_BOUND = 90
+# A keyring verb bounds each of its waits by 45 s itself (private-session); past this it hangs.
+KEYRING_BOUND = 450
 # Clock offsets the daemon's wall clock is stepped to (libfaketime's syntax): forward (a VM
 # pause, NTP setting a late clock, a day's jump) and backward (a fast clock set right).
 OFFSETS = ["+0", "+0", "+40s", "+10m", "+2h", "+1d", "-10s", "-30m", "-2h"]
@@ -100,40 +100,6 @@ class Log:
             return "\n".join(self.lines)
 
 
-class SessionKeyring:
-    """The session's first gnome-keyring: started by private-session, so not our child; as much
-    of Popen as start_keyring and stop_keyring use."""
-
-    def __init__(self, pid):
-        self.pid = pid
-
-    def running(self):
-        try:
-            with open("/proc/%d/stat" % self.pid) as stat:
-                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
-        except (FileNotFoundError, ProcessLookupError):
-            return False
-
-    def signal(self, number):
-        try:
-            os.kill(self.pid, number)
-        except ProcessLookupError:
-            pass
-
-    def terminate(self):
-        self.signal(signal.SIGTERM)
-
-    def kill(self):
-        self.signal(signal.SIGKILL)
-
-    def wait(self, timeout=None):
-        deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
-        while self.running():
-            if time.monotonic() >= deadline:
-                raise subprocess.TimeoutExpired("gnome-keyring-daemon", timeout)
-            time.sleep(0.05)
-
-
 class World:
     def __init__(self, args):
         self.args = args
@@ -153,8 +119,7 @@ class World:
         self.tokend = None
         self.epoch = 0
         self.up = False
-        self.keyring = SessionKeyring(int(os.environ["TOKEND_SESSION_KEYRING_PID"]))
-        self.keyring_open = True  # ours running and unlocked
+        self.keyring_open = True  # running and unlocked
         self.offset = "+0"
         self.configured = set(ACCOUNTS)
         self.config_generation = 0
@@ -224,89 +189,19 @@ class World:
 
     # -- the keyring --------------------------------------------------------------------------
 
-    def gdbus(self, *args):
-        return self.run(["gdbus", "call", "--session"] + list(args), timeout=20)
-
-    def secrets_owner(self):
-        result = self.gdbus("--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
-                            "--method", "org.freedesktop.DBus.GetConnectionUnixProcessID", "org.freedesktop.secrets")
-        digits = "".join(c if c.isdigit() else " " for c in result.stdout).split()
-        return int(digits[-1]) if result.returncode == 0 and digits else None
-
-    def login_locked(self):
-        result = self.gdbus("--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets/collection/login",
-                            "--method", "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Secret.Collection", "Locked")
+    def keyring(self, verb):
+        """lock, unlock, restart or stop the session's gnome-keyring through the one
+        implementation every suite uses (scripts/lib/private-session keyring VERB), which
+        returns once the keyring is so: unlock (as a login does) replaces it with a new one."""
+        if verb != "unlock":
+            self.keyring_open = False  # before: tokend may find it closed at once
+        result = self.run([SESSION, "keyring", verb], timeout=KEYRING_BOUND)
+        for line in result.stderr.splitlines():  # a hand-over lost to a bus-activated keyring
+            self.log("keyring %s: %s" % (verb, line))
         if result.returncode != 0:
-            return None
-        return "true" in result.stdout
-
-    def wait(self, what, condition, timeout=30):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():
-                return
-            time.sleep(0.05)
-        if not condition():
-            raise RuntimeError("timed out waiting for " + what)
-
-    def start_keyring(self):
-        """A new gnome-keyring replacing whatever owns the name, unlocked with the password on
-        stdin: what a login (or a restart of the keyring daemon) does. While the old one hands
-        over, tokend's next call can have the bus activate another, locked keyring that keeps the
-        name; that one is stopped and the hand-over tried again."""
-        previous = self.keyring
-        for attempt in range(3):
-            keyring = subprocess.Popen(
-                ["gnome-keyring-daemon", "--foreground", "--unlock", "--components=secrets", "--replace"],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=open(os.path.join(ROOT, "keyring.log"), "ab"), env=self.env())
-            keyring.stdin.write(KEYRING_PASSWORD)
-            keyring.stdin.close()
-            self.keyring = keyring
-            lost = []
-
-            def ready():
-                owner = self.secrets_owner()
-                if owner is not None and owner != keyring.pid and (previous is None or owner != previous.pid):
-                    lost.append(owner)
-                    return True
-                return owner == keyring.pid and self.login_locked() is False
-            self.wait("gnome-keyring serving an unlocked login collection", ready)
-            if not lost:
-                break
-            self.log("keyring hand-over lost to pid %d; again" % lost[0])
-            os.kill(lost[0], signal.SIGTERM)
-            keyring.terminate()
-            keyring.wait()
-        else:
-            raise RuntimeError("another gnome-keyring kept the Secret Service name three times")
-        if previous is not None:
-            try:
-                previous.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                previous.kill()
-                previous.wait()
-        self.keyring_open = True
-
-    def stop_keyring(self):
-        self.keyring_open = False
-        owner = self.secrets_owner()
-        if owner is not None and (self.keyring is None or owner != self.keyring.pid):
-            os.kill(owner, signal.SIGTERM)  # one the bus activated by itself
-        if self.keyring is not None:
-            self.keyring.terminate()
-            try:
-                self.keyring.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.keyring.kill()
-                self.keyring.wait()
-            self.keyring = None
-        self.wait("the Secret Service gone", lambda: self.secrets_owner() is None)
-
-    def lock_keyring(self):
-        self.keyring_open = False
-        self.gdbus("--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
-                   "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']")
-        self.wait("the login collection locked", lambda: self.login_locked() is True)
+            raise RuntimeError("private-session keyring %s exited %d: %s" % (verb, result.returncode, result.stderr.strip()))
+        if verb in ("unlock", "restart"):
+            self.keyring_open = True
 
     def stored_refresh_token(self, account):
         """The account's item as secret-tool sees it: its refresh token, None without an item."""
@@ -517,7 +412,7 @@ class World:
         self.log("settle")
         self.control("DELETE", "faults")
         if not self.keyring_open:
-            self.start_keyring()
+            self.keyring("unlock")
         self.set_config(set(ACCOUNTS))
         if not self.up:
             self.start_tokend()
@@ -628,16 +523,15 @@ class World:
         if kind == "keyring_lock":
             if not self.keyring_open:
                 return "skipped"
-            self.lock_keyring()
+            self.keyring("lock")
             return ""
         if kind == "keyring_unlock":
             if self.keyring_open:
                 return "skipped"
-            self.start_keyring()
+            self.keyring("unlock")
             return ""
         if kind == "keyring_restart":
-            self.stop_keyring()
-            self.start_keyring()
+            self.keyring("restart")
             return ""
         if kind == "sighup":
             accounts = {a for a in ACCOUNTS if rng.random() < 0.7} or {rng.choice(ACCOUNTS)}
@@ -736,10 +630,7 @@ class World:
                 self.fake.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.fake.kill()
-        try:
-            self.stop_keyring()
-        except Exception:
-            pass
+        # The keyring is the session's: its teardown stops it.
 
 
 def main():
