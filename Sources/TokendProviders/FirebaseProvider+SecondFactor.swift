@@ -1,6 +1,7 @@
 import Synchronization
 import TokendCore
 import TokendProtocol
+import TokendSystem
 
 // A second factor (TOTP) for Firebase / Identity Platform users (issue 33, item 5): the sign-in
 // that stopped at `mfaPendingCredential` finished with a code at `v2/accounts/mfaSignIn:finalize`,
