@@ -85,11 +85,10 @@ extension Tokenctl {
             let secret = try readSecret(context.console)
             let timeout = connection.timeoutOption ?? Self.defaultTimeout
             let daemon = try DaemonConnection(options: connection, context: context)
-            var request = Request.login(
-                account: account, method: method, email: email, create: create ? true : nil, secret: secret, timeout: timeout)
-            request.idp = identityProvider
-            request.device = identityProvider != nil && device ? true : nil
-            try daemon.send(request, readTimeout: timeout + Self.daemonGrace + ConnectionSettings.answerMargin, timeout: timeout)
+            let login = LoginArgs(
+                account: account, method: method, email: email, create: create, secret: secret, timeout: timeout,
+                identityProvider: identityProvider, device: identityProvider != nil && device)
+            try daemon.send(.login(login), readTimeout: timeout + Self.daemonGrace + ConnectionSettings.answerMargin, timeout: timeout)
             let opener = BrowserOpener(environment: context.environment, disabled: noBrowser)
             let response = try relayStream(daemon, timeout: timeout, console: context.console, opener: opener)
             try finish(response, context: context)
