@@ -34,10 +34,9 @@ extension Command {
             let account = try fields.account()
             let minValid = try fields.seconds(request.minValid, "min_valid", in: 0...TokenArgs.maximumMinValid)
             let timeout = try fields.timeout()
-            let narrowing = try fields.tokenScope()
+            try fields.checkTokenScope()
             self = .token(TokenArgs(
-                account: account, minValid: minValid, kind: request.kind, timeout: timeout, scope: request.scope, audience: request.audience,
-                narrowing: narrowing))
+                account: account, minValid: minValid, kind: request.kind, timeout: timeout, scope: request.scope, audience: request.audience))
         case .list: self = .list(StatusArgs(account: request.account))
         case .status: self = .status(StatusArgs(account: request.account))
         case .refresh: self = .refresh(RefreshArgs(account: try fields.account(), timeout: try fields.timeout()))
@@ -95,9 +94,9 @@ private struct FieldReader {
 
     /// `scope` and `audience` as one key, checked by `TokenScope` (its rules: bounded length,
     /// RFC 6749 scope characters); its message gets the op in front like every other.
-    func tokenScope() throws(TokendError) -> TokenScope? {
+    func checkTokenScope() throws(TokendError) {
         do {
-            return try TokenScope(scope: request.scope, audience: request.audience)
+            _ = try TokenScope(scope: request.scope, audience: request.audience)
         } catch {
             throw TokendError(error.code, "\(op.rawValue): \(error.message)")
         }

@@ -72,30 +72,27 @@ public struct TokenArgs: Sendable, Equatable {
     public var kind: TokenKind?
     public var timeout: Double
     /// `scope` and `audience` as the request gave them (checked by `TokenScope` when decoded).
-    public let scope: String?
-    public let audience: String?
-    /// The narrower scopes and/or audience asked for; nil: the account's own token.
-    public let narrowing: TokenScope?
+    public var scope: String?
+    public var audience: String?
 
     public init(
         account: String, minValid: Double? = nil, kind: TokenKind? = nil, timeout: Double = Command.defaultTimeout, scope: String? = nil,
         audience: String? = nil
     ) {
-        // Only a request that names either is parsed: the plain `token` path pays nothing for
-        // it. Ones that do not parse are the daemon's to refuse (Command+Decoding.swift).
-        let narrowing = scope == nil && audience == nil ? nil : try? TokenScope(scope: scope, audience: audience)
-        self.init(account: account, minValid: minValid, kind: kind, timeout: timeout, scope: scope, audience: audience, narrowing: narrowing)
-    }
-
-    /// The decoder's, which has checked `narrowing` out of `scope` and `audience` already.
-    init(account: String, minValid: Double?, kind: TokenKind?, timeout: Double, scope: String?, audience: String?, narrowing: TokenScope?) {
         self.account = account
         self.requestedMinValid = minValid
         self.kind = kind
         self.timeout = timeout
         self.scope = scope
         self.audience = audience
-        self.narrowing = narrowing
+    }
+
+    /// The narrower scopes and/or audience asked for; nil: the account's own token. Parsed where
+    /// it is read (the daemon), so a client and the plain `token` path never pay for it; a decoded
+    /// command's were checked (Command+Decoding.swift), so a nil here is never a refusal.
+    public var narrowing: TokenScope? {
+        guard scope != nil || audience != nil else { return nil }
+        return try? TokenScope(scope: scope, audience: audience)
     }
 
     /// Seconds the token must stay valid.

@@ -27,8 +27,11 @@ public enum TokenRequestField: String, CaseIterable, Sendable {
 
     /// The field `option` sets; nil for an option that is no field of the request.
     public init?(option: String) {
-        guard let field = Self.allCases.first(where: { $0.option == option }) else { return nil }
-        self = field
+        for field in Self.allCases where field.option == option {
+            self = field
+            return
+        }
+        return nil
     }
 }
 
