@@ -223,7 +223,7 @@ extension TokenctlError {
         case .configError:
             self.init(.configuration, "account \(verb) for \(name) failed: \(said)", next: "fix the project or \(Self.configPath(environment)), then repeat")
         case .unavailable:
-            self.init(.temporary, "account \(verb) for \(name) failed: \(said)", next: "try again later")
+            self.init(.temporary, "account \(verb) for \(name) failed: \(said)", next: Self.saysWhen(said) ? "" : "try again later")
         case .badRequest where verb == "delete":
             // The refusal without --yes says what would be deleted.
             self.init(.usage, "not deleted: \(said)", next: "run: tokenctl account delete \(name) --yes")

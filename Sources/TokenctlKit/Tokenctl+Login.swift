@@ -133,7 +133,7 @@ extension TokenctlError {
         case .configError:
             self.init(.configuration, "signing \(name) in failed: \(said)", next: "then run: tokenctl login \(name) again (config: \(Self.configPath(environment)))")
         case .unavailable:
-            self.init(.temporary, "signing \(name) in failed: \(said)", next: "try again later")
+            self.init(.temporary, "signing \(name) in failed: \(said)", next: Self.saysWhen(said) ? "" : "try again later")
         case .badRequest:
             self.init(.usage, "tokend refused the sign-in: \(said)", next: "see: tokenctl login --help")
         default:

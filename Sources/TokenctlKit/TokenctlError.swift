@@ -74,10 +74,7 @@ extension TokenctlError {
         case .unavailable:
             let status = account.map { "tokenctl status \($0)" } ?? "tokenctl status"
             let what = said.isEmpty ? "\(name) has no valid token right now" : account.map { "\($0): \(said)" } ?? said
-            // The daemon's "try again", "next try at …" already says when; then only where to look,
-            // unless it names that too.
-            let saysWhen = said.contains("try again") || said.contains("next try")
-            let next = said.contains(status) ? "" : saysWhen ? "\(status) shows the last error" : "try again later (\(status) shows the last error)"
+            let next = said.contains(status) ? "" : Self.saysWhen(said) ? "\(status) shows the last error" : "try again later (\(status) shows the last error)"
             self.init(.temporary, what, next: next)
         case .keyringLocked:
             self.init(.temporary, said.isEmpty ? "the keyring is locked" : said, next: said.isEmpty ? "unlock your login keyring, then try again" : "then try again")
@@ -87,7 +84,7 @@ extension TokenctlError {
                     .temporary, "no keyring (Secret Service) is available",
                     next: "start or unlock your login keyring (gnome-keyring-daemon), then try again")
             } else {
-                self.init(.temporary, said, next: said.contains("try again") ? "" : "then try again")
+                self.init(.temporary, said, next: Self.saysWhen(said) ? "" : "then try again")
             }
         case .configError where said.hasPrefix("API_KEY_") && said.contains("api_key is restricted"):
             // A key restriction is fixed in the Cloud console, not the file; the session is kept,
@@ -142,6 +139,13 @@ extension TokenctlError {
                 .notReachable, Text.singleLine(detail),
                 next: "another user's program holds that socket: stop it, or point --socket at your own tokend")
         }
+    }
+
+    /// The daemon's message already ends in when to retry ("…; try again in a moment", "next
+    /// try at …"): a "try again later" after it would say it twice. A provider's own words
+    /// quoted in it ("(… you can try again later.)") are not the daemon's advice.
+    static func saysWhen(_ said: String) -> Bool {
+        said.contains("; try again") || said.contains("next try at")
     }
 
     static func protocolMismatch(_ what: String) -> TokenctlError {

@@ -57,8 +57,11 @@ struct ErrorMappingTests {
             == "tokenctl: work: the refresh is still running after the timeout; see tokenctl status work")
         #expect(line(.unavailable, "tokend is shutting down; try again once it is back", account: nil)
             == "tokenctl: tokend is shutting down; try again once it is back; tokenctl status shows the last error")
-        #expect(line(.keyringUnavailable, "the keyring is busy: try again in a few seconds (queued)")
-            == "tokenctl: the keyring is busy: try again in a few seconds (queued)")
+        #expect(line(.keyringUnavailable, "the keyring is busy: tokend keeps the tokens it holds in memory; try again in a few seconds (queued)")
+            == "tokenctl: the keyring is busy: tokend keeps the tokens it holds in memory; try again in a few seconds (queued)")
+        // A provider's words quoted in the message are not the daemon's advice: the next step stays.
+        #expect(line(.unavailable, "TOO_MANY_ATTEMPTS_TRY_LATER: blocked (you can try again later.)", account: "work")
+            == "tokenctl: work: TOO_MANY_ATTEMPTS_TRY_LATER: blocked (you can try again later.); try again later (tokenctl status work shows the last error)")
     }
 
     @Test func configHintFollowsTheEnvironment() {
