@@ -199,28 +199,24 @@ import TokendCore
 
     @Test(arguments: requestLines)
     func noChangedByteMakesTheHandReadRequestDisagreeWithTheDecoder(_ text: String) {
-        let bytes = Array(text.utf8)
-        for index in bytes.indices {
-            for substitute in Self.substitutes where substitute != bytes[index] {
-                var changed = bytes
-                changed[index] = substitute
-                guard let fast = TokenExchangeCoding.request(changed) else { continue }
-                let full = try? JSONDecoder().decode(Request.self, from: Data(changed))
-                #expect(fast == full, "byte \(index) as \(substitute)")
-            }
-        }
+        Self.everySubstitution(of: text, fast: TokenExchangeCoding.request) { try? JSONDecoder().decode(Request.self, from: Data($0)) }
     }
 
     @Test(arguments: replyLines)
     func noChangedByteMakesTheHandReadReplyDisagreeWithTheDecoder(_ text: String) {
+        Self.everySubstitution(of: text, fast: TokenExchangeCoding.reply) { try? JSONDecoder().decode(Response.self, from: Data($0)) }
+    }
+
+    /// `text` with each byte replaced by each of `substitutes`: what `fast` reads, if anything,
+    /// is what `full` reads.
+    static func everySubstitution<Value: Equatable>(of text: String, fast: ([UInt8]) -> Value?, full: ([UInt8]) -> Value?) {
         let bytes = Array(text.utf8)
         for index in bytes.indices {
-            for substitute in Self.substitutes where substitute != bytes[index] {
+            for substitute in substitutes where substitute != bytes[index] {
                 var changed = bytes
                 changed[index] = substitute
-                guard let fast = TokenExchangeCoding.reply(changed) else { continue }
-                let full = try? JSONDecoder().decode(Response.self, from: Data(changed))
-                #expect(fast == full, "byte \(index) as \(substitute)")
+                guard let read = fast(changed) else { continue }
+                #expect(read == full(changed), "byte \(index) as \(substitute)")
             }
         }
     }
