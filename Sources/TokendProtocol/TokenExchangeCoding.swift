@@ -14,7 +14,7 @@ public enum TokenExchangeCoding {
     public static func requestLine(_ args: TokenArgs, id: RequestID?) -> [UInt8]? {
         var line: [UInt8] = []
         line.reserveCapacity(96 + args.account.utf8.count)
-        for field in TokenRequestField.allCases {
+        for field in TokenRequestField.inOrder {
             switch field {
             case .account:
                 appendKey(field, to: &line)
@@ -158,14 +158,14 @@ public enum TokenExchangeCoding {
         else { return nil }
         var line: [UInt8] = []
         line.reserveCapacity(128 + token.utf8.count + account.utf8.count)
-        for field in TokenReplyField.allCases {
+        for field in TokenReplyField.inOrder {
             switch field {
             case .account:
                 appendKey(field, to: &line)
-                appendString(account, to: &line)
+                appendPlain(account, to: &line)
             case .expiresAt:
                 appendKey(field, to: &line)
-                appendString(expiresAt, to: &line)
+                appendPlain(expiresAt, to: &line)
             case .expiresIn:
                 appendKey(field, to: &line)
                 line.append(contentsOf: String(expiresIn).utf8)
@@ -176,24 +176,32 @@ public enum TokenExchangeCoding {
                 line.append(contentsOf: number.utf8)
             case .kind:
                 appendKey(field, to: &line)
-                appendString(kind.rawValue, to: &line)
+                appendPlain(kind.rawValue, to: &line)
             case .ok:
                 appendKey(field, to: &line)
                 line.append(contentsOf: "true".utf8)
             case .token:
                 appendKey(field, to: &line)
-                appendString(token, to: &line)
+                appendPlain(token, to: &line)
             }
         }
         line.append(contentsOf: "}\n".utf8)
         return line
     }
 
-    /// `"key":` after `{` for the first field and `,` for the others.
+    /// `"key":` after `{` for the first field and `,` for the others. Keys are plain ASCII.
     private static func appendKey<Field: RawRepresentable<String>>(_ field: Field, to line: inout [UInt8]) {
         line.append(line.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
-        appendString(field.rawValue, to: &line)
+        appendPlain(field.rawValue, to: &line)
         line.append(UInt8(ascii: ":"))
+    }
+
+    /// A string `isPlain` holds, quoted: its bytes as they are, in one copy (a token is most of
+    /// an answer's bytes).
+    private static func appendPlain(_ value: String, to line: inout [UInt8]) {
+        line.append(UInt8(ascii: "\""))
+        line.append(contentsOf: value.utf8)
+        line.append(UInt8(ascii: "\""))
     }
 
     /// A string the encoder writes as it is: printable ASCII without a quote or a backslash

@@ -12,6 +12,9 @@ public enum TokenRequestField: String, CaseIterable, Sendable {
     case minValid = "min_valid"
     case op, scope, timeout
 
+    /// `allCases`, built once: the codec walks it for every line it writes.
+    static let inOrder = allCases
+
     /// tokenctl's option that sets the field; nil for those it sets itself (the account is an
     /// argument, `id` and `op` are fixed).
     public var option: String? {
@@ -43,4 +46,7 @@ public enum TokenReplyField: String, CaseIterable, Sendable {
     case expiresAt = "expires_at"
     case expiresIn = "expires_in"
     case id, kind, ok, token
+
+    /// `allCases`, built once: the codec walks it for every answer it writes.
+    static let inOrder = allCases
 }
