@@ -15,7 +15,7 @@ enum AccountCompletion {
         options.timeoutOption = timeout
         let context = CommandContext(console: SystemConsole(), environment: Environment.process())
         guard let daemon = try? DaemonConnection(options: options, context: context),
-            let (response, _) = try? daemon.call(Request(op: Op.list.rawValue))
+            let (response, _) = try? daemon.call(.list(StatusArgs()))
         else { return [] }
         return (response.accounts ?? []).map(\.name).filter { $0.hasPrefix(prefix) }
     }

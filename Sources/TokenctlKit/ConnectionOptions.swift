@@ -94,14 +94,12 @@ struct DaemonConnection {
         environment = context.environment
     }
 
-    /// Sends `request` under tokenctl's id. Each line of the answer may take `readTimeout`
+    /// Sends `command` under tokenctl's id. Each line of the answer may take `readTimeout`
     /// seconds (0: forever, for a watch); `timeout` is the wait an error message names.
-    func send(_ request: Request, readTimeout: Double, timeout: Double) throws(TokenctlError) {
-        var request = request
-        request.id = Self.requestID
+    func send(_ command: Command, readTimeout: Double, timeout: Double) throws(TokenctlError) {
         client.setReadTimeout(seconds: readTimeout)
         do {
-            try client.send(request)
+            try client.send(command, id: Self.requestID)
         } catch {
             throw TokenctlError(client: error, path: path, timeout: timeout)
         }
@@ -118,11 +116,10 @@ struct DaemonConnection {
         }
     }
 
-    /// The answer to `request`, successful or not, and the raw line it came in.
-    func exchange(_ request: Request) throws(TokenctlError) -> (response: Response, line: [UInt8]) {
-        var request = request
-        request.timeout = settings.timeout
-        try send(request, readTimeout: settings.readTimeout, timeout: settings.timeout)
+    /// The answer to `command`, successful or not, and the raw line it came in. A command that
+    /// waits on the daemon carries `settings.timeout` (the `timeout` property of its arguments).
+    func exchange(_ command: Command) throws(TokenctlError) -> (response: Response, line: [UInt8]) {
+        try send(command, readTimeout: settings.readTimeout, timeout: settings.timeout)
         let line = try receiveLine(timeout: settings.timeout)
         let response: Response
         if let token = TokenExchangeCoding.reply(line) {
@@ -140,11 +137,11 @@ struct DaemonConnection {
         return (response, line)
     }
 
-    /// A successful answer to `request`, and the raw line it came in (for `status --json`).
+    /// A successful answer to `command`, and the raw line it came in (for `status --json`).
     /// A daemon error becomes the matching `TokenctlError`.
-    func call(_ request: Request) throws(TokenctlError) -> (response: Response, line: [UInt8]) {
-        let (response, line) = try exchange(request)
-        try Self.check(response, account: request.account, environment: environment)
+    func call(_ command: Command) throws(TokenctlError) -> (response: Response, line: [UInt8]) {
+        let (response, line) = try exchange(command)
+        try Self.check(response, account: command.account, environment: environment)
         return (response, line)
     }
 
@@ -152,12 +149,13 @@ struct DaemonConnection {
     /// (git's, the container tools') match a host against. A connection of its own, as tokenctl
     /// makes one request per connection.
     static func accounts(_ settings: ConnectionSettings, _ context: CommandContext) throws(TokenctlError) -> [AccountStatus] {
-        try DaemonConnection(settings: settings, context: context).call(Request(op: Op.list.rawValue)).response.accounts ?? []
+        try DaemonConnection(settings: settings, context: context).call(.list(StatusArgs())).response.accounts ?? []
     }
 
     /// `account`'s token with the daemon's defaults (kind, `min_valid`), on a connection of its own.
     static func token(of account: String, _ settings: ConnectionSettings, _ context: CommandContext) throws(TokenctlError) -> TokenGrant {
-        try TokenGrant(DaemonConnection(settings: settings, context: context).call(Request(op: Op.token.rawValue, account: account)).response)
+        let command = Command.token(TokenArgs(account: account, timeout: settings.timeout))
+        return try TokenGrant(DaemonConnection(settings: settings, context: context).call(command).response)
     }
 
     static func check(_ response: Response, account: String?, environment: Environment) throws(TokenctlError) {

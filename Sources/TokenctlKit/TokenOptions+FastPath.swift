@@ -40,9 +40,10 @@ extension FastParsedCommand {
 
 /// The options of `token`, `header`, `exec` and `exec-credential` as plain values, and the one
 /// table of them that both paths read: ArgumentParser fills `TokenOptions` and hands its values
-/// on as these (`TokenOptions.fields`), the fast path reads argv with `take`, and `request`
-/// turns them into the one `token` request. A new field is a property, a row in `take` and a
-/// line in `request` here, and its `@Option` in `TokenOptions`.
+/// on as these (`TokenOptions.fields`), the fast path reads argv with `take`, which maps each
+/// option onto its field of the request (`TokenRequestField.option`, the protocol's table), and
+/// `command` turns them into the one `token` command. A new field is a row in that table, a
+/// property and a case in `take` here, and its `@Option` in `TokenOptions`.
 struct TokenFields: Equatable {
     var minValid: Double?
     var kind: Tokenctl.KindArgument?
@@ -54,14 +55,15 @@ struct TokenFields: Equatable {
     /// Takes `flag`'s `value`; false for an unknown flag, a value that does not parse or a flag
     /// given twice (ArgumentParser then says what is wrong).
     mutating func take(_ flag: String, _ value: String) -> Bool {
-        switch flag {
-        case "--min-valid": Self.fill(&minValid, Double(value))
-        case "--kind": Self.fill(&kind, Tokenctl.KindArgument(rawValue: value))
-        case "--scope": Self.fill(&scope, value)
-        case "--audience": Self.fill(&audience, value)
-        case "--socket": Self.fill(&socket, value)
-        case "--timeout": Self.fill(&timeout, Double(value))
-        default: false
+        // `--socket` is where to connect, no field of the request.
+        if flag == "--socket" { return Self.fill(&socket, value) }
+        switch TokenRequestField(option: flag) {
+        case .minValid: return Self.fill(&minValid, Double(value))
+        case .kind: return Self.fill(&kind, Tokenctl.KindArgument(rawValue: value))
+        case .scope: return Self.fill(&scope, value)
+        case .audience: return Self.fill(&audience, value)
+        case .timeout: return Self.fill(&timeout, Double(value))
+        case .account, .id, .op, nil: return false
         }
     }
 
@@ -71,12 +73,10 @@ struct TokenFields: Equatable {
         return true
     }
 
-    /// The `token` request these fields make for `account`.
-    func request(account: String) -> Request {
-        var request = Request(op: Op.token.rawValue, account: account, minValid: minValid, kind: kind?.tokenKind)
-        request.scope = scope
-        request.audience = audience
-        return request
+    /// The `token` command these fields make for `account`: the daemon waits for a refresh as
+    /// long as tokenctl waits for its answer.
+    func command(account: String) -> Command {
+        .token(TokenArgs(account: account, minValid: minValid, kind: kind?.tokenKind, timeout: connection.timeout, scope: scope, audience: audience))
     }
 
     var connection: ConnectionSettings {

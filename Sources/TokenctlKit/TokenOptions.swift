@@ -64,7 +64,7 @@ struct TokenOptions: ParsableArguments {
     /// The same from plain values, for the fast path that never builds a `TokenOptions`.
     static func fetch(_ arguments: FastArguments, _ context: CommandContext) throws(TokenctlError) -> TokenGrant {
         let daemon = try DaemonConnection(settings: arguments.connection, context: context)
-        let (response, _) = try daemon.call(arguments.fields.request(account: arguments.account))
+        let (response, _) = try daemon.call(arguments.fields.command(account: arguments.account))
         return try TokenGrant(response)
     }
 }

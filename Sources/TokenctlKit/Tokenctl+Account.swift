@@ -11,21 +11,17 @@ extension Tokenctl {
             abstract: "Manage a Firebase account's user: show, verify-email, reset-password, upgrade, delete, mfa.",
             subcommands: [Show.self, VerifyEmail.self, ResetPassword.self, Upgrade.self, Delete.self, Mfa.self])
 
-        /// One `account` request, its failures said as what the verb could not do.
-        static func call(_ request: Request, verb: String, connection: ConnectionOptions, context: CommandContext) throws(TokenctlError) -> Response {
+        /// One `account` action, its failures said as what the verb could not do.
+        static func call(
+            _ action: AccountArgs.Action, account: String, verb: String, connection: ConnectionOptions, context: CommandContext
+        ) throws(TokenctlError) -> Response {
             let daemon = try DaemonConnection(options: connection, context: context)
-            let (response, _) = try daemon.exchange(request)
+            let (response, _) = try daemon.exchange(.account(AccountArgs(account: account, action: action)))
             if !response.ok, let error = response.error {
-                throw TokenctlError(account: error, verb: verb, account: request.account ?? "", environment: context.environment)
+                throw TokenctlError(account: error, verb: verb, account: account, environment: context.environment)
             }
-            try DaemonConnection.check(response, account: request.account, environment: context.environment)
+            try DaemonConnection.check(response, account: account, environment: context.environment)
             return response
-        }
-
-        static func request(_ action: AccountAction, account: String) -> Request {
-            var request = Request(op: Op.account.rawValue, account: account)
-            request.action = action.rawValue
-            return request
         }
 
         struct Show: TokenctlCommand {
@@ -43,7 +39,7 @@ extension Tokenctl {
             func validate() throws { try validateAccount(account) }
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
-                let response = try Account.call(Account.request(.show, account: account), verb: "show", connection: connection, context: context)
+                let response = try Account.call(.show(timeout: connection.timeout), account: account, verb: "show", connection: connection, context: context)
                 guard let user = response.user else { throw .protocolMismatch("an account reply without the user") }
                 if json {
                     try context.console.write(String(decoding: WireCoding.encodeLine(user), as: UTF8.self))
@@ -87,7 +83,8 @@ extension Tokenctl {
             func validate() throws { try validateAccount(account) }
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
-                let response = try Account.call(Account.request(.verifyEmail, account: account), verb: "verify-email", connection: connection, context: context)
+                let response = try Account.call(
+                    .verifyEmail(timeout: connection.timeout), account: account, verb: "verify-email", connection: connection, context: context)
                 try context.console.write("verification email sent to \(Text.singleLine(response.email ?? "the user's address"))\n")
             }
         }
@@ -109,9 +106,8 @@ extension Tokenctl {
             func validate() throws { try validateAccount(account) }
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
-                var request = Account.request(.resetPassword, account: account)
-                request.email = email
-                let response = try Account.call(request, verb: "reset-password", connection: connection, context: context)
+                let response = try Account.call(
+                    .resetPassword(email: email), account: account, verb: "reset-password", connection: connection, context: context)
                 // With email-enumeration protection Firebase answers the same for unknown addresses.
                 try context.console.write("password-reset email sent to \(Text.singleLine(response.email ?? "the address")) (if a user has that address)\n")
             }
@@ -162,24 +158,23 @@ extension Tokenctl {
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
                 _ = tokend_set_not_dumpable()
-                var request = Account.request(.upgrade, account: account)
                 if let email {
-                    request.method = LoginMethod.email.rawValue
-                    request.email = email
-                    request.secret = try readSecretInput(
+                    let password = try readSecretInput(
                         context.console, what: "password", prompt: "New password for \(Text.singleLine(email)): ", trim: false)
-                    let response = try Account.call(request, verb: "upgrade", connection: connection, context: context)
+                    let response = try Account.call(
+                        .upgradeWithEmail(email: email, password: password, timeout: connection.timeout), account: account, verb: "upgrade",
+                        connection: connection, context: context)
                     try context.console.write("\(Text.singleLine(account)) upgraded: signed in with \(Text.singleLine(response.signInProvider ?? "password")), same uid\n")
                     return
                 }
-                request.method = LoginMethod.idp.rawValue
-                request.idp = identityProvider
-                request.device = device ? true : nil
+                guard let identityProvider else {
+                    throw TokenctlError(.usage, "choose one of --email ADDRESS, --google and --idp ID", next: "see: tokenctl account upgrade --help")
+                }
                 let timeout = connection.timeoutOption ?? Login.defaultTimeout
-                request.timeout = timeout
+                let upgrade = AccountArgs(account: account, action: .upgradeWithIdentityProvider(identityProvider, device: device, timeout: timeout))
                 let daemon = try DaemonConnection(options: connection, context: context)
                 let readTimeout = timeout + Login.daemonGrace + ConnectionOptions.defaultTimeout + ConnectionSettings.answerMargin
-                try daemon.send(request, readTimeout: readTimeout, timeout: timeout)
+                try daemon.send(.account(upgrade), readTimeout: readTimeout, timeout: timeout)
                 let opener = BrowserOpener(environment: context.environment, disabled: noBrowser)
                 let response = try relayStream(daemon, timeout: timeout, console: context.console, opener: opener)
                 // A refused link is the upgrade's failure, not the account's ("needs a new login").
@@ -187,7 +182,7 @@ extension Tokenctl {
                     throw TokenctlError(account: error, verb: "upgrade", account: account, environment: context.environment)
                 }
                 try DaemonConnection.check(response, account: account, environment: context.environment)
-                try context.console.write("\(Text.singleLine(account)) upgraded: signed in with \(Text.singleLine(response.signInProvider ?? identityProvider ?? "")), same uid\n")
+                try context.console.write("\(Text.singleLine(account)) upgraded: signed in with \(Text.singleLine(response.signInProvider ?? identityProvider)), same uid\n")
             }
         }
 
@@ -207,9 +202,8 @@ extension Tokenctl {
             func validate() throws { try validateAccount(account) }
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
-                var request = Account.request(.delete, account: account)
-                request.confirm = yes
-                _ = try Account.call(request, verb: "delete", connection: connection, context: context)
+                _ = try Account.call(
+                    .delete(confirmed: yes, timeout: connection.timeout), account: account, verb: "delete", connection: connection, context: context)
                 try context.console.write("\(Text.singleLine(account)): user deleted and session forgotten\n")
             }
         }
@@ -230,7 +224,7 @@ extension TokenctlError {
         case .configError:
             self.init(.configuration, "account \(verb) for \(name) failed: \(said)", next: "fix the project or \(Self.configPath(environment)), then repeat")
         case .unavailable:
-            self.init(.temporary, "account \(verb) for \(name) failed: \(said)", next: "try again later")
+            self.init(.temporary, "account \(verb) for \(name) failed: \(said)", next: Self.saysWhen(said) ? "" : "try again later")
         case .badRequest where verb == "delete":
             // The refusal without --yes says what would be deleted.
             self.init(.usage, "not deleted: \(said)", next: "run: tokenctl account delete \(name) --yes")

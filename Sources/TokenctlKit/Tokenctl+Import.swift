@@ -32,9 +32,9 @@ extension Tokenctl {
             let session = try ImportInput.parse(input)
             let daemon = try DaemonConnection(options: connection, context: context)
             let (response, _) = try daemon.call(
-                Request(
-                    op: Op.import.rawValue, account: account, refreshToken: session.refreshToken, idToken: session.idToken,
-                    accessToken: session.accessToken, expiresAt: session.expiresAt))
+                .import(ImportArgs(
+                    account: account, refreshToken: session.refreshToken, idToken: session.idToken, accessToken: session.accessToken,
+                    expiresAt: session.expiresAt, timeout: daemon.settings.timeout)))
             try console.write("\(Text.singleLine(account)) imported\(expiry(of: response, now: context.now()))\n")
         }
     }

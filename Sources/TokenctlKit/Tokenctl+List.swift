@@ -12,7 +12,7 @@ extension Tokenctl {
 
         func execute(_ context: CommandContext) throws(TokenctlError) {
             let daemon = try DaemonConnection(options: connection, context: context)
-            let (response, _) = try daemon.call(Request(op: Op.list.rawValue))
+            let (response, _) = try daemon.call(.list(StatusArgs()))
             guard let accounts = response.accounts else { throw .protocolMismatch("a list reply without accounts") }
             try context.console.write(Self.render(accounts))
         }

@@ -91,21 +91,18 @@ extension Tokenctl {
             let input = SecretInput(context.console)
             let secret = try readSecret(input)
             let timeout = connection.timeoutOption ?? Self.defaultTimeout
-            var request = Request.login(
-                account: account, method: method, email: email, create: create ? true : nil, secret: secret, timeout: timeout)
-            request.idp = identityProvider
-            request.device = identityProvider != nil && device ? true : nil
-            request.factor = factor
+            let login = LoginArgs(
+                account: account, method: method, email: email, create: create, secret: secret, timeout: timeout,
+                identityProvider: identityProvider, device: identityProvider != nil && device, factor: factor)
             var challenge: LoginProgress?
-            var response = try signIn(request, timeout: timeout, context: context, challenge: &challenge)
+            var response = try signIn(.login(login), timeout: timeout, context: context, challenge: &challenge)
             // The user has a second factor: its code finishes the sign-in the daemon holds.
             if !response.ok, response.error?.message.hasPrefix(Self.secondFactorRequired) == true, let asked = challenge, let handle = asked.handle {
                 let chosen = asked.factors?.first { $0.id == asked.factor }
                 let named = chosen?.displayName.map { " \"\(Text.singleLine($0))\"" } ?? ""
                 let code = try readCode(input, prompt: "Code from the authenticator app (\(Text.singleLine(asked.factor ?? "TOTP"))\(named)): ")
-                var finish = Request.login(account: account, method: .secondFactor, secret: code, timeout: timeout)
-                finish.handle = handle
-                response = try signIn(finish, timeout: timeout, context: context, challenge: &challenge)
+                let finish = LoginArgs(account: account, method: .secondFactor, secret: code, timeout: timeout, handle: handle)
+                response = try signIn(.login(finish), timeout: timeout, context: context, challenge: &challenge)
             }
             try finish(response, context: context)
         }
@@ -113,10 +110,10 @@ extension Tokenctl {
         /// The code that ends the first step's stream, before the provider's reason.
         static let secondFactorRequired = "SECOND_FACTOR_REQUIRED"
 
-        /// One `login` request and its relayed stream; a `second_factor` line lands in `challenge`.
-        func signIn(_ request: Request, timeout: Double, context: CommandContext, challenge: inout LoginProgress?) throws(TokenctlError) -> Response {
+        /// One `login` command and its relayed stream; a `second_factor` line lands in `challenge`.
+        func signIn(_ command: Command, timeout: Double, context: CommandContext, challenge: inout LoginProgress?) throws(TokenctlError) -> Response {
             let daemon = try DaemonConnection(options: connection, context: context)
-            try daemon.send(request, readTimeout: timeout + Self.daemonGrace + ConnectionSettings.answerMargin, timeout: timeout)
+            try daemon.send(command, readTimeout: timeout + Self.daemonGrace + ConnectionSettings.answerMargin, timeout: timeout)
             let opener = BrowserOpener(environment: context.environment, disabled: noBrowser)
             return try relayStream(daemon, timeout: timeout, console: context.console, opener: opener, challenge: &challenge)
         }
@@ -160,7 +157,7 @@ extension TokenctlError {
         case .configError:
             self.init(.configuration, "signing \(name) in failed: \(said)", next: "then run: tokenctl login \(name) again (config: \(Self.configPath(environment)))")
         case .unavailable:
-            self.init(.temporary, "signing \(name) in failed: \(said)", next: "try again later")
+            self.init(.temporary, "signing \(name) in failed: \(said)", next: Self.saysWhen(said) ? "" : "try again later")
         case .badRequest:
             self.init(.usage, "tokend refused the sign-in: \(said)", next: "see: tokenctl login --help")
         default:

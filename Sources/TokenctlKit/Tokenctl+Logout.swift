@@ -15,7 +15,7 @@ extension Tokenctl {
 
         func execute(_ context: CommandContext) throws(TokenctlError) {
             let daemon = try DaemonConnection(options: connection, context: context)
-            let (response, _) = try daemon.call(Request(op: Op.logout.rawValue, account: account))
+            let (response, _) = try daemon.call(.logout(LogoutArgs(account: account)))
             let revoked = response.revocation == "revoked" ? "; the session was revoked at the provider" : ""
             if response.keptNewerSession == true {
                 // The user's newer command won: say so rather than claim the account is out.

@@ -40,7 +40,7 @@ extension Tokenctl.Account {
             func execute(_ context: CommandContext) throws(TokenctlError) {
                 _ = tokend_set_not_dumpable()
                 let started = try Tokenctl.Account.call(
-                    Tokenctl.Account.request(.mfaEnroll, account: account), verb: "mfa enroll", connection: connection, context: context)
+                    .startSecondFactorEnrollment(timeout: connection.timeout), account: account, verb: "mfa enroll", connection: connection, context: context)
                 guard let enrollment = started.enrollment else { throw .protocolMismatch("an enrollment reply without the secret") }
                 // The URI alone on its line, for scripts and for apps that take it pasted.
                 try context.console.write(Text.singleLine(enrollment.uri) + "\n")
@@ -48,10 +48,8 @@ extension Tokenctl.Account {
                     context.console.writeError("tokenctl: add the otpauth:// URI above to an authenticator app (on a terminal with qrencode installed, a QR code shows here), then give the code it shows\n")
                 }
                 let code = try readCode(SecretInput(context.console), prompt: "Code from the authenticator app: ")
-                var finish = Tokenctl.Account.request(.mfaEnroll, account: account)
-                finish.handle = enrollment.handle
-                finish.secret = code
-                _ = try Tokenctl.Account.call(finish, verb: "mfa enroll", connection: connection, context: context)
+                let finish = AccountArgs.Action.finishSecondFactorEnrollment(handle: enrollment.handle, code: code, timeout: connection.timeout)
+                _ = try Tokenctl.Account.call(finish, account: account, verb: "mfa enroll", connection: connection, context: context)
                 try context.console.write("\(Text.singleLine(account)): TOTP second factor enrolled; the session was renewed (same user)\n")
             }
         }
@@ -68,7 +66,7 @@ extension Tokenctl.Account {
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
                 let response = try Tokenctl.Account.call(
-                    Tokenctl.Account.request(.show, account: account), verb: "mfa list", connection: connection, context: context)
+                    .show(timeout: connection.timeout), account: account, verb: "mfa list", connection: connection, context: context)
                 guard let user = response.user else { throw .protocolMismatch("an account reply without the user") }
                 guard let factors = user.factors, !factors.isEmpty else {
                     try context.console.write("\(Text.singleLine(account)): no second factors\n")
@@ -102,9 +100,8 @@ extension Tokenctl.Account {
             }
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
-                var request = Tokenctl.Account.request(.mfaRemove, account: account)
-                request.factor = enrollmentID
-                _ = try Tokenctl.Account.call(request, verb: "mfa remove", connection: connection, context: context)
+                _ = try Tokenctl.Account.call(
+                    .removeSecondFactor(enrollmentID, timeout: connection.timeout), account: account, verb: "mfa remove", connection: connection, context: context)
                 try context.console.write("\(Text.singleLine(account)): second factor \(Text.singleLine(enrollmentID)) removed; the session was renewed (same user)\n")
             }
         }

@@ -14,7 +14,7 @@ extension Tokenctl {
 
         func execute(_ context: CommandContext) throws(TokenctlError) {
             let daemon = try DaemonConnection(options: connection, context: context)
-            let (response, _) = try daemon.call(Request(op: Op.refresh.rawValue, account: account))
+            let (response, _) = try daemon.call(.refresh(RefreshArgs(account: account, timeout: daemon.settings.timeout)))
             try context.console.write("\(Text.singleLine(account)) refreshed\(expiry(of: response, now: context.now()))\n")
         }
     }

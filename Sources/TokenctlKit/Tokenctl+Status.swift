@@ -21,7 +21,7 @@ extension Tokenctl {
 
         func execute(_ context: CommandContext) throws(TokenctlError) {
             let daemon = try DaemonConnection(options: connection, context: context)
-            let (response, line) = try daemon.call(Request(op: Op.status.rawValue, account: account))
+            let (response, line) = try daemon.call(.status(StatusArgs(account: account)))
             guard let accounts = response.accounts else { throw .protocolMismatch("a status reply without accounts") }
             if json {
                 try context.console.write(try Self.accountsJSON(line) + "\n")

@@ -33,7 +33,7 @@ extension Tokenctl {
             signal(SIGINT) { _ in _exit(0) }
             defer { signal(SIGINT, SIG_DFL) }
             // No read timeout: events may be hours apart.
-            try daemon.send(Request(op: Op.watch.rawValue, account: account), readTimeout: 0, timeout: connection.timeout)
+            try daemon.send(.watch(WatchArgs(account: account)), readTimeout: 0, timeout: connection.timeout)
             let ended = TokenctlError(
                 .notReachable, "tokend at \(daemon.path) ended the watch",
                 next: "check that it runs (systemctl --user status tokend), then watch again")

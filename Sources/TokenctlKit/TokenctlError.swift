@@ -64,17 +64,28 @@ extension TokenctlError {
         case .needsLogin:
             let command = account.map { "tokenctl login \($0)" } ?? "tokenctl login ACCOUNT"
             self.init(.needsLogin, "\(name) needs a new login\(detail)", next: "run: \(command)")
+        // For these four the daemon's message says what is wrong (and for a keyring, how to fix
+        // it): it is the line, with the account in front where it does not name it; tokenctl's
+        // own words stand in only when the daemon sent none.
         case .unknownAccount:
-            self.init(.unknownAccount, "tokend has no account named \(name)\(detail)", next: "tokenctl list shows the configured accounts")
+            self.init(
+                .unknownAccount, said.isEmpty ? "no account named \"\(Text.singleLine(name))\" is configured" : said,
+                next: "tokenctl list shows the configured accounts")
         case .unavailable:
             let status = account.map { "tokenctl status \($0)" } ?? "tokenctl status"
-            self.init(.temporary, "\(name) has no valid token right now\(detail)", next: "try again later (\(status) shows the last error)")
+            let what = said.isEmpty ? "\(name) has no valid token right now" : account.map { "\($0): \(said)" } ?? said
+            let next = said.contains(status) ? "" : Self.saysWhen(said) ? "\(status) shows the last error" : "try again later (\(status) shows the last error)"
+            self.init(.temporary, what, next: next)
         case .keyringLocked:
-            self.init(.temporary, "the keyring is locked\(detail)", next: "unlock your login keyring, then try again")
+            self.init(.temporary, said.isEmpty ? "the keyring is locked" : said, next: said.isEmpty ? "unlock your login keyring, then try again" : "then try again")
         case .keyringUnavailable:
-            self.init(
-                .temporary, "no keyring (Secret Service) is available\(detail)",
-                next: "start or unlock your login keyring (gnome-keyring-daemon), then try again")
+            if said.isEmpty {
+                self.init(
+                    .temporary, "no keyring (Secret Service) is available",
+                    next: "start or unlock your login keyring (gnome-keyring-daemon), then try again")
+            } else {
+                self.init(.temporary, said, next: Self.saysWhen(said) ? "" : "then try again")
+            }
         case .configError where said.hasPrefix("API_KEY_") && said.contains("api_key is restricted"):
             // A key restriction is fixed in the Cloud console, not the file; the session is kept,
             // and the next token request that needs a fresh token tries the key again.
@@ -128,6 +139,13 @@ extension TokenctlError {
                 .notReachable, Text.singleLine(detail),
                 next: "another user's program holds that socket: stop it, or point --socket at your own tokend")
         }
+    }
+
+    /// The daemon's message already ends in when to retry ("…; try again in a moment", "next
+    /// try at …"): a "try again later" after it would say it twice. A provider's own words
+    /// quoted in it ("(… you can try again later.)") are not the daemon's advice.
+    static func saysWhen(_ said: String) -> Bool {
+        said.contains("; try again") || said.contains("next try at")
     }
 
     static func protocolMismatch(_ what: String) -> TokenctlError {

@@ -30,7 +30,7 @@ final class FuzzWorld: Sendable {
     let hub = EventHub()
     let ledger = SecretLedger()
     let engine: AccountEngine
-    let handler: RequestHandler
+    let handler: RequestRouter
     let configuration: Configuration
 
     private init() {
@@ -46,7 +46,7 @@ final class FuzzWorld: Sendable {
         engine = AccountEngine(
             store: store, clock: clock, timers: timers, hub: hub, logger: Logger(label: "tokend.fuzz") { _ in SwiftLogNoOpLogHandler() },
             drawJitter: { 0.5 }, makeProvider: { StubProvider(kind: $0.kind, ledger: ledger, clock: clock, timers: timers) })
-        handler = RequestHandler(engine: engine, hub: hub, version: "fuzz")
+        handler = RequestRouter(engine: engine, hub: hub, version: "fuzz")
     }
 
     /// Forgets every account and stored session, then starts over with a keyring `mood` and,

@@ -67,7 +67,7 @@ public enum RequestFuzzer {
         // turns the connection into an event stream (later lines are read and ignored).
         lines: for line in framed.lines {
             let request: Request?
-            let reply: RequestHandler.Reply
+            let reply: RequestRouter.Reply
             switch WireCoding.decodeRequest(line) {
             case .failure:
                 request = nil
@@ -108,7 +108,7 @@ public enum RequestFuzzer {
     /// refuse; none at all is the 30-second default, cut too.
     static func clamped(_ timeout: Double?) -> Double? {
         guard let timeout else { return requestTimeout }
-        guard timeout.isFinite, timeout >= 0, timeout <= AccountEngine.maximumTimeout else { return timeout }
+        guard timeout.isFinite, timeout >= 0, timeout <= Command.maximumTimeout else { return timeout }
         return min(timeout, requestTimeout)
     }
 

@@ -77,8 +77,17 @@ public final class BlockingClient {
         Self.setTimeout(fd, SO_RCVTIMEO, seconds: seconds)
     }
 
+    /// Sends `command` under `id`: what tokenctl and the credential helpers send.
+    public func send(_ command: Command, id: RequestID?) throws(Failure) {
+        try send(line: command.line(id: id))
+    }
+
+    /// Sends a request as it is, checked or not: tests' hostile and hand-made requests.
     public func send(_ request: Request) throws(Failure) {
-        let line = TokenExchangeCoding.requestLine(request) ?? WireCoding.encodeLine(request)
+        try send(line: WireCoding.encodeLine(request))
+    }
+
+    private func send(line: [UInt8]) throws(Failure) {
         var offset = 0
         while offset < line.count {
             let written = line[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

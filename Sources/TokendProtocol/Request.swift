@@ -1,8 +1,9 @@
 import TokendCore
 
-/// One request line (docs/protocol.md). Every field but `op` is optional on the wire; which ones an
-/// op needs is checked by the daemon, which names the missing field in a `bad_request`.
-/// Unknown fields are ignored, for forward compatibility.
+/// One request line as JSON has it (docs/protocol.md): every field of every op, each optional but
+/// `op`. Clients build a `Command` instead (Command+Encoding.swift makes this from it); the daemon
+/// checks this into one (Command+Decoding.swift), naming a missing or bad field in a
+/// `bad_request`. Unknown fields are ignored, for forward compatibility.
 public struct Request: Codable, Sendable, Equatable {
     public var op: String
     public var id: RequestID?
@@ -68,20 +69,6 @@ public struct Request: Codable, Sendable, Equatable {
         self.idToken = idToken
         self.accessToken = accessToken
         self.expiresAt = expiresAt
-    }
-
-    /// A `login` request.
-    public static func login(
-        account: String, method: LoginMethod, email: String? = nil, create: Bool? = nil, secret: String? = nil,
-        scopes: [String]? = nil, timeout: Double? = nil
-    ) -> Request {
-        var request = Request(op: Op.login.rawValue, account: account, timeout: timeout)
-        request.method = method.rawValue
-        request.email = email
-        request.create = create
-        request.secret = secret
-        request.scopes = scopes
-        return request
     }
 
     enum CodingKeys: String, CodingKey {

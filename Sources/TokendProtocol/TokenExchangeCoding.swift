@@ -8,146 +8,143 @@ import TokendCore
 /// nil, and the caller uses `WireCoding` / `JSONDecoder`, which stay the one definition of the
 /// protocol and make every error message.
 public enum TokenExchangeCoding {
-    /// The line for a `token` request carrying only `id`, `account`, `min_valid`, `kind`,
-    /// `scope`, `audience` and `timeout`; nil for any other request.
-    public static func requestLine(_ request: Request) -> [UInt8]? {
-        // Compared whole, so a field added to Request later is never silently left off the line.
-        var covered = Request(
-            op: Op.token.rawValue, id: request.id, account: request.account, minValid: request.minValid, kind: request.kind,
-            timeout: request.timeout)
-        covered.scope = request.scope
-        covered.audience = request.audience
-        guard covered == request, let account = request.account else { return nil }
+    /// The line for a `token` command under `id`, its keys in the encoder's order; it decodes to
+    /// the request `Command.request(id:)` makes. Nil for an `id` other than a whole number or a
+    /// number that is not finite, which are the encoder's.
+    public static func requestLine(_ args: TokenArgs, id: RequestID?) -> [UInt8]? {
         var line: [UInt8] = []
-        line.reserveCapacity(96 + account.utf8.count)
-        line.append(contentsOf: #"{"account":"#.utf8)
-        appendString(account, to: &line)
-        if let id = request.id {
-            guard case .number(let value) = id, let number = wholeNumber(value) else { return nil }
-            line.append(contentsOf: #","id":"#.utf8)
-            line.append(contentsOf: number.utf8)
-        }
-        if let kind = request.kind {
-            line.append(contentsOf: #","kind":"#.utf8)
-            appendString(kind.rawValue, to: &line)
-        }
-        if let audience = request.audience {
-            line.append(contentsOf: #","audience":"#.utf8)
-            appendString(audience, to: &line)
-        }
-        if let minValid = request.minValid {
-            guard let number = plainNumber(minValid) else { return nil }
-            line.append(contentsOf: #","min_valid":"#.utf8)
-            line.append(contentsOf: number.utf8)
-        }
-        line.append(contentsOf: #","op":"token""#.utf8)
-        if let scope = request.scope {
-            line.append(contentsOf: #","scope":"#.utf8)
-            appendString(scope, to: &line)
-        }
-        if let timeout = request.timeout {
-            guard let number = plainNumber(timeout) else { return nil }
-            line.append(contentsOf: #","timeout":"#.utf8)
-            line.append(contentsOf: number.utf8)
+        line.reserveCapacity(96 + args.account.utf8.count)
+        for field in TokenRequestField.inOrder {
+            switch field {
+            case .account:
+                appendKey(field, to: &line)
+                appendString(args.account, to: &line)
+            case .audience:
+                guard let audience = args.audience else { continue }
+                appendKey(field, to: &line)
+                appendString(audience, to: &line)
+            case .id:
+                guard let id else { continue }
+                guard case .number(let value) = id, let number = wholeNumber(value) else { return nil }
+                appendKey(field, to: &line)
+                line.append(contentsOf: number.utf8)
+            case .kind:
+                guard let kind = args.kind else { continue }
+                appendKey(field, to: &line)
+                appendString(kind.rawValue, to: &line)
+            case .minValid:
+                guard let minValid = args.requestedMinValid else { continue }
+                guard let number = plainNumber(minValid) else { return nil }
+                appendKey(field, to: &line)
+                line.append(contentsOf: number.utf8)
+            case .op:
+                appendKey(field, to: &line)
+                appendString(Op.token.rawValue, to: &line)
+            case .scope:
+                guard let scope = args.scope else { continue }
+                appendKey(field, to: &line)
+                appendString(scope, to: &line)
+            case .timeout:
+                guard let number = plainNumber(args.timeout) else { return nil }
+                appendKey(field, to: &line)
+                line.append(contentsOf: number.utf8)
+            }
         }
         line.append(contentsOf: "}\n".utf8)
         return line
     }
 
-    /// A reply that is one flat object of only `id` (a whole number), `ok`, `account`, `token`,
-    /// `kind`, `expires_at` and `expires_in`, with strings free of escapes: what a `token` answer
-    /// looks like. Anything else (an error object, an escape, another field) is nil.
+    /// A reply that is one flat object of only the `TokenReplyField`s, `id` a whole number and
+    /// strings free of escapes: what a `token` answer looks like. Anything else (an error object,
+    /// an escape, another field) is nil.
     public static func reply(_ line: [UInt8]) -> Response? {
         var scanner = FlatObjectScanner(line)
         var response = Response(ok: false)
         // Each field once: a repeated key is the decoder's to judge.
-        var seen: [String] = []
-        var sawOK = false
+        var seen: [TokenReplyField] = []
         guard scanner.take(UInt8(ascii: "{")) else { return nil }
         if scanner.take(UInt8(ascii: "}")) { return nil }  // no `ok`: the decoder says what is wrong
         repeat {
-            guard let key = scanner.string(), !seen.contains(key), scanner.take(UInt8(ascii: ":")) else { return nil }
-            seen.append(key)
-            switch key {
-            case "ok":
+            guard let key = scanner.string(), let field = TokenReplyField.named(key), !seen.contains(field), scanner.take(UInt8(ascii: ":"))
+            else { return nil }
+            seen.append(field)
+            switch field {
+            case .ok:
                 guard let value = scanner.bool() else { return nil }
                 response.ok = value
-                sawOK = true
-            case "id":
+            case .id:
                 guard let value = scanner.integer() else { return nil }
                 response.id = .number(Double(value))
-            case "expires_in":
+            case .expiresIn:
                 guard let value = scanner.integer() else { return nil }
                 response.expiresIn = value
-            case "account":
+            case .account:
                 guard let value = scanner.string() else { return nil }
                 response.account = value
-            case "token":
+            case .token:
                 guard let value = scanner.string() else { return nil }
                 response.token = value
-            case "expires_at":
+            case .expiresAt:
                 guard let value = scanner.string() else { return nil }
                 response.expiresAt = value
-            case "kind":
+            case .kind:
                 guard let value = scanner.string(), let kind = TokenKind(rawValue: value) else { return nil }
                 response.kind = kind
-            default:
-                return nil
             }
         } while scanner.take(UInt8(ascii: ","))
-        guard scanner.take(UInt8(ascii: "}")), scanner.atEnd, sawOK else { return nil }
+        guard scanner.take(UInt8(ascii: "}")), scanner.atEnd, seen.contains(.ok) else { return nil }
         return response
     }
 
     /// The daemon's side of the same exchange: a `token` request that is one flat object of only
-    /// `op` ("token"), `id`, `min_valid` and `timeout` (integers), `account`, `kind`, `scope` and
-    /// `audience` (strings free of escapes) — what tokenctl and most scripts send — decoded
-    /// without JSONDecoder, whose generic Codable work was a quarter of the daemon's time per
-    /// request (perf, issue 20). Anything else is nil, and `WireCoding.decodeRequest` judges it.
+    /// the `TokenRequestField`s, `op` "token", `id`, `min_valid` and `timeout` integers, the rest
+    /// strings free of escapes — what tokenctl and most scripts send — decoded without
+    /// JSONDecoder, whose generic Codable work was a quarter of the daemon's time per request
+    /// (perf, issue 20). Anything else is nil, and `WireCoding.decodeRequest` judges it.
     public static func request(_ line: [UInt8]) -> Request? {
         var scanner = FlatObjectScanner(line)
         var request = Request(op: "")
-        var seen: [String] = []
+        var seen: [TokenRequestField] = []
         guard scanner.take(UInt8(ascii: "{")) else { return nil }
         repeat {
-            guard let key = scanner.string(), !seen.contains(key), scanner.take(UInt8(ascii: ":")) else { return nil }
-            seen.append(key)
-            switch key {
-            case "op":
+            guard let key = scanner.string(), let field = TokenRequestField.named(key), !seen.contains(field),
+                scanner.take(UInt8(ascii: ":"))
+            else { return nil }
+            seen.append(field)
+            switch field {
+            case .op:
                 guard let value = scanner.string(), value == Op.token.rawValue else { return nil }
                 request.op = value
-            case "id":
+            case .id:
                 guard let value = scanner.integer() else { return nil }
                 request.id = .number(Double(value))
-            case "min_valid":
+            case .minValid:
                 guard let value = scanner.integer() else { return nil }
                 request.minValid = Double(value)
-            case "timeout":
+            case .timeout:
                 guard let value = scanner.integer() else { return nil }
                 request.timeout = Double(value)
-            case "account":
+            case .account:
                 guard let value = scanner.string() else { return nil }
                 request.account = value
-            case "kind":
+            case .kind:
                 guard let value = scanner.string(), let kind = TokenKind(rawValue: value) else { return nil }
                 request.kind = kind
-            case "scope":
+            case .scope:
                 guard let value = scanner.string() else { return nil }
                 request.scope = value
-            case "audience":
+            case .audience:
                 guard let value = scanner.string() else { return nil }
                 request.audience = value
-            default:
-                return nil
             }
         } while scanner.take(UInt8(ascii: ","))
         guard scanner.take(UInt8(ascii: "}")), scanner.atEnd, request.op == Op.token.rawValue else { return nil }
         return request
     }
 
-    /// The line for a `token` answer of only `ok`, `id` (a whole number), `account`, `token`,
-    /// `kind`, `expires_at` and `expires_in`, byte for byte what `WireCoding.encodeLine` writes
-    /// (sorted keys, slashes unescaped); nil for anything else, or a string that needs escaping.
+    /// The line for a `token` answer of only the `TokenReplyField`s (`id` a whole number), byte
+    /// for byte what `WireCoding.encodeLine` writes (sorted keys, slashes unescaped); nil for
+    /// anything else, or a string that needs escaping.
     public static func replyLine(_ response: Response) -> [UInt8]? {
         var covered = Response(id: response.id, ok: response.ok)
         covered.account = response.account
@@ -157,33 +154,63 @@ public enum TokenExchangeCoding {
         covered.expiresIn = response.expiresIn
         guard covered == response, response.ok, let account = response.account, let token = response.token,
             let kind = response.kind, let expiresAt = response.expiresAt, let expiresIn = response.expiresIn,
-            [account, token, expiresAt].allSatisfy(isPlain)
+            isPlain(account), isPlain(token), isPlain(expiresAt)
         else { return nil }
         var line: [UInt8] = []
         line.reserveCapacity(128 + token.utf8.count + account.utf8.count)
-        line.append(contentsOf: #"{"account":""#.utf8)
-        line.append(contentsOf: account.utf8)
-        line.append(contentsOf: #"","expires_at":""#.utf8)
-        line.append(contentsOf: expiresAt.utf8)
-        line.append(contentsOf: #"","expires_in":"#.utf8)
-        line.append(contentsOf: String(expiresIn).utf8)
-        if let id = response.id {
-            guard case .number(let value) = id, let number = wholeNumber(value) else { return nil }
-            line.append(contentsOf: #","id":"#.utf8)
-            line.append(contentsOf: number.utf8)
+        for field in TokenReplyField.inOrder {
+            switch field {
+            case .account:
+                appendKey(field, to: &line)
+                appendPlain(account, to: &line)
+            case .expiresAt:
+                appendKey(field, to: &line)
+                appendPlain(expiresAt, to: &line)
+            case .expiresIn:
+                appendKey(field, to: &line)
+                line.append(contentsOf: String(expiresIn).utf8)
+            case .id:
+                guard let id = response.id else { continue }
+                guard case .number(let value) = id, let number = wholeNumber(value) else { return nil }
+                appendKey(field, to: &line)
+                line.append(contentsOf: number.utf8)
+            case .kind:
+                appendKey(field, to: &line)
+                appendPlain(kind.rawValue, to: &line)
+            case .ok:
+                appendKey(field, to: &line)
+                line.append(contentsOf: "true".utf8)
+            case .token:
+                appendKey(field, to: &line)
+                appendPlain(token, to: &line)
+            }
         }
-        line.append(contentsOf: #","kind":""#.utf8)
-        line.append(contentsOf: kind.rawValue.utf8)
-        line.append(contentsOf: #"","ok":true,"token":""#.utf8)
-        line.append(contentsOf: token.utf8)
-        line.append(contentsOf: "\"}\n".utf8)
+        line.append(contentsOf: "}\n".utf8)
         return line
+    }
+
+    /// `"key":` after `{` for the first field and `,` for the others. Keys are plain ASCII.
+    private static func appendKey<Field: RawRepresentable<String>>(_ field: Field, to line: inout [UInt8]) {
+        line.append(line.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
+        appendPlain(field.rawValue, to: &line)
+        line.append(UInt8(ascii: ":"))
+    }
+
+    /// A string `isPlain` holds, quoted: its bytes as they are, in one copy (a token is most of
+    /// an answer's bytes).
+    private static func appendPlain(_ value: String, to line: inout [UInt8]) {
+        line.append(UInt8(ascii: "\""))
+        line.append(contentsOf: value.utf8)
+        line.append(UInt8(ascii: "\""))
     }
 
     /// A string the encoder writes as it is: printable ASCII without a quote or a backslash
     /// (slashes are not escaped: `.withoutEscapingSlashes`).
     private static func isPlain(_ value: String) -> Bool {
-        value.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+        func plain(_ byte: UInt8) -> Bool { byte >= 0x20 && byte < 0x80 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") }
+        // Over the string's own buffer: a token is most of an answer, and iterating the UTF-8
+        // view byte by byte cost ~35 instructions a byte (callgrind), several times this loop.
+        return value.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(plain) } ?? value.utf8.allSatisfy(plain)
     }
 
     private static func appendString(_ value: String, to line: inout [UInt8]) {

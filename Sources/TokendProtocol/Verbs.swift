@@ -69,3 +69,30 @@ public enum AccountAction: String, Sendable, CaseIterable, Codable {
     /// Withdraws the second factor whose enrollment id is `factor`.
     case mfaRemove = "mfa_remove"
 }
+
+/// A Firebase identity provider's id as a request names it (`login` and `account upgrade` with
+/// method `idp`): checked before any provider is asked, since it goes into a URL form and into
+/// messages.
+public enum IdentityProviderID {
+    /// Firebase's provider ids are lowercase DNS-like names; 128 is far beyond any (`oidc.` ids
+    /// are at most 30 characters in the console).
+    public static let maximumLength = 128
+
+    /// Ids that are not identity providers at all.
+    static let refused: [String: String] = [
+        "password": "is not an identity provider; use tokenctl login ACCOUNT --email",
+        "phone": "phone sign-in needs reCAPTCHA or an app; tokend cannot do it",
+        "anonymous": "is not an identity provider; use tokenctl login ACCOUNT --anonymous",
+    ]
+
+    /// Nil when `id` can name a provider; else why not.
+    public static func problem(with id: String) -> String? {
+        guard !id.isEmpty, id.count <= maximumLength,
+            id.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_") }),
+            id.contains("."), id.first != ".", id.last != "."
+        else {
+            return "must be a Firebase provider id such as google.com, microsoft.com, github.com or oidc.NAME (lowercase)"
+        }
+        return refused[id]
+    }
+}

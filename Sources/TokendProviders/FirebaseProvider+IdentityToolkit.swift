@@ -1,4 +1,5 @@
 import TokendCore
+import TokendProtocol
 
 /// Calls to the Identity Toolkit API (v1 `accounts:METHOD`, v2 `accounts/mfa…` for second
 /// factors): sign-in, sign-up and account management. Every answer is read here, and every error becomes a `LoginFailure` whose
@@ -249,7 +250,7 @@ extension FirebaseProvider {
     static func needConfirmation(email: String, verifiedProviders: [String], call: FirebaseCall) -> LoginFailure {
         let address = email.isEmpty ? "this email" : email
         // Provider ids only (the answer is outside data), and few: a user links a handful.
-        let usable = verifiedProviders.filter { IdentityProvider.problem(with: $0) == nil }.prefix(3)
+        let usable = verifiedProviders.filter { IdentityProviderID.problem(with: $0) == nil }.prefix(3)
         let ways = usable.isEmpty ? "--email \(address)" : usable.map(IdentityProvider.flag).joined(separator: " or ")
         return LoginFailure(
             .denied, code: "NEED_CONFIRMATION",

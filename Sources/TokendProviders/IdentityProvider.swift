@@ -1,4 +1,5 @@
 import TokendCore
+import TokendProtocol
 
 /// An identity provider a Firebase account signs in with (`tokenctl login ACCOUNT --idp ID`),
 /// configured as `[account.NAME.idp."ID"]`: tokend runs the provider's own OAuth sign-in and
@@ -37,10 +38,6 @@ public struct IdentityProvider: Sendable, Equatable {
         "device_authorization_endpoint", "jwks_uri", "scopes", "credential",
     ]
 
-    /// Firebase's provider ids are lowercase DNS-like names; 128 is far beyond any (`oidc.` ids
-    /// are at most 30 characters in the console).
-    static let maximumIDLength = 128
-
     /// What tokend knows of a provider, so that its table needs only `client_id` (and a secret).
     struct Defaults {
         var name: String
@@ -78,13 +75,6 @@ public struct IdentityProvider: Sendable, Equatable {
         "twitter.com": "X (Twitter) signs in with OAuth 1.0a, which tokend does not speak: set auth_domain to sign in through the project's Firebase-hosted handler",
     ]
 
-    /// Ids that are not identity providers at all.
-    static let refused: [String: String] = [
-        "password": "is not an identity provider; use tokenctl login ACCOUNT --email",
-        "phone": "phone sign-in needs reCAPTCHA or an app; tokend cannot do it",
-        "anonymous": "is not an identity provider; use tokenctl login ACCOUNT --anonymous",
-    ]
-
     /// Names of providers tokend has no OAuth defaults for, as the Firebase console shows them.
     static let names = ["microsoft.com": "Microsoft", "apple.com": "Apple", "twitter.com": "X", "facebook.com": "Facebook", "yahoo.com": "Yahoo"]
 
@@ -96,17 +86,6 @@ public struct IdentityProvider: Sendable, Equatable {
     /// tokenctl's option for signing in with `id`: `--google`, else `--idp ID`.
     public static func flag(_ id: String) -> String {
         id == "google.com" ? "--google" : "--idp \(id)"
-    }
-
-    /// Nil when `id` can name a provider; else why not.
-    public static func problem(with id: String) -> String? {
-        guard !id.isEmpty, id.count <= maximumIDLength,
-            id.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_") }),
-            id.contains("."), id.first != ".", id.last != "."
-        else {
-            return "must be a Firebase provider id such as google.com, microsoft.com, github.com or oidc.NAME (lowercase)"
-        }
-        return refused[id]
     }
 
     /// Nil when tokend can run `id`'s own OAuth sign-in; else why not.
@@ -123,7 +102,7 @@ public struct IdentityProvider: Sendable, Equatable {
     /// Errors name the key below `idp."ID"`.
     static func parse(id: String, _ values: [String: ProviderConfigValue], allowPlainHTTP: Bool) throws(ProviderConfigError) -> IdentityProvider {
         let prefix = "idp.\"\(id)\""
-        if let problem = problem(with: id) { throw ProviderConfigError(key: "idp", "\"\(id)\" \(problem)") }
+        if let problem = IdentityProviderID.problem(with: id) { throw ProviderConfigError(key: "idp", "\"\(id)\" \(problem)") }
         if values["auth_domain"] != nil {
             return IdentityProvider(id: id, signIn: .hosted(try HostedSignIn.parse(id: id, values, prefix: prefix, allowPlainHTTP: allowPlainHTTP)))
         }

@@ -6,7 +6,7 @@ import TokendTestSupport
 
 /// docs/protocol.md's framing rules through a real socket. Issue 8, item 8: the partial-line
 /// timeout counts only while the daemon wants to read (the line's total bound, and the clocks'
-/// arithmetic, are tested on a manual clock in `LineFrameHandlerTests`).
+/// arithmetic, are tested on a manual clock in `LineFramingChannelHandlerTests`).
 @Suite struct FramingTests {
     /// What the daemon gives a client to finish a line it has started (docs/protocol.md).
     static let partialLineTimeout: Double = 10

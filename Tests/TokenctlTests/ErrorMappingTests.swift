@@ -37,9 +37,31 @@ struct ErrorMappingTests {
         #expect(line(.needsLogin) == "tokenctl: work needs a new login (msg); run: tokenctl login work")
         #expect(line(.unavailable).hasSuffix("; try again later (tokenctl status work shows the last error)"))
         #expect(line(.unknownAccount).hasSuffix("; tokenctl list shows the configured accounts"))
-        #expect(line(.keyringLocked).contains("unlock your login keyring"))
+        #expect(line(.keyringLocked) == "tokenctl: msg; then try again")
+        #expect(line(.keyringUnavailable) == "tokenctl: msg; then try again")
         #expect(line(.configError).hasSuffix(
             "; fix ~/.config/tokend/config.toml (see the message), then: systemctl --user reload tokend"))
+    }
+
+    /// The daemon's sentence is the line, said once, with what to do next (issue 36).
+    @Test func theDaemonsMessageIsSaidOnce() {
+        func line(_ code: TokendError.Code, _ message: String, account: String? = "nosuch") -> String {
+            TokenctlError(daemon: TokendError(code, message), account: account, environment: [:]).line
+        }
+        #expect(line(.unknownAccount, #"no account named "nosuch" is configured"#)
+            == #"tokenctl: no account named "nosuch" is configured; tokenctl list shows the configured accounts"#)
+        #expect(line(.unknownAccount, "") == #"tokenctl: no account named "nosuch" is configured; tokenctl list shows the configured accounts"#)
+        #expect(line(.unavailable, "no fresh token within 30 s: the refresh is still running; try again", account: "work")
+            == "tokenctl: work: no fresh token within 30 s: the refresh is still running; try again; tokenctl status work shows the last error")
+        #expect(line(.unavailable, "the refresh is still running after the timeout; see tokenctl status work", account: "work")
+            == "tokenctl: work: the refresh is still running after the timeout; see tokenctl status work")
+        #expect(line(.unavailable, "tokend is shutting down; try again once it is back", account: nil)
+            == "tokenctl: tokend is shutting down; try again once it is back; tokenctl status shows the last error")
+        #expect(line(.keyringUnavailable, "the keyring is busy: tokend keeps the tokens it holds in memory; try again in a few seconds (queued)")
+            == "tokenctl: the keyring is busy: tokend keeps the tokens it holds in memory; try again in a few seconds (queued)")
+        // A provider's words quoted in the message are not the daemon's advice: the next step stays.
+        #expect(line(.unavailable, "TOO_MANY_ATTEMPTS_TRY_LATER: blocked (you can try again later.)", account: "work")
+            == "tokenctl: work: TOO_MANY_ATTEMPTS_TRY_LATER: blocked (you can try again later.); try again later (tokenctl status work shows the last error)")
     }
 
     @Test func configHintFollowsTheEnvironment() {

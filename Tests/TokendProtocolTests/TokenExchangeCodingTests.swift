@@ -6,28 +6,26 @@ import TokendCore
 /// everything else back to them.
 @Suite struct TokenExchangeCodingTests {
     @Test(arguments: [
-        Request(op: "token", account: "work"),
-        Request(op: "token", id: .number(1), account: "work", minValid: 60, kind: .access, timeout: 30),
-        Request(op: "token", id: .number(-3), account: "quote\" back\\slash\ttab\u{1}ünï", minValid: 0.25, kind: .id, timeout: 1e-3),
-        Request(op: "token", account: "", minValid: 86_400, timeout: 300),
-        { var r = Request(op: "token", account: "api", kind: .access); r.scope = "read:a write:b"; r.audience = "https://api.example/"; return r }(),
+        TokenArgs(account: "work"),
+        TokenArgs(account: "work", minValid: 60, kind: .access, timeout: 30),
+        TokenArgs(account: "quote\" back\\slash\ttab\u{1}ünï", minValid: 0.25, kind: .id, timeout: 1e-3),
+        TokenArgs(account: "", minValid: 86_400, timeout: 300),
+        TokenArgs(account: "api", kind: .access, scope: "read:a write:b", audience: "https://api.example/"),
     ])
-    func aTokenRequestLineDecodesToTheSameRequest(_ request: Request) throws {
-        let line = try #require(TokenExchangeCoding.requestLine(request))
-        #expect(line.last == UInt8(ascii: "\n"))
-        #expect(line.dropLast().allSatisfy { $0 != UInt8(ascii: "\n") })
-        #expect(try WireCoding.decodeRequest(Array(line.dropLast())).get() == request)
+    func aTokenRequestLineDecodesToTheSameRequest(_ args: TokenArgs) throws {
+        for id: RequestID? in [nil, .number(1), .number(-3)] {
+            let line = try #require(TokenExchangeCoding.requestLine(args, id: id))
+            #expect(line.last == UInt8(ascii: "\n"))
+            #expect(line.dropLast().allSatisfy { $0 != UInt8(ascii: "\n") })
+            #expect(try WireCoding.decodeRequest(Array(line.dropLast())).get() == Command.token(args).request(id: id))
+        }
     }
 
     @Test func otherRequestsAreLeftToTheEncoder() {
-        #expect(TokenExchangeCoding.requestLine(Request(op: "status")) == nil)
-        #expect(TokenExchangeCoding.requestLine(Request(op: "token")) == nil)
-        #expect(TokenExchangeCoding.requestLine(Request(op: "import", account: "a", refreshToken: "r")) == nil)
-        #expect(TokenExchangeCoding.requestLine(Request(op: "token", id: .string("x"), account: "a")) == nil)
-        #expect(TokenExchangeCoding.requestLine(Request(op: "token", account: "a", minValid: .infinity)) == nil)
-        var withSecret = Request(op: "token", account: "a")
-        withSecret.secret = "s"
-        #expect(TokenExchangeCoding.requestLine(withSecret) == nil)
+        #expect(TokenExchangeCoding.requestLine(TokenArgs(account: "a"), id: .string("x")) == nil)
+        #expect(TokenExchangeCoding.requestLine(TokenArgs(account: "a"), id: .number(1.5)) == nil)
+        #expect(TokenExchangeCoding.requestLine(TokenArgs(account: "a", minValid: .infinity), id: nil) == nil)
+        #expect(TokenExchangeCoding.requestLine(TokenArgs(account: "a", timeout: .nan), id: nil) == nil)
     }
 
     @Test(arguments: [
@@ -140,5 +138,86 @@ import TokendCore
     func anyOtherAnswerIsLeftToTheEncoder(_ response: Response) {
         #expect(TokenExchangeCoding.replyLine(response) == nil)
         #expect(WireCoding.encodeLine(response) == Self.encoded(response), "the same bytes either way")
+    }
+
+    // Byte by byte (swift-nio's way of testing a decoder): a line fed one byte at a time frames
+    // once, at its newline; every proper prefix is refused cleanly (nil, never a trap or a
+    // half-read value); and no single changed byte makes the hand-written reading disagree with
+    // JSONDecoder's.
+
+    static let requestLines = [
+        #"{"account":"bench","id":1,"op":"token","timeout":30}"#,
+        #"{"account":"api","audience":"https://x/","id":-3,"kind":"access","min_valid":120,"op":"token","scope":"read:a","timeout":5}"#,
+        #" { "op" : "token" , "account" : "ünï" } "#,
+    ]
+
+    static let replyLines = [
+        #"{"account":"bench","expires_at":"2026-11-23T17:59:58Z","expires_in":3598,"id":1,"kind":"id","ok":true,"token":"eyJ.eyJ.c2ln"}"#,
+        #" { "ok" : false , "id" : -7 , "account" : "ünï" } "#,
+    ]
+
+    @Test(arguments: requestLines)
+    func aRequestLineFedOneByteAtATimeFramesOnceAndDecodes(_ text: String) throws {
+        var framer = LineFramer()
+        var framed: [[UInt8]] = []
+        for byte in Array(text.utf8) + [UInt8(ascii: "\n")] {
+            framer.append([byte])
+            while let line = try framer.nextLine() { framed.append(line) }
+        }
+        #expect(framed == [Array(text.utf8)])
+        let fast = try #require(TokenExchangeCoding.request(framed[0]))
+        #expect(fast == (try JSONDecoder().decode(Request.self, from: Data(text.utf8))))
+    }
+
+    @Test(arguments: requestLines)
+    func everyPrefixOfARequestLineIsRefusedCleanly(_ text: String) {
+        let bytes = Array(text.utf8)
+        let whole = bytes.count - (bytes.reversed().firstIndex { $0 != UInt8(ascii: " ") } ?? 0)
+        for end in 0..<whole {
+            let prefix = Array(bytes[..<end])
+            #expect(TokenExchangeCoding.request(prefix) == nil, "prefix of \(end) bytes")
+            guard case .failure = WireCoding.decodeRequest(prefix) else {
+                Issue.record("a prefix of \(end) bytes decoded")
+                continue
+            }
+        }
+    }
+
+    @Test(arguments: replyLines)
+    func everyPrefixOfAReplyLineIsRefusedCleanly(_ text: String) {
+        let bytes = Array(text.utf8)
+        let whole = bytes.count - (bytes.reversed().firstIndex { $0 != UInt8(ascii: " ") } ?? 0)
+        for end in 0..<whole {
+            #expect(TokenExchangeCoding.reply(Array(bytes[..<end])) == nil, "prefix of \(end) bytes")
+        }
+        #expect(TokenExchangeCoding.reply(bytes) != nil)
+    }
+
+    /// Bytes that change what a JSON text means: structure, quotes, escapes, digits, signs,
+    /// invalid UTF-8.
+    static let substitutes: [UInt8] = Array(#"{}[],:" \0159-.eatrufnl"#.utf8) + [0x00, 0x0A, 0x7F, 0xC3, 0xFF]
+
+    @Test(arguments: requestLines)
+    func noChangedByteMakesTheHandReadRequestDisagreeWithTheDecoder(_ text: String) {
+        Self.everySubstitution(of: text, fast: TokenExchangeCoding.request) { try? JSONDecoder().decode(Request.self, from: Data($0)) }
+    }
+
+    @Test(arguments: replyLines)
+    func noChangedByteMakesTheHandReadReplyDisagreeWithTheDecoder(_ text: String) {
+        Self.everySubstitution(of: text, fast: TokenExchangeCoding.reply) { try? JSONDecoder().decode(Response.self, from: Data($0)) }
+    }
+
+    /// `text` with each byte replaced by each of `substitutes`: what `fast` reads, if anything,
+    /// is what `full` reads.
+    static func everySubstitution<Value: Equatable>(of text: String, fast: ([UInt8]) -> Value?, full: ([UInt8]) -> Value?) {
+        let bytes = Array(text.utf8)
+        for index in bytes.indices {
+            for substitute in substitutes where substitute != bytes[index] {
+                var changed = bytes
+                changed[index] = substitute
+                guard let read = fast(changed) else { continue }
+                #expect(read == full(changed), "byte \(index) as \(substitute)")
+            }
+        }
     }
 }

@@ -156,7 +156,7 @@ import TokendTestSupport
 }
 
 /// The handler on the real engine: what the engine itself decides reaches the client. The
-/// handler's own mapping is tested on a stub (RequestHandlerTests).
+/// handler's own mapping is tested on a stub (RequestRouterTests).
 @Suite struct HandlerOnEngineTests {
     @Test func everyRequestGetsAReply() async throws {
         let fixture = try await EngineFixture.make()

@@ -13,7 +13,7 @@ struct EngineFixture {
     let fake: FakeFirebase
     let store: InMemorySecretStore
     let engine: AccountEngine
-    let handler: RequestHandler
+    let handler: RequestRouter
     let transport: HTTPTransport
 
     static func make(
@@ -33,7 +33,7 @@ struct EngineFixture {
             "work": AccountConfiguration(name: "work", provider: .firebase(apiKey: "k", emulatorHost: fake.emulatorHost), refreshBefore: 300)
         ])
         await engine.apply(configuration)
-        return EngineFixture(fake: fake, store: store, engine: engine, handler: RequestHandler(engine: engine, hub: hub, version: "test"), transport: transport)
+        return EngineFixture(fake: fake, store: store, engine: engine, handler: RequestRouter(engine: engine, hub: hub, version: "test"), transport: transport)
     }
 
     func shutdown() async {

@@ -21,7 +21,7 @@ import TokendTestSupport
         }
     }
 
-    func handler() async -> RequestHandler {
+    func handler() async -> RequestRouter {
         let hub = EventHub()
         var logger = Logger(label: "test")
         logger.logLevel = .critical
@@ -29,12 +29,12 @@ import TokendTestSupport
         await engine.apply(Configuration(accounts: [
             "corp": AccountConfiguration(name: "corp", provider: .oidc(OIDCProvider.Settings(issuer: "https://idp.example.com", clientID: "c")), refreshBefore: 300)
         ]))
-        return RequestHandler(engine: engine, hub: hub, version: "test")
+        return RequestRouter(engine: engine, hub: hub, version: "test")
     }
 
     /// The first line a login stream answers with.
-    func firstLine(_ handler: RequestHandler) async -> (RequestHandler.StreamLine?, AsyncStream<RequestHandler.StreamLine>?) {
-        guard case .stream(let stream) = await handler.handle(Request.login(account: "corp", method: .browser, timeout: 60)) else { return (nil, nil) }
+    func firstLine(_ handler: RequestRouter) async -> (RequestRouter.StreamLine?, AsyncStream<RequestRouter.StreamLine>?) {
+        guard case .stream(let stream) = await handler.handle(Command.login(LoginArgs(account: "corp", method: .browser, timeout: 60)).request(id: nil)) else { return (nil, nil) }
         var iterator = stream.makeAsyncIterator()
         return (await iterator.next(), stream)
     }
@@ -43,7 +43,7 @@ import TokendTestSupport
     /// by the engine with the ones it does, before any flow runs.
     @Test func aMethodTheProviderDoesNotOfferIsRefusedWithTheOnesItDoes() async throws {
         let handler = await handler()
-        let request = Request.login(account: "corp", method: .anonymous, timeout: 60)
+        let request = Command.login(LoginArgs(account: "corp", method: .anonymous, timeout: 60)).request(id: nil)
         guard case .stream(let stream) = await handler.handle(request) else { Issue.record("no stream"); return }
         var iterator = stream.makeAsyncIterator()
         guard case .response(let refusal)? = await iterator.next() else { Issue.record("expected a refusal"); return }

@@ -180,14 +180,14 @@ final class StubEngine: EngineServices {
 struct StubbedHandler {
     let engine: StubEngine
     let hub = EventHub()
-    var handler: RequestHandler { RequestHandler(services: engine, hub: hub, version: "test") }
+    var handler: RequestRouter { RequestRouter(services: engine, hub: hub, version: "test") }
 
     init(_ script: StubEngine.Script = .init()) {
         engine = StubEngine(script)
     }
 
     /// The reply to one line (a newline is not part of it: the framer strips it).
-    func reply(_ bytes: [UInt8]) async -> RequestHandler.Reply {
+    func reply(_ bytes: [UInt8]) async -> RequestRouter.Reply {
         await handler.handle(line: bytes)
     }
 
@@ -205,12 +205,12 @@ struct StubbedHandler {
     }
 
     /// Every line of a streamed reply, to its end.
-    func stream(_ line: String, sourceLocation: SourceLocation = #_sourceLocation) async -> [RequestHandler.StreamLine] {
+    func stream(_ line: String, sourceLocation: SourceLocation = #_sourceLocation) async -> [RequestRouter.StreamLine] {
         guard case .stream(let stream) = await reply(Array(line.utf8)) else {
             Issue.record("a single response where a stream was expected", sourceLocation: sourceLocation)
             return []
         }
-        var lines: [RequestHandler.StreamLine] = []
+        var lines: [RequestRouter.StreamLine] = []
         for await line in stream { lines.append(line) }
         return lines
     }

@@ -2,7 +2,7 @@ import TokendCore
 import TokendProtocol
 import TokendProviders
 
-// The engine as the handlers see it. Most requirements are the engine's own methods; these
+// The engine as the responders see it. Most requirements are the engine's own methods; these
 // adapt the few whose signatures differ.
 extension AccountEngine: SessionService, StatusService, SignInService, AccountManagementService {
     public func token(account: String, kind: TokenKind?, minValid: Double, timeout: Double, scope: TokenScope?) async -> Result<TokenGrant, TokendError> {

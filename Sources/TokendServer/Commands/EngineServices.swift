@@ -2,9 +2,10 @@ import TokendCore
 import TokendProtocol
 import TokendProviders
 
-// What each op's handler needs of the engine, and no more: the handlers depend on these small
-// protocols, so their tests run against a stub instead of an engine, a keyring and an HTTP fake.
-// `AccountEngine` conforms in AccountEngine+Services.swift.
+// Commands/ — what the responders may ask of the engine, and no more: the service protocols below,
+// which `AccountEngine` conforms to in AccountEngine+Services.swift, so the responders' tests run
+// against a stub instead of an engine, a keyring and an HTTP fake. The ops themselves, decoded and
+// checked (`Command`), are the protocol's: Sources/TokendProtocol/Command.swift.
 
 /// `token`, `refresh`, `import`, `logout`: the account's session.
 public protocol SessionService: Sendable {
@@ -59,5 +60,19 @@ public protocol AccountManagementService: Sendable {
     func removeSecondFactor(account: String, factor: String, timeout: Double) async -> Result<LoginSummary, TokendError>
 }
 
-/// Everything the request handler dispatches to.
+/// Everything the request router dispatches to.
 public typealias EngineServices = SessionService & StatusService & SignInService & AccountManagementService
+
+extension LoginRequest {
+    /// The sign-in a `login` command asks for: `google` is method `idp` at google.com.
+    init(_ args: LoginArgs) {
+        self.init(method: args.method, email: args.email, create: args.create, secret: args.secret, scopes: args.scopes, timeout: args.timeout)
+        factor = args.factor
+        handle = args.handle
+        if args.method == .google || args.method == .idp {
+            method = .idp
+            identityProvider = args.identityProvider
+            identityProviderDevice = args.device
+        }
+    }
+}

@@ -9,7 +9,7 @@ import Glibc
 
 /// The listening socket's own thread (docs/architecture.md, "A connection"). It accepts each
 /// connection, checks the peer's uid, and answers every line the daemon can answer at once
-/// (`RequestHandler.answerAtOnce`: `hello`, or a token the account holds) with one read and one
+/// (`RequestRouter.answerAtOnce`: `hello`, or a token the account holds) with one read and one
 /// write: no channel, no pipeline, no task. The first line that needs more (the engine, a stream,
 /// the clock of a partial line, back-pressure on a full socket) hands the connection, with the
 /// bytes it has not answered, to a NIO channel (`SocketListener.adopt`), which serves it from

@@ -1,8 +1,8 @@
 // Connections/ — the Unix socket: the listener (its directory checks, connection cap), the accept
 // loop (peer uid, lines answered at once), line framing, the connection served on its event loop
-// once handed over (`ConnectionHandler`) and the request
-// handler that decodes a line into a `Command` and hands it to Handlers/. It calls the engine only
-// through Commands/' service protocols.
+// once handed over (`ConnectionChannelHandler`) and the request router (`RequestRouter`) that
+// decodes a line into a `Command` (TokendProtocol) and hands it to its op's responder in
+// Responders/. It calls the engine only through Commands/' service protocols.
 
 import CTokendShims
 import Logging
@@ -25,7 +25,7 @@ public struct ListenerError: Error, Sendable, CustomStringConvertible {
 /// The Unix-socket front of the daemon (docs/protocol.md): its `AcceptLoop` checks each peer's uid
 /// with SO_PEERCRED before a byte is read and answers what it can at once; the rest of a
 /// connection is served by a channel that frames JSON Lines and writes whatever the
-/// `RequestHandler` replies.
+/// `RequestRouter` replies.
 public final class SocketListener: Sendable {
     /// Connections beyond this get one `unavailable` line and are closed, so a flood cannot
     /// exhaust descriptors that the keyring and HTTP clients need. 1024 is far above any real
@@ -36,7 +36,7 @@ public final class SocketListener: Sendable {
     /// (a build farm's worth) is queued rather than refused at connect.
     static let backlog: Int32 = 256
 
-    let handler: RequestHandler
+    let handler: RequestRouter
     let logger: Logger
     let lineTimeLimits: LineTimeLimits
     let uid = getuid()
@@ -54,7 +54,7 @@ public final class SocketListener: Sendable {
     /// cost a thread wake-up, which its client's latency pays.
     let channelLoop = MultiThreadedEventLoopGroup.singleton.next()
 
-    public init(handler: RequestHandler, logger: Logger, lineTimeLimits: LineTimeLimits = .standard, onConnection: @escaping @Sendable () -> Void = {}) {
+    public init(handler: RequestRouter, logger: Logger, lineTimeLimits: LineTimeLimits = .standard, onConnection: @escaping @Sendable () -> Void = {}) {
         self.handler = handler
         self.logger = logger
         self.lineTimeLimits = lineTimeLimits
@@ -176,7 +176,7 @@ public final class SocketListener: Sendable {
                         try channel.pipeline.syncOperations.addHandler(OverCapRefusal())
                     } else {
                         try channel.pipeline.syncOperations.addHandlers(
-                            CarriedOver(unsent: unsent, unanswered: unanswered), LineFrameHandler(limits: lineTimeLimits), ConnectionHandler(handler))
+                            CarriedOver(unsent: unsent, unanswered: unanswered), LineFramingChannelHandler(limits: lineTimeLimits), ConnectionChannelHandler(handler))
                     }
                 }
             }

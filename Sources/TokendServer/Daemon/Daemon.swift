@@ -137,7 +137,7 @@ public final class Daemon: Service, Sendable {
         let idleMemory = IdleMemory(clock: engine.clock, timers: engine.timers)
         self.idleMemory = idleMemory
         self.listener = SocketListener(
-            handler: RequestHandler(engine: engine, hub: hub, version: Self.version), logger: logger, onConnection: { idleMemory.noteWork() })
+            handler: RequestRouter(engine: engine, hub: hub, version: Self.version), logger: logger, onConnection: { idleMemory.noteWork() })
     }
 
     static func provider(for configuration: AccountConfiguration, transport: HTTPTransport) -> any TokenProvider {

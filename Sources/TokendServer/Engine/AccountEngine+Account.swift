@@ -131,7 +131,7 @@ extension AccountEngine {
     ) async -> Result<LoginSummary, TokendError> {
         if case .failure(let error) = manager(name) { return .failure(error) }
         let idToken: String
-        switch await managementToken(name, timeout: AccountEngine.defaultTimeout) {
+        switch await managementToken(name, timeout: Command.defaultTimeout) {
         case .failure(let error): return .failure(error)
         case .success(let token): idToken = token
         }

@@ -61,14 +61,8 @@ public actor AccountEngine {
         var wake: RefreshScheduler.Wake?
     }
 
-    /// Default wait for a refresh when a request names no `timeout`: long enough for a slow
-    /// provider (HTTP deadline 10 s plus a keyring write), short enough for an interactive shell.
-    public static let defaultTimeout: Double = 30
-    /// Upper bound on a request's `timeout`: nothing should hold a connection for longer.
-    public static let maximumTimeout: Double = 300
-
     var accounts: AccountTable
-    /// What `accounts` would serve now, for the event loop's fast path (`ConnectionHandler`).
+    /// What `accounts` would serve now, for the event loop's fast path (`ConnectionChannelHandler`).
     public nonisolated let heldTokens: HeldTokens
     /// The accounts' token files, kept by `accounts` (Sinks/).
     public nonisolated let tokenFiles: TokenFiles

@@ -3,15 +3,15 @@ import NIOEmbedded
 import Testing
 @testable import TokendServer
 
-/// The partial-line clocks of `LineFrameHandler` (issue 8, item 8), on EmbeddedChannel's manual
-/// time: `channel.read()` is the daemon asking for more bytes, as `ConnectionHandler` does unless
+/// The partial-line clocks of `LineFramingChannelHandler` (issue 8, item 8), on EmbeddedChannel's manual
+/// time: `channel.read()` is the daemon asking for more bytes, as `ConnectionChannelHandler` does unless
 /// lines wait for answers; not calling it is the daemon's back-pressure.
-@Suite struct LineFrameHandlerTests {
+@Suite struct LineFramingChannelHandlerTests {
     static let limits = LineTimeLimits.standard
 
     func connectedChannel() throws -> EmbeddedChannel {
         let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandler(LineFrameHandler(limits: Self.limits))
+        try channel.pipeline.syncOperations.addHandler(LineFramingChannelHandler(limits: Self.limits))
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         return channel
     }

@@ -2,7 +2,7 @@ import TokendCore
 import TokendProtocol
 
 /// `list` and `status`: every account's state, or one's. Never a secret.
-struct StatusHandler: Sendable {
+struct StatusResponder: Sendable {
     let status: any StatusService
 
     func handle(_ args: StatusArgs, id: RequestID?) async throws(TokendError) -> Response {

@@ -4,12 +4,12 @@ import TokendProviders
 
 /// `login`: progress lines as the provider's flow goes, then one response line
 /// (`"progress":"done"` or an error). Closing the connection cancels the login.
-struct LoginHandler: Sendable {
+struct LoginResponder: Sendable {
     let signIn: any SignInService
 
-    func handle(_ args: LoginArgs, id: RequestID?) -> RequestHandler.Reply {
+    func handle(_ args: LoginArgs, id: RequestID?) -> RequestRouter.Reply {
         let name = args.account
-        let request = args.request
+        let request = LoginRequest(args)
         return .stream(SignInStream.make(id: id, account: name, clock: signIn.clock) { [signIn] progress in
             await signIn.login(account: name, request: request, progress: progress)
         })
@@ -22,8 +22,8 @@ enum SignInStream {
     static func make(
         id: RequestID?, account name: String, clock: any WallClock,
         _ run: @escaping @Sendable (_ progress: @escaping @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError>
-    ) -> AsyncStream<RequestHandler.StreamLine> {
-        let (stream, continuation) = AsyncStream<RequestHandler.StreamLine>.makeStream()
+    ) -> AsyncStream<RequestRouter.StreamLine> {
+        let (stream, continuation) = AsyncStream<RequestRouter.StreamLine>.makeStream()
         let task = Task {
             let result = await run { step in
                 if let line = progressLine(step, id: id, account: name) { continuation.yield(.progress(line)) }

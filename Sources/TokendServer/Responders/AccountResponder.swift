@@ -3,12 +3,12 @@ import TokendProtocol
 import TokendProviders
 
 /// `account`: Firebase account management (docs/protocol.md).
-struct AccountHandler: Sendable {
+struct AccountResponder: Sendable {
     let management: any AccountManagementService
     /// For `upgrade` with Google, a browser sign-in streamed like a login.
     let signIn: any SignInService
 
-    func handle(_ args: AccountArgs, id: RequestID?) async throws(TokendError) -> RequestHandler.Reply {
+    func handle(_ args: AccountArgs, id: RequestID?) async throws(TokendError) -> RequestRouter.Reply {
         let name = args.account
         var response = Response(id: id)
         response.account = name

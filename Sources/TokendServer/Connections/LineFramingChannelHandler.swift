@@ -35,8 +35,8 @@ public struct LineTimeLimits: Sendable, Equatable {
 /// `watch` and long-lived clients are.
 ///
 /// "The daemon wants to read" is a `read` event passing outward through this handler with no
-/// bytes arrived since: `ConnectionHandler` holds that event back while lines wait for answers.
-final class LineFrameHandler: ChannelDuplexHandler {
+/// bytes arrived since: `ConnectionChannelHandler` holds that event back while lines wait for answers.
+final class LineFramingChannelHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = LineFrame
     typealias OutboundIn = ByteBuffer

@@ -1,6 +1,4 @@
 import TokendCore
-import TokendProtocol
-import TokendProviders
 
 // The one place where a request's fields are checked (docs/protocol.md lists the rules). Type
 // errors (a string where a number goes) are caught earlier, when the line is decoded into
@@ -15,6 +13,8 @@ extension TokenArgs {
 }
 
 extension LoginArgs {
+    /// Default of a login's `timeout` (`SharedDefaults`, which tokenctl shares).
+    public static let defaultTimeout: Double = SharedDefaults.loginTimeout
     /// Upper bound on a login's `timeout`: half an hour covers a device code's usual life; a
     /// login left open longer only holds a loopback port for nothing.
     public static let maximumTimeout: Double = 1800
@@ -31,23 +31,23 @@ extension Command {
         switch op {
         case .hello: self = .hello
         case .token:
+            let account = try fields.account()
+            let minValid = try fields.seconds(request.minValid, "min_valid", in: 0...TokenArgs.maximumMinValid)
+            let timeout = try fields.timeout()
+            try fields.checkTokenScope()
             self = .token(TokenArgs(
-                account: try fields.account(),
-                minValid: try fields.seconds(request.minValid, "min_valid", default: TokenArgs.defaultMinValid, in: 0...TokenArgs.maximumMinValid),
-                kind: request.kind,
-                timeout: try fields.timeout(),
-                scope: try fields.tokenScope()))
+                account: account, minValid: minValid, kind: request.kind, timeout: timeout, scope: request.scope, audience: request.audience))
         case .list: self = .list(StatusArgs(account: request.account))
         case .status: self = .status(StatusArgs(account: request.account))
         case .refresh: self = .refresh(RefreshArgs(account: try fields.account(), timeout: try fields.timeout()))
         case .import:
             let account = try fields.account()
-            self = .import(ImportArgs(account: account, tokens: try fields.tokenSet(), timeout: try fields.timeout()))
+            self = .import(try fields.importArgs(account: account))
         case .logout: self = .logout(LogoutArgs(account: try fields.account()))
         case .watch: self = .watch(WatchArgs(account: request.account, profile: request.profile == true))
         case .login:
             let account = try fields.account()
-            self = .login(LoginArgs(account: account, request: try fields.loginRequest()))
+            self = .login(try fields.loginArgs(account: account))
         case .account:
             let account = try fields.account()
             self = .account(AccountArgs(account: account, action: try fields.accountAction()))
@@ -70,7 +70,12 @@ private struct FieldReader {
     }
 
     func seconds(_ value: Double?, _ field: String, default fallback: Double, in range: ClosedRange<Double>) throws(TokendError) -> Double {
-        guard let value else { return fallback }
+        try seconds(value, field, in: range) ?? fallback
+    }
+
+    /// `value` checked against `range`; nil when the request left it out.
+    func seconds(_ value: Double?, _ field: String, in range: ClosedRange<Double>) throws(TokendError) -> Double? {
+        guard let value else { return nil }
         guard value.isFinite, range.contains(value) else {
             throw failure(field, "must be a number of seconds from \(Int(saturating: range.lowerBound)) to \(Int(saturating: range.upperBound))")
         }
@@ -79,48 +84,38 @@ private struct FieldReader {
 
     /// How long to wait for a refresh: `timeout`, else 30 s.
     func timeout() throws(TokendError) -> Double {
-        try seconds(request.timeout, "timeout", default: AccountEngine.defaultTimeout, in: 0...AccountEngine.maximumTimeout)
+        try seconds(request.timeout, "timeout", default: Command.defaultTimeout, in: 0...Command.maximumTimeout)
     }
 
     /// How long a sign-in may take: `timeout`, else five minutes.
     func loginTimeout() throws(TokendError) -> Double {
-        try seconds(request.timeout, "timeout", default: LoginRequest.defaultTimeout, in: 1...LoginArgs.maximumTimeout)
+        try seconds(request.timeout, "timeout", default: LoginArgs.defaultTimeout, in: 1...LoginArgs.maximumTimeout)
     }
 
     /// `scope` and `audience` as one key, checked by `TokenScope` (its rules: bounded length,
     /// RFC 6749 scope characters); its message gets the op in front like every other.
-    func tokenScope() throws(TokendError) -> TokenScope? {
+    func checkTokenScope() throws(TokendError) {
         do {
-            return try TokenScope(scope: request.scope, audience: request.audience)
+            _ = try TokenScope(scope: request.scope, audience: request.audience)
         } catch {
             throw TokendError(error.code, "\(op.rawValue): \(error.message)")
         }
     }
 
-    /// The session an `import` carries: a refresh token, optionally tokens minted with it.
-    func tokenSet() throws(TokendError) -> TokenSet {
+    /// The session an `import` carries: a refresh token, optionally tokens minted with it
+    /// (`ImportArgs.tokens` keeps those whose expiry is known).
+    func importArgs(account: String) throws(TokendError) -> ImportArgs {
         guard let refreshToken = request.refreshToken?.trimmed, !refreshToken.isEmpty else { throw failure("refresh_token", "is required") }
-        var explicitExpiry: Date? = nil
-        if let text = request.expiresAt {
-            guard let date = Timestamp.parse(text) else { throw failure("expires_at", "must be an RFC 3339 time like 2026-01-02T03:04:05Z") }
-            explicitExpiry = date
+        if let text = request.expiresAt, Timestamp.parse(text) == nil {
+            throw failure("expires_at", "must be an RFC 3339 time like 2026-01-02T03:04:05Z")
         }
-        var tokens = TokenSet(refreshToken: refreshToken)
-        // A token whose expiry is unknown is not kept: it could not be served safely anyway.
-        if let id = request.idToken, let expiry = JWTClaims(token: id)?.expiresAt ?? explicitExpiry {
-            tokens.idToken = id
-            tokens.idTokenExpiresAt = expiry
-            tokens.issuedAt = JWTClaims(token: id)?.issuedAt
-        }
-        if let access = request.accessToken, let expiry = JWTClaims(token: access)?.expiresAt ?? explicitExpiry {
-            tokens.accessToken = access
-            tokens.accessTokenExpiresAt = expiry
-        }
-        return tokens
+        return ImportArgs(
+            account: account, refreshToken: refreshToken, idToken: request.idToken, accessToken: request.accessToken, expiresAt: request.expiresAt,
+            timeout: try timeout())
     }
 
     /// The `login` request's fields: every missing or contradictory one named.
-    func loginRequest() throws(TokendError) -> LoginRequest {
+    func loginArgs(account: String) throws(TokendError) -> LoginArgs {
         let names = LoginMethod.allCases.map(\.rawValue).joined(separator: ", ")
         guard let methodName = request.method else { throw failure("method", "is required (one of: \(names))") }
         guard let method = LoginMethod(rawValue: methodName) else { throw failure("method", "must be one of: \(names)") }
@@ -132,7 +127,8 @@ private struct FieldReader {
         if let needed = method.neededSecret, secret?.isEmpty != false {
             throw failure("secret", "(\(needed)) is required for method \(method.rawValue)")
         }
-        var login = LoginRequest(method: method, email: email, create: request.create ?? false, secret: secret, scopes: request.scopes, timeout: timeout)
+        var login = LoginArgs(
+            account: account, method: method, email: email, create: request.create ?? false, secret: secret, scopes: request.scopes, timeout: timeout)
         login.factor = try factor(for: method)
         if method == .secondFactor {
             guard let handle = request.handle, !handle.isEmpty else { throw failure("handle", "is required for method second_factor") }
@@ -142,9 +138,8 @@ private struct FieldReader {
             throw failure("handle", "only goes with method second_factor")
         }
         if method == .google || method == .idp {
-            login.method = .idp
             login.identityProvider = try identityProvider(method)
-            login.identityProviderDevice = request.device ?? false
+            login.device = request.device ?? false
         } else {
             try refuseIdentityProviderFields()
         }
@@ -175,7 +170,7 @@ private struct FieldReader {
             return "google.com"
         }
         guard let id = request.idp?.trimmed, !id.isEmpty else { throw failure("idp", "is required for method idp (google.com, microsoft.com, github.com, oidc.NAME)") }
-        if let problem = IdentityProvider.problem(with: id) { throw failure("idp", problem) }
+        if let problem = IdentityProviderID.problem(with: id) { throw failure("idp", problem) }
         return id
     }
 

@@ -3,7 +3,7 @@ import TokendProtocol
 import TokendProviders
 
 /// `logout`: the session is forgotten either way; `revocation` says what the provider did.
-struct LogoutHandler: Sendable {
+struct LogoutResponder: Sendable {
     let session: any SessionService
 
     func handle(_ args: LogoutArgs, id: RequestID?) async throws(TokendError) -> Response {

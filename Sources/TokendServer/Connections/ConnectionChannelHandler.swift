@@ -3,25 +3,25 @@ import TokendCore
 import TokendProtocol
 
 /// Serves one connection on its event loop (docs/architecture.md, "A connection"): lines come in
-/// from `LineFrameHandler`, replies go out in request order. A line the loop can answer itself
-/// (`RequestHandler.answerAtOnce`: `hello`, or a token the account already holds) costs no task,
+/// from `LineFramingChannelHandler`, replies go out in request order. A line the loop can answer itself
+/// (`RequestRouter.answerAtOnce`: `hello`, or a token the account already holds) costs no task,
 /// no actor hop and no thread hand-off; any other line is handed to a task that asks the engine,
 /// and the connection waits for that reply before it takes the next line.
 ///
 /// Back-pressure: while a request is with the engine, lines wait here unanswered, or the client
 /// reads none of its replies (the channel is not writable), this handler holds back the channel's
-/// `read`, so the kernel's buffers fill and the client's writes stop. `LineFrameHandler` sees no
+/// `read`, so the kernel's buffers fill and the client's writes stop. `LineFramingChannelHandler` sees no
 /// `read` then, so its partial-line clock does not run against the client.
 ///
 /// After a `watch` or `login` reply the connection carries only the stream; what the client sends
 /// is read (to notice it leaving) and dropped. End of input ends a connection once every line read
 /// is answered; it does not end a stream (`socat` half-closes after its line and still reads).
-final class ConnectionHandler: ChannelDuplexHandler {
+final class ConnectionChannelHandler: ChannelDuplexHandler {
     typealias InboundIn = LineFrame
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private let handler: RequestHandler
+    private let handler: RequestRouter
     /// Lines read and not yet answered, in order. Bounded by what one read of the socket can hold:
     /// no `read` is passed on while any wait.
     private var waiting = CircularBuffer<LineFrame>()
@@ -35,7 +35,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// A refusal (line too large, empty-line flood) is going out; the connection closes after it.
     private var refused = false
 
-    init(_ handler: RequestHandler) {
+    init(_ handler: RequestRouter) {
         self.handler = handler
     }
 
@@ -126,7 +126,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    private func engineReplied(_ answer: RequestHandler.Reply, _ context: ChannelHandlerContext) {
+    private func engineReplied(_ answer: RequestRouter.Reply, _ context: ChannelHandlerContext) {
         awaitingEngine = false
         switch answer {
         case .response(let response):
@@ -139,7 +139,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
 
     /// From here the connection is the stream's. Each line waits for the previous one to be
     /// written, so a client that stops reading a `watch` holds the stream's buffer, not ours.
-    private func startStream(_ stream: AsyncStream<RequestHandler.StreamLine>, _ context: ChannelHandlerContext) {
+    private func startStream(_ stream: AsyncStream<RequestRouter.StreamLine>, _ context: ChannelHandlerContext) {
         waiting.removeAll()
         let channel = context.channel
         streamWriter = Task {
@@ -162,7 +162,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         waiting.removeAll()
         let refusal = frame == .tooLarge
             ? TokendError(.tooLarge, "a request line may be at most \(LineFramer.maximumLineLength) bytes; closing")
-            : TokendError(.badRequest, "more than \(LineFrameHandler.maximumEmptyLinesInARow) empty lines in a row; closing")
+            : TokendError(.badRequest, "more than \(LineFramingChannelHandler.maximumEmptyLinesInARow) empty lines in a row; closing")
         reply(Response.failure(refusal), context).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 }

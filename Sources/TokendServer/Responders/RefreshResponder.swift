@@ -2,7 +2,7 @@ import TokendCore
 import TokendProtocol
 
 /// `refresh`: a refresh now (or the one in flight), answered when it is done.
-struct RefreshHandler: Sendable {
+struct RefreshResponder: Sendable {
     let session: any SessionService
 
     func handle(_ args: RefreshArgs, id: RequestID?) async throws(TokendError) -> Response {

@@ -9,7 +9,7 @@ import TokendTestSupport
 
 /// Each op's handler against a stub engine: the engine call it makes, how the result becomes a
 /// reply, and that every error the engine gives reaches the client with the request's id.
-@Suite struct RequestHandlerTests {
+@Suite struct RequestRouterTests {
     static let expiry = ManualClock().now().addingTimeInterval(3600)
 
     @Test func helloIsAnsweredWithoutAnyProvider() async {

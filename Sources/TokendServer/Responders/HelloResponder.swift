@@ -1,7 +1,7 @@
 import TokendProtocol
 
 /// `hello`: the protocol version, the daemon's version and the ops it serves. Needs no engine.
-struct HelloHandler: Sendable {
+struct HelloResponder: Sendable {
     let version: String
 
     func handle(id: RequestID?) -> Response {

@@ -2,7 +2,7 @@ import TokendCore
 import TokendProtocol
 
 /// `import`: stores the session, then answers like `refresh` with the first refresh's outcome.
-struct ImportHandler: Sendable {
+struct ImportResponder: Sendable {
     let session: any SessionService
 
     func handle(_ args: ImportArgs, id: RequestID?) async throws(TokendError) -> Response {

@@ -2,11 +2,11 @@ import TokendCore
 import TokendProtocol
 
 /// `watch`: a first line naming what is watched, then the accounts' events as they happen.
-struct WatchHandler: Sendable {
+struct WatchResponder: Sendable {
     let status: any StatusService
     let hub: EventHub
 
-    func handle(_ args: WatchArgs, id: RequestID?) async throws(TokendError) -> RequestHandler.Reply {
+    func handle(_ args: WatchArgs, id: RequestID?) async throws(TokendError) -> RequestRouter.Reply {
         var response = Response(id: id)
         if let name = args.account {
             // An unknown account is refused now, not watched in silence.

@@ -7,17 +7,17 @@ import TokendProtocol
 @testable import TokendServer
 import TokendTestSupport
 
-/// A connection served on its event loop (`ConnectionHandler`) on a testing channel: what the loop
+/// A connection served on its event loop (`ConnectionChannelHandler`) on a testing channel: what the loop
 /// answers itself, what goes to the engine, that replies keep request order, back-pressure, the
 /// stream's takeover and the end of input.
-@Suite struct ConnectionHandlerTests {
+@Suite struct ConnectionChannelHandlerTests {
     static let expiry = ManualClock().now().addingTimeInterval(3600)
     static let held = TokenGrant(token: "held-token", kind: .id, expiresAt: expiry)
 
     func channel(_ script: StubEngine.Script = heldScript()) async throws -> (NIOAsyncTestingChannel, StubEngine) {
         let stub = StubbedHandler(script)
         let handler = stub.handler
-        let channel = try await NIOAsyncTestingChannel { try $0.pipeline.syncOperations.addHandler(ConnectionHandler(handler)) }
+        let channel = try await NIOAsyncTestingChannel { try $0.pipeline.syncOperations.addHandler(ConnectionChannelHandler(handler)) }
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1))
         return (channel, stub.engine)
     }

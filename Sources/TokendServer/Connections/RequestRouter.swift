@@ -4,8 +4,8 @@ import TokendProtocol
 /// Turns request lines into replies. It never touches a socket (ssh-agent's split): the
 /// connection layer frames bytes and writes what this returns, so the whole protocol is testable
 /// without one. A line is decoded into a `Request`, checked into a `Command`, and handed to its
-/// op's handler, which asks the engine through a small protocol (docs/architecture.md).
-public struct RequestHandler: Sendable {
+/// op's responder, which asks the engine through a small protocol (docs/architecture.md).
+public struct RequestRouter: Sendable {
     public enum Reply: Sendable {
         case response(Response)
         /// From here on the connection carries only these lines (`watch`, `login`). It closes
@@ -48,7 +48,7 @@ public struct RequestHandler: Sendable {
         await handle(decoded: WireCoding.decodeRequest(line))
     }
 
-    /// `handle(line:)` for a line already decoded (`ConnectionHandler` decodes each line once).
+    /// `handle(line:)` for a line already decoded (`ConnectionChannelHandler` decodes each line once).
     public func handle(decoded: Result<Request, WireCoding.RequestDecodingFailure>) async -> Reply {
         switch decoded {
         case .failure(let failure):
@@ -59,13 +59,13 @@ public struct RequestHandler: Sendable {
     }
 
     /// Answers `hello`, and a plain `token` request whose account holds a token meeting its
-    /// `min_valid`, at once and without suspending (`ConnectionHandler`); nil for every other line
+    /// `min_valid`, at once and without suspending (`ConnectionChannelHandler`); nil for every other line
     /// (errors included), which `handle(decoded:)` answers.
     public func answerAtOnce(_ decoded: Result<Request, WireCoding.RequestDecodingFailure>) -> Response? {
         guard case .success(let request) = decoded, let command = try? Command(request) else { return nil }
         switch command {
-        case .hello: return HelloHandler(version: version).handle(id: request.id)
-        case .token(let args): return TokenHandler.answerAtOnce(args, id: request.id, session: services)
+        case .hello: return HelloResponder(version: version).handle(id: request.id)
+        case .token(let args): return TokenResponder.answerAtOnce(args, id: request.id, session: services)
         case .list, .status, .refresh, .import, .logout, .watch, .login, .account: return nil
         }
     }
@@ -80,15 +80,15 @@ public struct RequestHandler: Sendable {
 
     public func handle(_ command: Command, id: RequestID?) async throws(TokendError) -> Reply {
         switch command {
-        case .hello: .response(HelloHandler(version: version).handle(id: id))
-        case .token(let args): .response(try await TokenHandler(session: services).handle(args, id: id))
-        case .list(let args), .status(let args): .response(try await StatusHandler(status: services).handle(args, id: id))
-        case .refresh(let args): .response(try await RefreshHandler(session: services).handle(args, id: id))
-        case .import(let args): .response(try await ImportHandler(session: services).handle(args, id: id))
-        case .logout(let args): .response(try await LogoutHandler(session: services).handle(args, id: id))
-        case .watch(let args): try await WatchHandler(status: services, hub: hub).handle(args, id: id)
-        case .login(let args): LoginHandler(signIn: services).handle(args, id: id)
-        case .account(let args): try await AccountHandler(management: services, signIn: services).handle(args, id: id)
+        case .hello: .response(HelloResponder(version: version).handle(id: id))
+        case .token(let args): .response(try await TokenResponder(session: services).handle(args, id: id))
+        case .list(let args), .status(let args): .response(try await StatusResponder(status: services).handle(args, id: id))
+        case .refresh(let args): .response(try await RefreshResponder(session: services).handle(args, id: id))
+        case .import(let args): .response(try await ImportResponder(session: services).handle(args, id: id))
+        case .logout(let args): .response(try await LogoutResponder(session: services).handle(args, id: id))
+        case .watch(let args): try await WatchResponder(status: services, hub: hub).handle(args, id: id)
+        case .login(let args): LoginResponder(signIn: services).handle(args, id: id)
+        case .account(let args): try await AccountResponder(management: services, signIn: services).handle(args, id: id)
         }
     }
 }
