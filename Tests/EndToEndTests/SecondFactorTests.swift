@@ -153,8 +153,7 @@ import Glibc
         try await withWorld { world in
             let uid = world.fake.createUser(email: "han@example.com", password: Self.password).uid
             let totp = world.fake.enrollTOTP(uid)
-            var first = Request.login(account: "work", method: .email, email: "han@example.com", secret: Self.password)
-            first.id = .number(1)
+            let first = Command.login(LoginArgs(account: "work", method: .email, email: "han@example.com", secret: Self.password)).request(id: .number(1))
             let lines = try await Self.stream(world, first)
             let progress = try #require(lines.compactMap { try? JSONDecoder().decode(LoginProgress.self, from: Data($0.utf8)) }.first { $0.progress == .secondFactor })
             #expect(progress.factor == totp.id && progress.factors?.first?.kind == .totp)
@@ -163,18 +162,15 @@ import Glibc
             let ended = try #require(lines.last.flatMap { try? JSONDecoder().decode(Response.self, from: Data($0.utf8)) })
             #expect(ended.error?.code == .needsLogin && ended.error?.message.hasPrefix("SECOND_FACTOR_REQUIRED") == true, "\(ended)")
 
-            var forged = Request.login(account: "work", method: .secondFactor, secret: "123456")
-            forged.handle = "forged"
+            let forged = Command.login(LoginArgs(account: "work", method: .secondFactor, secret: "123456", handle: "forged")).request(id: nil)
             let refused = try await world.call(forged)
             #expect(refused.error?.code == .needsLogin && refused.error?.message.contains("SECOND_FACTOR_EXPIRED") == true, "\(refused)")
 
             // A wrong code spends the handle: the right code after it is refused too.
-            var wrong = Request.login(account: "work", method: .secondFactor, secret: "0000")
-            wrong.handle = handle
+            let wrong = Command.login(LoginArgs(account: "work", method: .secondFactor, secret: "0000", handle: handle)).request(id: nil)
             #expect(try await world.call(wrong).error?.message.contains("INVALID_CODE") == true)
             let right = try #require(TOTP.code(base32Secret: totp.secret, at: Date()))
-            var again = Request.login(account: "work", method: .secondFactor, secret: right)
-            again.handle = handle
+            let again = Command.login(LoginArgs(account: "work", method: .secondFactor, secret: right, handle: handle)).request(id: nil)
             #expect(try await world.call(again).error?.message.contains("SECOND_FACTOR_EXPIRED") == true)
             #expect(try await world.storedSession() == nil)
         }

@@ -27,9 +27,9 @@ import TokendProtocol
         _ = await stub.respond(#"{"op":"account","id":"t","account":"w","action":"mfa_remove","factor":"f1"}"#)
         _ = await stub.respond(#"{"op":"account","id":"t","account":"w","action":"mfa_enroll"}"#)
         #expect(stub.engine.calls == [
-            .finishSecondFactorEnrollment(account: "w", handle: "h", code: "123456", timeout: AccountEngine.defaultTimeout),
-            .removeSecondFactor(account: "w", factor: "f1", timeout: AccountEngine.defaultTimeout),
-            .startSecondFactorEnrollment(account: "w", timeout: AccountEngine.defaultTimeout),
+            .finishSecondFactorEnrollment(account: "w", handle: "h", code: "123456", timeout: Command.defaultTimeout),
+            .removeSecondFactor(account: "w", factor: "f1", timeout: Command.defaultTimeout),
+            .startSecondFactorEnrollment(account: "w", timeout: Command.defaultTimeout),
         ])
     }
 }
