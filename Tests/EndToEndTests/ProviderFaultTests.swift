@@ -70,9 +70,10 @@ import TokendTestSupport
             // fault still held: only then is a refusal due. A loaded machine (CI's two cores with a
             // headless browser beside) once spent the whole window before the first request.
             var askedWhileDead = false
-            // Whether the held token still had life when the clients began: on a loaded machine the
-            // import and the baseline can take most of a 6-second token, and then only refusals are due.
-            let heldTokenHadLife = Date() < heldExpiry.addingTimeInterval(-2)
+            // Whether an answer came back while the held token still had more than min_valid (1 s)
+            // left: only then was serving it due. Judged when the clients began, a loaded machine
+            // (three builds beside the suite) spent that margin before the first tokenctl started.
+            var answeredWhileAlive = false
             while Date() < windowEnd.addingTimeInterval(-0.5) {
                 let asked = Date()
                 let run = try await world.tokenctl(["token", "work", "--min-valid", "1", "--timeout", "1"])
@@ -89,12 +90,13 @@ import TokendTestSupport
                     refused += 1
                 }
                 if asked > heldExpiry.addingTimeInterval(-1), Date() < windowEnd { askedWhileDead = true }
+                if Date() < heldExpiry.addingTimeInterval(-1.1) { answeredWhileAlive = true }
                 let now = try await world.storedSession()?.refreshToken
                 let refreshedSince = world.fake.requests.contains { $0.status == 200 && $0.at > injectedAt }
                 #expect(refreshedSince || now == stored.refreshToken, "a transient fault touched the refresh token: \(now == nil ? "lookup found nothing" : "changed"); requests: \(world.fake.requests.map { "\($0.at.timeIntervalSince1970) \($0.status.map(String.init) ?? "-") \($0.fault.map { "\($0)" } ?? "")" })")
                 try await Task.sleep(for: .milliseconds(250))  // client pacing
             }
-            #expect(served > 0 || !heldTokenHadLife, "the held token was good when the clients began, yet never served")
+            #expect(served > 0 || !answeredWhileAlive, "answered while the held token was good, yet never served")
             #expect(refused > 0 || !askedWhileDead, "the held token died during the fault and was not refused")
             // Recovery within the backoff cap, by itself.
             try await poll(timeout: 330, interval: 0.25, "refresh after \(fault)") {
