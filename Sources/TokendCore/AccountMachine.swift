@@ -21,14 +21,6 @@ public struct AccountMachine: Sendable {
         case awaitingKeyring(TokendError)
     }
 
-    /// A started refresh: the refresh token to present and the generation it belongs to.
-    public struct Ticket: Sendable, Equatable {
-        public let generation: UInt64
-        public let refreshToken: String
-        /// When the request went out: the new tokens' lifetimes count from here.
-        public let startedAt: Date
-    }
-
     /// What a `token` request should do now.
     public enum ServeDecision: Sendable, Equatable {
         case token(String, expiresAt: Date)
@@ -232,7 +224,9 @@ public struct AccountMachine: Sendable {
 
     /// Starts a refresh now unless one is in flight or there is no session to refresh.
     /// `force` ignores a backoff or a configuration error (an explicit `refresh` request).
-    public mutating func startRefresh(at now: Date, force: Bool = false) -> Ticket? {
+    /// The ticket is `base` (the account's, for the engine) with the refresh's own fields: the
+    /// generation it belongs to, the refresh token to present and when it went out.
+    public mutating func startRefresh(_ base: AccountTicket = AccountTicket(), at now: Date, force: Bool = false) -> AccountTicket? {
         guard let tokens else { return nil }
         switch phase {
         case .idle: break
@@ -242,20 +236,24 @@ public struct AccountMachine: Sendable {
         }
         phase = .refreshing(since: now)
         persisting = false
-        return Ticket(generation: generation, refreshToken: tokens.refreshToken, startedAt: now)
+        var ticket = base
+        ticket.generation = generation
+        ticket.refreshToken = tokens.refreshToken
+        ticket.startedAt = now
+        return ticket
     }
 
     /// The token set a successful refresh would produce, without applying it: the daemon writes
     /// it to the keyring before the machine starts serving it. Nil when the ticket is stale.
-    public func tokensAfter(_ ticket: Ticket, _ issued: IssuedTokens, at now: Date) -> TokenSet? {
-        guard ticket.generation == generation, case .refreshing = phase, let tokens else { return nil }
-        return tokens.merging(issued, sentAt: ticket.startedAt, at: now)
+    public func tokensAfter(_ ticket: AccountTicket, _ issued: IssuedTokens, at now: Date) -> TokenSet? {
+        guard ticket.generation == generation, let sentAt = ticket.startedAt, case .refreshing = phase, let tokens else { return nil }
+        return tokens.merging(issued, sentAt: sentAt, at: now)
     }
 
     /// Records a refresh's outcome. `jitterDraw` is a fresh random draw in [0, 1) for jitter. New
     /// tokens are not served yet: the answer is `.persist`, and `persisted` serves them.
-    public mutating func finish(_ ticket: Ticket, _ outcome: RefreshOutcome, at now: Date, jitterDraw: Double) -> Completion {
-        guard ticket.generation == generation, case .refreshing = phase else { return .stale }
+    public mutating func finish(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date, jitterDraw: Double) -> Completion {
+        guard ticket.generation == generation, let presented = ticket.refreshToken, case .refreshing = phase else { return .stale }
         switch outcome {
         case .refreshed(let issued):
             guard let next = tokensAfter(ticket, issued, at: now) else { return .stale }
@@ -273,7 +271,7 @@ public struct AccountMachine: Sendable {
             phase = .needsLogin(reason: "the provider ended the session (\(failure.summary))")
             lastError = failure
             generation += 1
-            return .loggedOut(failure, refreshToken: ticket.refreshToken)
+            return .loggedOut(failure, refreshToken: presented)
         case .misconfigured(let failure):
             phase = .misconfigured(reason: failure.summary)
             lastError = failure
@@ -284,7 +282,7 @@ public struct AccountMachine: Sendable {
     /// The session after a grant that minted a down-scoped token rotated the refresh token, or
     /// nil when it did not rotate (or the ticket is stale): only the refresh token changes, the
     /// session's own tokens stay. The daemon writes it to the keyring first, as for a refresh.
-    public func tokensAfterRotation(_ ticket: Ticket, to refreshToken: String?) -> TokenSet? {
+    public func tokensAfterRotation(_ ticket: AccountTicket, to refreshToken: String?) -> TokenSet? {
         guard ticket.generation == generation, case .refreshing = phase, var tokens, let refreshToken,
             refreshToken != tokens.refreshToken
         else { return nil }
@@ -295,7 +293,7 @@ public struct AccountMachine: Sendable {
     /// Records the outcome of a grant that minted a down-scoped token with the session's refresh
     /// token: a success only takes a rotated refresh token (the session's own tokens and refresh
     /// schedule stay); a failure says what it says about the refresh token, as for a refresh.
-    public mutating func finishScopedGrant(_ ticket: Ticket, _ outcome: RefreshOutcome, at now: Date, jitterDraw: Double) -> Completion {
+    public mutating func finishScopedGrant(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date, jitterDraw: Double) -> Completion {
         guard case .refreshed(let issued) = outcome else { return finish(ticket, outcome, at: now, jitterDraw: jitterDraw) }
         guard ticket.generation == generation, case .refreshing = phase, let held = tokens else { return .stale }
         tokens = tokensAfterRotation(ticket, to: issued.refreshToken) ?? held
@@ -308,7 +306,7 @@ public struct AccountMachine: Sendable {
     /// The keyring write of a `.persist` is over (whatever its result: a locked keyring keeps
     /// the session in memory): the new tokens are served from now on, unless the ticket went
     /// stale while the keyring answered.
-    public mutating func persisted(_ ticket: Ticket, _ next: TokenSet, at now: Date, jitterDraw: Double) -> Completion {
+    public mutating func persisted(_ ticket: AccountTicket, _ next: TokenSet, at now: Date, jitterDraw: Double) -> Completion {
         guard ticket.generation == generation, case .refreshing = phase else { return .stale }
         tokens = next
         phase = .idle

@@ -258,7 +258,7 @@ extension AccountMachineTests {
 extension AccountMachine {
     /// A refresh's outcome as the engine applies it: a `.persist` is written (here: nowhere)
     /// and confirmed at once.
-    mutating func finishPersisting(_ ticket: Ticket, _ outcome: RefreshOutcome, at now: Date) -> Completion {
+    mutating func finishPersisting(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date) -> Completion {
         let completion = finish(ticket, outcome, at: now, jitterDraw: 0)
         guard case .persist(let next) = completion else { return completion }
         return persisted(ticket, next, at: now, jitterDraw: 0)

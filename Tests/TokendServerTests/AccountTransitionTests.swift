@@ -31,7 +31,7 @@ import TokendTestSupport
         let effects = account.apply(.refreshWanted(force: false, narrowedTo: nil, requested: false, at: clock.now()))
         guard case .callProvider(let ticket) = effects.last else { throw Unexpected(effects) }
         #expect(effects == [.disarm, .wakeWaiters, .callProvider(ticket)])
-        #expect(ticket.narrowedTo == nil && ticket.refresh?.refreshToken == account.machine.tokens?.refreshToken)
+        #expect(ticket.narrowedTo == nil && ticket.refreshToken == account.machine.tokens?.refreshToken)
         return ticket
     }
 

@@ -54,7 +54,7 @@ extension AccountEngine {
 
     /// Runs the refresh (or narrowed grant) `ticket` started, in the background.
     func callProvider(_ name: String, ticket: AccountTicket) {
-        guard let account = accounts[name], let refresh = ticket.refresh else { return }
+        guard let account = accounts[name], let presented = ticket.refreshToken else { return }
         let provider = account.provider
         // The machine as the refresh left it: the answer is merged against its tokens even if
         // the account is gone by then.
@@ -62,9 +62,9 @@ extension AccountEngine {
         tasks.spawn {
             let outcome: RefreshOutcome
             if let scope = ticket.narrowedTo {
-                outcome = await provider.refresh(refreshToken: refresh.refreshToken, narrowedTo: scope).bounded
+                outcome = await provider.refresh(refreshToken: presented, narrowedTo: scope).bounded
             } else {
-                outcome = await provider.refresh(refreshToken: refresh.refreshToken).bounded
+                outcome = await provider.refresh(refreshToken: presented).bounded
             }
             await self.finishRefresh(name, ticket: ticket, outcome: outcome, started: started)
         }

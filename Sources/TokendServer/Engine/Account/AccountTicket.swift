@@ -1,27 +1,5 @@
 import TokendCore
 
-/// What an account issues to each asynchronous operation it starts — a refresh or scoped grant,
-/// a keyring read, a login, an upgrade, a deletion, a logout — and what the operation's result
-/// shows when it comes back. Whether the result may still be applied is decided in one place,
-/// `AccountEngine.Account.changes(since:)`; each caller names the changes that void its result.
-struct AccountTicket: Sendable, Equatable {
-    /// The account's life: a reload that removes and adds it again starts a new incarnation.
-    var incarnation: UInt64
-    /// The endpoint the account pointed at: a session belongs to the endpoint that issued it.
-    var endpoint: String
-    /// The machine's session generation (`AccountMachine.generation`).
-    var generation: UInt64
-    /// The user action this operation is (numbered as issued), or for other operations the last
-    /// one issued when it began.
-    var userAction: UInt64
-    /// A refresh's own ticket from the machine (which checks it again, against its phase).
-    var refresh: AccountMachine.Ticket?
-    /// A refresh that is a grant of a token narrowed to this scope (AccountEngine+ScopedTokens.swift).
-    var narrowedTo: TokenScope?
-    /// The grant was asked for by a `token` request now, not by the recheck ahead of need.
-    var requested = false
-}
-
 /// What changed in an account since a ticket was issued.
 struct AccountChanges: OptionSet, Sendable {
     let rawValue: UInt8
@@ -38,10 +16,10 @@ struct AccountChanges: OptionSet, Sendable {
 
 extension AccountEngine.Account {
     /// A ticket for an operation starting now; `userAction` numbers a user action's own.
-    func ticket(userAction: UInt64? = nil, refresh: AccountMachine.Ticket? = nil, narrowedTo scope: TokenScope? = nil, requested: Bool = false) -> AccountTicket {
+    func ticket(userAction: UInt64? = nil, narrowedTo scope: TokenScope? = nil, requested: Bool = false) -> AccountTicket {
         AccountTicket(
             incarnation: incarnation, endpoint: configuration.endpoint, generation: machine.generation,
-            userAction: userAction ?? issuedUserActions, refresh: refresh, narrowedTo: scope, requested: requested)
+            userAction: userAction ?? issuedUserActions, narrowedTo: scope, requested: requested)
     }
 
     /// Everything that changed since `ticket` was issued. User actions commit in the order the

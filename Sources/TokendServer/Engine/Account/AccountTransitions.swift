@@ -95,14 +95,14 @@ extension AccountEngine.Account {
         case .refreshAnswered(let ticket, let outcome, let now, let jitterDraw):
             return refreshAnswered(ticket, outcome, at: now, jitterDraw: jitterDraw)
         case .persisted(let ticket, let answer, let tokens, let saved, let now, let jitterDraw):
-            guard changes(since: ticket).isDisjoint(with: .removed), let refresh = ticket.refresh else { return [] }
+            guard changes(since: ticket).isDisjoint(with: .removed), ticket.isRefresh else { return [] }
             let failed = Self.failure(of: saved)
             if let scope = ticket.narrowedTo, let grant = Self.grant(answer, narrowedTo: scope) {
                 return grantCompleted(ticket, scope, grant, keyring: .some(failed), at: now, jitterDraw: jitterDraw)
             }
             // The machine keeps the tokens the refresh replaces until it hears they were written.
             let previous = machine.tokens
-            let completion = machine.persisted(refresh, tokens, at: now, jitterDraw: jitterDraw)
+            let completion = machine.persisted(ticket, tokens, at: now, jitterDraw: jitterDraw)
             if case .refreshed = completion {
                 unsaved = failed != nil
                 writeBackDeferred = false
@@ -112,7 +112,7 @@ extension AccountEngine.Account {
                 let lost = Self.lostScopes(granted: previous?.scopes, outcome: answer)
                 if !lost.isEmpty { effects.append(.tell(.scopesNarrowed(lost))) }
             }
-            return effects + completed(completion, refresh: refresh, previous: previous, at: now)
+            return effects + completed(completion, refresh: ticket, previous: previous, at: now)
         case .storedSessionRead(let ticket, let loaded, let jitterDraw):
             return storedSessionRead(ticket, loaded, jitterDraw: jitterDraw)
         case .sessionGiven(var tokens, let action, let now, let jitterDraw):
@@ -146,8 +146,8 @@ extension AccountEngine.Account {
     }
 
     /// Milliseconds since `refresh` went out, for the log and watchers.
-    static func took(_ refresh: AccountMachine.Ticket, at now: Date) -> Int {
-        Int(saturating: now.timeIntervalSince(refresh.startedAt) * 1000)
+    static func took(_ refresh: AccountTicket, at now: Date) -> Int {
+        Int(saturating: now.timeIntervalSince(refresh.startedAt ?? now) * 1000)
     }
 
     /// User actions take effect in the order they were issued: `action`'s number (or a new one)
@@ -162,17 +162,17 @@ extension AccountEngine.Account {
     }
 
     private mutating func startRefresh(force: Bool, narrowedTo scope: TokenScope?, requested: Bool, at now: Date) -> [AccountEffect] {
-        guard let refresh = machine.startRefresh(at: now, force: force) else { return [] }
+        guard let refresh = machine.startRefresh(ticket(narrowedTo: scope, requested: requested), at: now, force: force) else { return [] }
         if let scope { scopedTokens.inFlight = scope }
-        return [.disarm, .wakeWaiters, .callProvider(ticket(refresh: refresh, narrowedTo: scope, requested: requested))]
+        return [.disarm, .wakeWaiters, .callProvider(refresh)]
     }
 
     private mutating func refreshAnswered(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date, jitterDraw: Double) -> [AccountEffect] {
-        guard changes(since: ticket).isDisjoint(with: .removed), let refresh = ticket.refresh else { return [] }
+        guard changes(since: ticket).isDisjoint(with: .removed), ticket.isRefresh else { return [] }
         if let scope = ticket.narrowedTo {
             if scopedTokens.inFlight == scope { scopedTokens.inFlight = nil }
             if let grant = Self.grant(outcome, narrowedTo: scope) {
-                guard let next = machine.tokensAfterRotation(refresh, to: grant.issued.refreshToken) else {
+                guard let next = machine.tokensAfterRotation(ticket, to: grant.issued.refreshToken) else {
                     return grantCompleted(ticket, scope, grant, keyring: nil, at: now, jitterDraw: jitterDraw)
                 }
                 // As after a refresh: the rotated refresh token is stored before anything is served.
@@ -189,25 +189,25 @@ extension AccountEngine.Account {
             outcome = .transient(failure, retryAfter: nil)
         }
         let previous = machine.tokens
-        let completion = machine.finish(refresh, outcome, at: now, jitterDraw: jitterDraw)
+        let completion = machine.finish(ticket, outcome, at: now, jitterDraw: jitterDraw)
         if case .persist(let next) = completion {
-            guard next.refreshToken == refresh.refreshToken else {
+            guard next.refreshToken == ticket.refreshToken else {
                 // A rotated refresh token reaches the keyring before anyone is handed the new
                 // tokens: a crash from here on cannot leave the keyring with a superseded one.
                 return effects + [.save(next, ticket, answer: outcome)]
             }
             // The stored refresh token still works: the new tokens are served now and written
             // back coalesced, as gnome-keyring rewrites its whole file on every store.
-            let completion = machine.persisted(refresh, next, at: now, jitterDraw: jitterDraw)
+            let completion = machine.persisted(ticket, next, at: now, jitterDraw: jitterDraw)
             if case .refreshed = completion {
                 writeBackDeferred = true
                 effects.append(.deferWriteBack)
                 let lost = Self.lostScopes(granted: previous?.scopes, outcome: outcome)
                 if !lost.isEmpty { effects.append(.tell(.scopesNarrowed(lost))) }
             }
-            return effects + completed(completion, refresh: refresh, previous: previous, at: now)
+            return effects + completed(completion, refresh: ticket, previous: previous, at: now)
         }
-        return effects + completed(completion, refresh: refresh, previous: previous, at: now)
+        return effects + completed(completion, refresh: ticket, previous: previous, at: now)
     }
 
     /// A narrowed grant's answer that counts as a success: new tokens, or a refusal of this scope
@@ -235,19 +235,19 @@ extension AccountEngine.Account {
     private mutating func grantCompleted(
         _ ticket: AccountTicket, _ scope: TokenScope, _ grant: GrantAnswer, keyring: KeyringError??, at now: Date, jitterDraw: Double
     ) -> [AccountEffect] {
-        guard let refresh = ticket.refresh else { return [] }
+        guard let presented = ticket.refreshToken, let startedAt = ticket.startedAt else { return [] }
         var effects: [AccountEffect] = keyring.map { [.noteKeyring(failed: $0)] } ?? []
-        guard case .refreshed = machine.finishScopedGrant(refresh, .refreshed(grant.issued), at: now, jitterDraw: jitterDraw) else {
+        guard case .refreshed = machine.finishScopedGrant(ticket, .refreshed(grant.issued), at: now, jitterDraw: jitterDraw) else {
             return effects + [.tell(.refreshOvertaken)]
         }
         if let keyring { unsaved = keyring != nil }
-        let took = Self.took(refresh, at: now)
+        let took = Self.took(ticket, at: now)
         if let refusal = grant.refusal {
             scopedTokens.refuse(scope, refusal, at: now)
             effects.append(.tell(.grantRefused(scope, refusal, took: took)))
-        } else if let minted = TokenSet(refreshToken: refresh.refreshToken).merging(grant.issued, sentAt: refresh.startedAt, at: now).token(.access) {
+        } else if let minted = TokenSet(refreshToken: presented).merging(grant.issued, sentAt: startedAt, at: now).token(.access) {
             scopedTokens.store(
-                minted.value, expiresAt: minted.expiresAt, issuedAt: refresh.startedAt, for: scope, generation: machine.generation,
+                minted.value, expiresAt: minted.expiresAt, issuedAt: startedAt, for: scope, generation: machine.generation,
                 requested: ticket.requested, at: now)
             effects.append(.tell(.grantMinted(scope, expiresAt: minted.expiresAt, took: took)))
         }
@@ -256,7 +256,7 @@ extension AccountEngine.Account {
 
     /// What a finished refresh asks for; `previous`: the tokens it replaced.
     private func completed(
-        _ completion: AccountMachine.Completion, refresh: AccountMachine.Ticket, previous: TokenSet?, at now: Date
+        _ completion: AccountMachine.Completion, refresh: AccountTicket, previous: TokenSet?, at now: Date
     ) -> [AccountEffect] {
         let took = Self.took(refresh, at: now)
         switch completion {

@@ -27,13 +27,13 @@ extension AccountEngine {
     /// token may be the only live one then, and still goes to the keyring, unless the stored
     /// session is no longer the one this refresh started from.
     func finishRefresh(_ name: String, ticket: AccountTicket, outcome: RefreshOutcome, started: AccountMachine) async {
-        guard let refresh = ticket.refresh else { return }
+        guard let presented = ticket.refreshToken else { return }
         let now = clock.now()
         guard account(name, holding: ticket, unless: .removed) != nil else {
-            guard case .refreshed(let issued) = outcome, let rotated = issued.refreshToken, rotated != refresh.refreshToken else { return }
+            guard case .refreshed(let issued) = outcome, let rotated = issued.refreshToken, rotated != presented else { return }
             // A narrowed grant rotates only the refresh token: its access token is not the session's.
-            let next = ticket.narrowedTo == nil ? started.tokensAfter(refresh, issued, at: now) : started.tokensAfterRotation(refresh, to: rotated)
-            if let next { await saveOrphanedRotation(next, account: name, replacing: refresh.refreshToken) }
+            let next = ticket.narrowedTo == nil ? started.tokensAfter(ticket, issued, at: now) : started.tokensAfterRotation(ticket, to: rotated)
+            if let next { await saveOrphanedRotation(next, account: name, replacing: presented) }
             return
         }
         await apply(.refreshAnswered(ticket, outcome, at: now, jitterDraw: drawJitter()), to: name)
