@@ -236,6 +236,36 @@ import TokendTestSupport
         #expect(account.committedUserAction == 4)
     }
 
+    /// "The user logs in while a refresh is in flight", as values: the login's session wins
+    /// whichever answer comes first, and the refresh's rotated token never replaces it.
+    @Test func aLoginRacingARefreshWins() throws {
+        let login = TokenSet(refreshToken: "rt-login")
+        let rotated = RefreshOutcome.refreshed(IssuedTokens(refreshToken: "rt-2"))
+
+        // The login lands first: the refresh's answer is overtaken, nothing is saved or served.
+        var first = account()
+        let refresh = try started(&first)
+        first.issuedUserActions += 1
+        let loginTicket = first.ticket(userAction: first.issuedUserActions)
+        _ = first.apply(.sessionGiven(login, committing: loginTicket, at: clock.now(), jitterDraw: 0))
+        #expect(first.apply(.refreshAnswered(refresh, rotated, at: clock.now(), jitterDraw: 0)) == [.tell(.refreshOvertaken)])
+        #expect(first.machine.tokens?.refreshToken == "rt-login")
+
+        // The refresh lands first (its rotation on its way to the keyring): the login still wins,
+        // and the write's late completion does not bring the refreshed session back.
+        var second = account()
+        let racing = try started(&second)
+        second.issuedUserActions += 1
+        let secondLogin = second.ticket(userAction: second.issuedUserActions)
+        let answered = second.apply(.refreshAnswered(racing, rotated, at: clock.now(), jitterDraw: 0))
+        guard case .save(let next, let saving, let answer) = answered.first else { throw Unexpected(answered) }
+        #expect(next.refreshToken == "rt-2")
+        _ = second.apply(.sessionGiven(login, committing: secondLogin, at: clock.now(), jitterDraw: 0))
+        _ = second.apply(.persisted(saving, answer: answer, next, .success(()), at: clock.now(), jitterDraw: 0))
+        #expect(second.machine.tokens?.refreshToken == "rt-login")
+        #expect(second.changes(since: racing).contains(.session))
+    }
+
     @Test func aStoredSessionIsUnsavedOnlyIfItIsStillTheHeldOne() {
         var account = account()
         let given = TokenSet(refreshToken: "rt-given")
