@@ -15,13 +15,6 @@ public enum TokenRequestField: String, CaseIterable, Sendable {
     /// `allCases`, built once: the codec walks it for every line it writes.
     static let inOrder = allCases
 
-    /// The field a key names: `init(rawValue:)` by direct comparison, a fifth of its cost
-    /// (the synthesized one goes through `_findStringSwitchCase`; callgrind).
-    static func named(_ key: String) -> Self? {
-        for field in inOrder where field.rawValue == key { return field }
-        return nil
-    }
-
     /// tokenctl's option that sets the field; nil for those it sets itself (the account is an
     /// argument, `id` and `op` are fixed).
     public var option: String? {
@@ -56,10 +49,22 @@ public enum TokenReplyField: String, CaseIterable, Sendable {
 
     /// `allCases`, built once: the codec walks it for every answer it writes.
     static let inOrder = allCases
+}
 
-    /// The field a key names, as `TokenRequestField.named`.
+/// A field of the `token` exchange, request or answer.
+protocol TokenExchangeField: RawRepresentable<String> {
+    /// Every field in wire order, built once.
+    static var inOrder: [Self] { get }
+}
+
+extension TokenExchangeField {
+    /// The field a key names: `init(rawValue:)` by direct comparison, a fifth of its cost
+    /// (the synthesized one goes through `_findStringSwitchCase`; callgrind).
     static func named(_ key: String) -> Self? {
         for field in inOrder where field.rawValue == key { return field }
         return nil
     }
 }
+
+extension TokenRequestField: TokenExchangeField {}
+extension TokenReplyField: TokenExchangeField {}

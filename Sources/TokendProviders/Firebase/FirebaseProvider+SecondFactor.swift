@@ -216,11 +216,16 @@ extension FirebaseProvider {
         }
         let body = EnrollFinalizeBody(idToken: idToken, totpVerificationInfo: TOTPVerification(sessionInfo: sessionInfo, verificationCode: code))
         return await identityToolkit(.secondFactorEnrollFinish, body, secrets: [idToken, sessionInfo, code])
-            .flatMap { Self.signedIn($0, provider: FirebaseClaims(token: idToken)?.signInProvider ?? "password", call: .secondFactorEnrollFinish) }
+            .flatMap { Self.signedIn($0, provider: Self.firstFactor(of: idToken), call: .secondFactorEnrollFinish) }
     }
 
     public func withdrawSecondFactor(idToken: String, enrollmentID: String) async -> Result<SignedIn, LoginFailure> {
         await identityToolkit(.secondFactorWithdraw, WithdrawBody(idToken: idToken, mfaEnrollmentId: enrollmentID), secrets: [idToken])
-            .flatMap { Self.signedIn($0, provider: FirebaseClaims(token: idToken)?.signInProvider ?? "password", call: .secondFactorWithdraw) }
+            .flatMap { Self.signedIn($0, provider: Self.firstFactor(of: idToken), call: .secondFactorWithdraw) }
+    }
+
+    /// How the user of `idToken` signed in: the session a second-factor change issues keeps it.
+    private static func firstFactor(of idToken: String) -> String {
+        FirebaseClaims(token: idToken)?.signInProvider ?? "password"
     }
 }

@@ -18,24 +18,27 @@ extension AccountEngine {
     }
 
     public func finishSecondFactorEnrollment(account name: String, handle: String, code: String, timeout: Double) async -> Result<LoginSummary, TokendError> {
-        let (manager, idToken): (any AccountManaging, String)
-        switch await managedSession(name, timeout: timeout) {
-        case .failure(let error): return .failure(error)
-        case .success(let session): (manager, idToken) = session
-        }
-        return await replaceSession(name, reason: "second_factor_enrolled", next: "tokenctl login \(name)") {
+        await changeSecondFactors(name, timeout: timeout, reason: "second_factor_enrolled") { manager, idToken in
             await manager.finishTOTPEnrollment(idToken: idToken, handle: handle, code: code)
         }
     }
 
     public func removeSecondFactor(account name: String, factor: String, timeout: Double) async -> Result<LoginSummary, TokendError> {
+        await changeSecondFactors(name, timeout: timeout, reason: "second_factor_removed") { manager, idToken in
+            await manager.withdrawSecondFactor(idToken: idToken, enrollmentID: factor)
+        }
+    }
+
+    /// A change of the user's factors, made with a current ID token; the session Firebase issues
+    /// for it replaces the held one.
+    private func changeSecondFactors(
+        _ name: String, timeout: Double, reason: String, _ change: (any AccountManaging, String) async -> Result<SignedIn, LoginFailure>
+    ) async -> Result<LoginSummary, TokendError> {
         let (manager, idToken): (any AccountManaging, String)
         switch await managedSession(name, timeout: timeout) {
         case .failure(let error): return .failure(error)
         case .success(let session): (manager, idToken) = session
         }
-        return await replaceSession(name, reason: "second_factor_removed", next: "tokenctl login \(name)") {
-            await manager.withdrawSecondFactor(idToken: idToken, enrollmentID: factor)
-        }
+        return await replaceSession(name, reason: reason, next: "tokenctl login \(name)") { await change(manager, idToken) }
     }
 }
