@@ -1,7 +1,7 @@
 /// What an account issues to each asynchronous operation it starts — a refresh or scoped grant,
 /// a keyring read, a login, an upgrade, a deletion, a logout — and what the operation's result
 /// shows when it comes back: the one ticket of an account. Whether a result may still be applied
-/// is decided by the engine's `Account.changes(since:)` (each caller names the changes that void
+/// is decided by the engine's `AccountState.changes(since:)` (each caller names the changes that void
 /// its result) and, for a refresh, again by `AccountMachine` against its phase.
 public struct AccountTicket: Sendable, Equatable {
     /// The account's life: a reload that removes and adds it again starts a new incarnation.
@@ -17,7 +17,7 @@ public struct AccountTicket: Sendable, Equatable {
     public var refreshToken: String?
     /// A refresh's: when the request went out; the new tokens' lifetimes count from here.
     public var startedAt: Date?
-    /// A refresh that is a grant of a token narrowed to this scope (AccountEngine+ScopedTokens.swift).
+    /// A refresh that is a grant of a token narrowed to this scope (AccountState+Serving.swift).
     public var narrowedTo: TokenScope?
     /// The grant was asked for by a `token` request now, not by the recheck ahead of need.
     public var requested: Bool

@@ -15,7 +15,7 @@ import TokendTestSupport
             // The import's first ID token is in the keyring when the import answers, not paced
             // behind other write-backs: a restart right after serves it (AccountEngine+Sessions).
             #expect(fixture.store.storedTokens(account: "work")?.idToken != nil)
-            let grant = try await fixture.engine.token(account: "work", kind: nil, minValid: 60, timeout: Patience.seconds).get()
+            let grant = try await fixture.engine.commands.token(account: "work", kind: nil, minValid: 60, timeout: Patience.seconds).get()
             #expect(grant.kind == .id)
             #expect(fixture.tokenRequests == 1, "the held token is served without another refresh")
         }
@@ -34,7 +34,7 @@ import TokendTestSupport
             clock.advance(by: 7200)  // the held token is now two hours dead
             let tokens = await withTaskGroup(of: String?.self) { group in
                 for _ in 0..<200 {
-                    group.addTask { try? await fixture.engine.token(account: "work", kind: .id, minValid: 60, timeout: Patience.seconds).get().token }
+                    group.addTask { try? await fixture.engine.commands.token(account: "work", kind: .id, minValid: 60, timeout: Patience.seconds).get().token }
                 }
                 return await group.reduce(into: [String?]()) { $0.append($1) }
             }
@@ -51,8 +51,8 @@ import TokendTestSupport
         try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
             _ = try await fixture.importSession()
             let before = fixture.tokenRequests
-            async let first = fixture.engine.refresh(account: "work", timeout: Patience.seconds)
-            async let second = fixture.engine.refresh(account: "work", timeout: Patience.seconds)
+            async let first = fixture.engine.commands.refresh(account: "work", timeout: Patience.seconds)
+            async let second = fixture.engine.commands.refresh(account: "work", timeout: Patience.seconds)
             let (a, b) = await (first, second)
             #expect(try a.get() == b.get())
             #expect(fixture.tokenRequests == before + 1)
@@ -71,7 +71,7 @@ import TokendTestSupport
         try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
             _ = try await fixture.importSession()
             let logged = fixture.fake.requests.count
-            async let refreshing = fixture.engine.refresh(account: "work", timeout: Patience.seconds)
+            async let refreshing = fixture.engine.commands.refresh(account: "work", timeout: Patience.seconds)
             // In flight: the fake has taken the request and holds its answer back (latency).
             #expect(await fixture.fake.waitForRequests(count: logged + 1, timeout: Patience.seconds), "the refresh never reached the fake")
             let value = try await during(fixture)
@@ -82,7 +82,7 @@ import TokendTestSupport
 
     @Test func logoutDuringARefreshWins() async throws {
         try await whileARefreshIsInFlight { fixture in
-            _ = try await fixture.engine.logout(account: "work").get()
+            _ = try await fixture.engine.commands.logout(account: "work").get()
         } then: { fixture, _ in
             #expect(fixture.store.storedTokens(account: "work") == nil, "a slow refresh never resurrects a logged-out session")
             let state = try await fixture.engine.statuses(account: "work").get().first?.state
@@ -93,7 +93,7 @@ import TokendTestSupport
     @Test func importDuringARefreshWins() async throws {
         try await whileARefreshIsInFlight { fixture in
             let newer = fixture.fake.createUser()
-            _ = await fixture.engine.install(account: "work", tokens: TokenSet(refreshToken: newer.refreshToken), timeout: Patience.seconds)
+            _ = await fixture.engine.commands.install(account: "work", tokens: TokenSet(refreshToken: newer.refreshToken), timeout: Patience.seconds)
             return newer.uid
         } then: { fixture, uid in
             let stored = try #require(fixture.store.storedTokens(account: "work"))
@@ -106,11 +106,11 @@ import TokendTestSupport
         try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
             _ = try await fixture.importSession()
             fixture.fake.inject(.firebaseError("USER_DISABLED"), count: 1)
-            let result = await fixture.engine.refresh(account: "work", timeout: Patience.seconds)
+            let result = await fixture.engine.commands.refresh(account: "work", timeout: Patience.seconds)
             #expect((try? result.get()) == nil)
             #expect(fixture.store.storedTokens(account: "work") == nil)
             let before = fixture.tokenRequests
-            let answer = await fixture.engine.token(account: "work", kind: nil, minValid: 0, timeout: Patience.seconds)
+            let answer = await fixture.engine.commands.token(account: "work", kind: nil, minValid: 0, timeout: Patience.seconds)
             guard case .failure(let error) = answer else { Issue.record("expected needs_login"); return }
             #expect(error.code == .needsLogin)
             #expect(fixture.tokenRequests == before)
@@ -125,12 +125,12 @@ import TokendTestSupport
         try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
             let session = try await fixture.importSession()
             store.simulatedState = .locked
-            _ = try await fixture.engine.refresh(account: "work", timeout: Patience.seconds).get()
+            _ = try await fixture.engine.commands.refresh(account: "work", timeout: Patience.seconds).get()
             let status = try #require(try await fixture.engine.statuses(account: "work").get().first)
             #expect(status.keyring == .locked)
             #expect(status.unsaved == true)
             #expect(store.storedTokens(account: "work")?.refreshToken != fixture.fake.newestRefreshToken(uid: session.uid))
-            _ = try await fixture.engine.token(account: "work", kind: nil, minValid: 60, timeout: Patience.seconds).get()
+            _ = try await fixture.engine.commands.token(account: "work", kind: nil, minValid: 60, timeout: Patience.seconds).get()
             store.simulatedState = .available
             let deadline = ContinuousClock.now + .seconds(15)
             while store.storedTokens(account: "work")?.refreshToken != fixture.fake.newestRefreshToken(uid: session.uid), ContinuousClock.now < deadline {
@@ -147,7 +147,7 @@ import TokendTestSupport
         try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
             _ = try await fixture.importSession()
             let before = fixture.tokenRequests
-            let answer = await fixture.engine.token(account: "work", kind: nil, minValid: 7200, timeout: Patience.seconds)
+            let answer = await fixture.engine.commands.token(account: "work", kind: nil, minValid: 7200, timeout: Patience.seconds)
             guard case .failure(let error) = answer else { Issue.record("expected failure"); return }
             #expect(error.code == .badRequest)
             #expect(fixture.tokenRequests == before)

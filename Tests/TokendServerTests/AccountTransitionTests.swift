@@ -19,15 +19,15 @@ import TokendTestSupport
     let clock = ManualClock()
     let failure = RefreshFailure(code: "TOKEN_EXPIRED", message: "TOKEN_EXPIRED")
 
-    func account(tokens: TokenSet? = TokenSet(refreshToken: "rt-1"), incarnation: UInt64 = 1) -> AccountEngine.Account {
+    func account(tokens: TokenSet? = TokenSet(refreshToken: "rt-1"), incarnation: UInt64 = 1) -> AccountState {
         let configuration = AccountConfiguration(name: "work", provider: .firebase(apiKey: "k", emulatorHost: nil), refreshBefore: 300)
-        return AccountEngine.Account(
+        return AccountState(
             configuration: configuration, machine: AccountMachine(policy: configuration.policy, tokens: tokens),
             provider: UncalledProvider(), incarnation: incarnation)
     }
 
     /// Starts a refresh and returns its ticket (from the provider-call effect).
-    func started(_ account: inout AccountEngine.Account) throws -> AccountTicket {
+    func started(_ account: inout AccountState) throws -> AccountTicket {
         let effects = account.apply(.refreshWanted(force: false, narrowedTo: nil, requested: false, at: clock.now()))
         guard case .callProvider(let ticket) = effects.last else { throw Unexpected(effects) }
         #expect(effects == [.disarm, .wakeWaiters, .callProvider(ticket)])
@@ -288,8 +288,8 @@ import TokendTestSupport
     }
 
     @Test func lostScopesAreThoseANamedAnswerLeftOut() {
-        #expect(AccountEngine.Account.lostScopes(granted: ["openid", "read"], outcome: .refreshed(IssuedTokens(scopes: ["openid"]))) == ["read"])
-        #expect(AccountEngine.Account.lostScopes(granted: ["openid", "read"], outcome: .refreshed(IssuedTokens())).isEmpty, "an answer without scope keeps it")
-        #expect(AccountEngine.Account.lostScopes(granted: nil, outcome: .refreshed(IssuedTokens(scopes: ["openid"]))).isEmpty)
+        #expect(AccountState.lostScopes(granted: ["openid", "read"], outcome: .refreshed(IssuedTokens(scopes: ["openid"]))) == ["read"])
+        #expect(AccountState.lostScopes(granted: ["openid", "read"], outcome: .refreshed(IssuedTokens())).isEmpty, "an answer without scope keeps it")
+        #expect(AccountState.lostScopes(granted: nil, outcome: .refreshed(IssuedTokens(scopes: ["openid"]))).isEmpty)
     }
 }

@@ -47,7 +47,7 @@ import TokendTestSupport
             #expect(try await state(engine, "absent") == "needs_login")
             let corrupt = try #require(try await engine.statuses(account: "corrupt").get().first)
             #expect(corrupt.state == "needs_login")
-            let served = await engine.token(account: "a", kind: .id, minValid: 60, timeout: 1)
+            let served = await engine.commands.token(account: "a", kind: .id, minValid: 60, timeout: 1)
             #expect(try served.get().token == "id-a")
         }
     }

@@ -44,7 +44,7 @@ struct EngineFixture {
 
     func importSession() async throws -> FakeFirebase.Session {
         let session = fake.createUser()
-        _ = try await engine.install(account: "work", tokens: TokenSet(refreshToken: session.refreshToken), timeout: Patience.seconds).get()
+        _ = try await engine.commands.install(account: "work", tokens: TokenSet(refreshToken: session.refreshToken), timeout: Patience.seconds).get()
         return session
     }
 

@@ -106,11 +106,11 @@ struct ManualWorld {
     }
 }
 
-extension AsyncStream<AccountEvent>.Iterator {
+extension AsyncStream<Event>.Iterator {
     /// The next event of `kind` (others are skipped).
-    mutating func next(_ kind: Event.Kind) async -> AccountEvent? {
+    mutating func next(_ kind: Event.Kind) async -> Event? {
         while let event = await next() {
-            if event.kind == kind { return event }
+            if event.event == kind { return event }
         }
         return nil
     }

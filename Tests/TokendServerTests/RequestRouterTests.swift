@@ -141,7 +141,7 @@ import TokendTestSupport
             var lines = stream.makeAsyncIterator()
             guard case .response(let first)? = await lines.next() else { Issue.record("no acknowledgement: \(line)"); continue }
             #expect(first.ok && first.id == .number(1) && first.watching == watching)
-            var event = AccountEvent(.signedIn, account: "work", at: Date(timeIntervalSince1970: 1_800_000_000))
+            var event = Event(.signedIn, account: "work", at: Date(timeIntervalSince1970: 1_800_000_000))
             event.email = "ada@example.com"
             event.signInProvider = "password"
             stub.hub.publish(event)

@@ -32,7 +32,7 @@ import TokendTestSupport
             await fake.shutdown()
         }
         do {
-            _ = await engine.install(account: "corp", tokens: session, timeout: Patience.seconds)
+            _ = await engine.commands.install(account: "corp", tokens: session, timeout: Patience.seconds)
             try await body(fake, engine, store)
         } catch {
             await tearDown()
@@ -47,17 +47,17 @@ import TokendTestSupport
         try await withEngine(session) { fake, engine, _ in
             fake.grant(refreshToken: "r-granted", scopes: ["openid", "read:x", "admin"])
             let grantsBefore = fake.refreshGrants.count
-            let refused = await engine.token(account: "corp", kind: nil, scope: TokenScope(scopes: ["read:x", "admin"]), minValid: 60, timeout: Patience.seconds)
+            let refused = await engine.commands.token(account: "corp", kind: nil, scope: TokenScope(scopes: ["read:x", "admin"]), minValid: 60, timeout: Patience.seconds)
             guard case .failure(let error) = refused else { Issue.record("a wider token was served"); return }
             #expect(error.code == .badRequest)
             #expect(error.message.contains("\"admin\"") && error.message.contains("tokenctl login corp"))
             #expect(fake.refreshGrants.count == grantsBefore)
             // An ID token cannot be narrowed.
-            let id = await engine.token(account: "corp", kind: .id, scope: TokenScope(scopes: ["read:x"]), minValid: 60, timeout: Patience.seconds)
+            let id = await engine.commands.token(account: "corp", kind: .id, scope: TokenScope(scopes: ["read:x"]), minValid: 60, timeout: Patience.seconds)
             #expect((try? id.get()) == nil && id.failureCode == .badRequest)
             // Within the grant: served, and from the cache the second time.
-            let first = try await engine.token(account: "corp", kind: nil, scope: TokenScope(scopes: ["read:x"]), minValid: 60, timeout: Patience.seconds).get()
-            let second = try await engine.token(account: "corp", kind: nil, scope: TokenScope(scopes: ["read:x"]), minValid: 60, timeout: Patience.seconds).get()
+            let first = try await engine.commands.token(account: "corp", kind: nil, scope: TokenScope(scopes: ["read:x"]), minValid: 60, timeout: Patience.seconds).get()
+            let second = try await engine.commands.token(account: "corp", kind: nil, scope: TokenScope(scopes: ["read:x"]), minValid: 60, timeout: Patience.seconds).get()
             #expect(first == second && fake.minted(first.token)?.scopes == ["read:x"])
             #expect(fake.refreshGrants.count == grantsBefore + 1)
         }
@@ -70,8 +70,8 @@ import TokendTestSupport
             fake.grant(refreshToken: "r0", scopes: ["openid", "a", "b", "c"], rotating: true)
             let keys = [["a"], ["b"], ["c"], ["a", "b"], ["b", "c"], ["a", "c"]].map { TokenScope(scopes: $0, audience: "https://api") }
             let results = await withTaskGroup(of: Result<TokenGrant, TokendError>.self) { group in
-                for key in keys { group.addTask { await engine.token(account: "corp", kind: nil, scope: key, minValid: 60, timeout: Patience.seconds) } }
-                group.addTask { await engine.refresh(account: "corp", timeout: Patience.seconds).map { _ in TokenGrant(token: "", kind: .access, expiresAt: Date()) } }
+                for key in keys { group.addTask { await engine.commands.token(account: "corp", kind: nil, scope: key, minValid: 60, timeout: Patience.seconds) } }
+                group.addTask { await engine.commands.refresh(account: "corp", timeout: Patience.seconds).map { _ in TokenGrant(token: "", kind: .access, expiresAt: Date()) } }
                 return await group.reduce(into: []) { $0.append($1) }
             }
             for result in results { #expect((try? result.get()) != nil, "\(result)") }
@@ -90,14 +90,14 @@ import TokendTestSupport
     @Test func aWiderAnswerIsRefusedButItsRotationKept() async throws {
         try await withEngine(TokenSet(refreshToken: "r0")) { fake, engine, store in
             fake.script([.json(200, ["access_token": "wide-token-canary", "expires_in": 3600, "scope": "openid read:x admin", "refresh_token": "r-rotated"])])
-            let wide = await engine.token(account: "corp", kind: nil, scope: TokenScope(scopes: ["read:x"]), minValid: 60, timeout: Patience.seconds)
+            let wide = await engine.commands.token(account: "corp", kind: nil, scope: TokenScope(scopes: ["read:x"]), minValid: 60, timeout: Patience.seconds)
             #expect(wide.failureCode == .configError)
             guard case .failure(let error) = wide else { return }
             #expect(error.message.contains("admin") && !error.message.contains("wide-token-canary"))
             let stored = try await store.load(account: "corp").get()
             #expect(stored?.refreshToken == "r-rotated")
             // The account itself is unharmed and serves its own token.
-            #expect((try? await engine.token(account: "corp", kind: nil, minValid: 60, timeout: Patience.seconds).get()) != nil)
+            #expect((try? await engine.commands.token(account: "corp", kind: nil, minValid: 60, timeout: Patience.seconds).get()) != nil)
         }
     }
 
@@ -117,7 +117,7 @@ import TokendTestSupport
         try await withEngine(TokenSet(refreshToken: "r0"), clock: clock, timers: clock) { fake, engine, _ in
             fake.grant(refreshToken: "r0", scopes: ["openid", "read:x"])
             let key = TokenScope(scopes: ["read:x"])
-            let first = try await engine.token(account: "corp", kind: nil, scope: key, minValid: 60, timeout: Patience.seconds).get()
+            let first = try await engine.commands.token(account: "corp", kind: nil, scope: key, minValid: 60, timeout: Patience.seconds).get()
             clock.advance(by: 3400)  // inside the 300 s margin of a one-hour token
             // The cached token still has 200 s, so a request with min_valid 60 is served from the
             // cache: only the timer's proactive grant can change what it gets. Poll for that.
@@ -126,7 +126,7 @@ import TokendTestSupport
             while second.token == first.token, Date() < deadline {
                 clock.advance(by: 0)  // fires what is due; the account's own refresh may take the slot first
                 try await Task.sleep(for: .milliseconds(20))
-                second = try await engine.token(account: "corp", kind: nil, scope: key, minValid: 60, timeout: Patience.seconds).get()
+                second = try await engine.commands.token(account: "corp", kind: nil, scope: key, minValid: 60, timeout: Patience.seconds).get()
             }
             #expect(fake.refreshGrants.filter({ $0.form["scope"] == "read:x" }).count == 2)
             #expect(second.token != first.token && fake.minted(second.token)?.scopes == ["read:x"])

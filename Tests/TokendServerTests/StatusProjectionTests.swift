@@ -10,8 +10,8 @@ import TokendTestSupport
 @Suite struct StatusProjectionTests {
     let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 
-    func account(_ machine: AccountMachine, unsaved: Bool = false) -> AccountEngine.Account {
-        var account = AccountEngine.Account(
+    func account(_ machine: AccountMachine, unsaved: Bool = false) -> AccountState {
+        var account = AccountState(
             configuration: ManualWorld.configuration(["work"]).accounts["work"]!, machine: machine, provider: ScriptedProvider(), incarnation: 1)
         account.unsaved = unsaved
         return account
@@ -22,7 +22,7 @@ import TokendTestSupport
     }
 
     @Test func anActiveAccountShowsItsExpiryAndNextRefresh() {
-        let status = AccountStatus(AccountEngine.report(of: account(held), named: "work", keyring: .available, at: t0.addingTimeInterval(0.5)))
+        let status = AccountStatus(AccountReport(account(held), named: "work", keyring: .available, at: t0.addingTimeInterval(0.5)))
         #expect(status.state == "active")
         #expect(status.expiresIn == 3599, "rounded down: never more life than the token has")
         #expect(status.nextRefresh == Timestamp.format(t0.addingTimeInterval(3300)))
@@ -34,7 +34,7 @@ import TokendTestSupport
         var machine = held
         let ticket = machine.startRefresh(at: t0)!
         _ = machine.finish(ticket, .transient(RefreshFailure(code: "http_503", message: "HTTP 503"), retryAfter: 60), at: t0, jitterDraw: 0)
-        let status = AccountStatus(AccountEngine.report(of: account(machine), named: "work", keyring: .available, at: t0))
+        let status = AccountStatus(AccountReport(account(machine), named: "work", keyring: .available, at: t0))
         #expect(status.state == "retrying")
         #expect(status.message == "refresh failed 1 time(s) in a row; next try at \(Timestamp.format(t0.addingTimeInterval(60)))")
         #expect(status.lastError?.code == "http_503")
@@ -42,7 +42,7 @@ import TokendTestSupport
 
     /// A locked keyring shows on every account; an unsaved session says so itself.
     @Test func theKeyringsMoodAndAnUnsavedSessionShow() {
-        let status = AccountStatus(AccountEngine.report(of: account(held, unsaved: true), named: "work", keyring: .locked, at: t0))
+        let status = AccountStatus(AccountReport(account(held, unsaved: true), named: "work", keyring: .locked, at: t0))
         #expect(status.keyring == "locked")
         #expect(status.unsaved == true)
     }
@@ -50,7 +50,7 @@ import TokendTestSupport
     @Test func aPhaseThatRefusesGivesItsReason() {
         var machine = held
         machine.forget(reason: "logged out; run: tokenctl login work")
-        let status = AccountStatus(AccountEngine.report(of: account(machine), named: "work", keyring: .available, at: t0))
+        let status = AccountStatus(AccountReport(account(machine), named: "work", keyring: .available, at: t0))
         #expect(status.state == "needs_login")
         #expect(status.message == "logged out; run: tokenctl login work")
         #expect(status.expiresAt == nil)

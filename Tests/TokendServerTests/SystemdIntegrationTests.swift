@@ -118,7 +118,7 @@ import Glibc
             ])
             #expect(await fixture.engine.adopt(second) == ["play"])
             #expect(await fixture.engine.statusSummary() == "2 accounts: 1 active, 1 waiting for keyring", "until its first keyring read")
-            await fixture.engine.restore(["play"])
+            await fixture.engine.keyring.restore(["play"])
             #expect(await fixture.engine.statusSummary() == "2 accounts: 1 active, 1 needs login")
         }
     }

@@ -33,7 +33,7 @@ public struct RequestRouter: Sendable {
     let version: String
 
     public init(engine: AccountEngine, hub: EventHub, version: String) {
-        self.init(services: engine, hub: hub, version: version)
+        self.init(services: engine.commands, hub: hub, version: version)
     }
 
     public init(services: any EngineServices, hub: EventHub, version: String) {

@@ -1,4 +1,5 @@
 import ServiceLifecycle
+import TokendProtocol
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -93,7 +94,7 @@ struct StatusLineService: Service {
 /// are in process groups of their own) and queued ones dropped.
 struct HookService: Service {
     let daemon: Daemon
-    let events: AsyncStream<AccountEvent>
+    let events: AsyncStream<Event>
 
     func run() async {
         await withGracefulShutdownHandler {

@@ -178,7 +178,7 @@ public final class Daemon: Service, Sendable {
     /// What `run` sets up before any service starts.
     struct Prepared: Sendable {
         var added: [String]
-        var hookEvents: AsyncStream<AccountEvent>
+        var hookEvents: AsyncStream<Event>
         var activatedDescriptor: CInt?
         var hangups: AsyncStream<Void>
     }
@@ -241,7 +241,7 @@ public final class Daemon: Service, Sendable {
         let readyBy = engine.clock.now().addingTimeInterval(options.keyringTimeout)
         await withTaskGroup(of: Bool.self) { group in
             group.addTask {
-                await engine.restore(names)
+                await engine.keyring.restore(names)
                 return true
             }
             group.addTask {
@@ -339,11 +339,11 @@ public final class Daemon: Service, Sendable {
             if initial { removeLeftoverTokenFiles(keeping: configuration) }
             let added = await engine.adopt(configuration)
             hooks.apply(configuration)
-            if !initial { await engine.restore(added) }
+            if !initial { await engine.keyring.restore(added) }
             if !initial { logger.info("configuration reloaded", metadata: ["accounts": "\(configuration.accounts.count)"]) }
             // Only a reload is an event: the first load is the daemon starting, which no watcher
             // or hook can see yet (docs/protocol.md, `config_reloaded`).
-            if !initial { hub.publish(AccountEvent(.configReloaded, account: nil, at: engine.clock.now())) }
+            if !initial { hub.publish(Event(.configReloaded, account: nil, at: engine.clock.now())) }
             return initial ? added : []
         } catch {
             if initial {

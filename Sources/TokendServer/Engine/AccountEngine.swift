@@ -1,8 +1,5 @@
-// Engine/ — the accounts: `AccountEngine` (an actor) owns every account's state, runs refreshes,
-// logins, imports and logouts in the order the user issued them, and tells the keyring, the
-// refresh timers, waiting requests and the event hub what happened. It calls TokendCore (the pure
-// per-account machine), TokendKeyring and TokendProviders; it never touches a socket, and its
-// one file read is the kernel's boot id (BootAnchoredStore).
+// Engine/ — the accounts (docs/architecture.md, "The engine"). Never a socket; its one file
+// read is the kernel's boot id (BootAnchoredStore).
 
 import Logging
 import TokendCore
@@ -11,56 +8,10 @@ import TokendProtocol
 import TokendProviders
 import TokendSystem
 
-/// A token handed to a caller.
-public struct TokenGrant: Sendable, Equatable {
-    public var token: String
-    public var kind: TokenKind
-    public var expiresAt: Date
-}
-
-/// Coordinates every account: serving, refreshes (single flight), sessions, configuration. An
-/// actor, so account state has one writer; libsecret runs on the store's own thread and HTTP on
-/// NIO's, never in here. The concerns it coordinates live beside it (docs/architecture.md,
-/// "The engine"): each account's `AccountMachine` decides, `RefreshScheduler` arms the timers,
-/// `AccountWaiters` holds waiting requests, `EngineTasks` runs background work, `Advice` words
-/// refusals; keyring write-back, status and events are in this type's extensions.
+/// Holds every account's `AccountState` (one writer), hands it inputs and carries out the
+/// effects its transitions return: timers, provider calls, keyring writes, waiting requests,
+/// news. libsecret runs on the store's own thread and HTTP on NIO's, never in here.
 public actor AccountEngine {
-    struct Account {
-        var configuration: AccountConfiguration
-        var machine: AccountMachine
-        var provider: any TokenProvider
-        /// The session in memory has not reached the keyring yet (it was locked or unavailable
-        /// when we wrote): written back as soon as the keyring answers again.
-        var unsaved = false
-        /// The keyring holds this session's refresh token but older ID and access tokens: a
-        /// refresh that did not rotate the refresh token is served at once and written back
-        /// later, coalesced (AccountEngine+WriteBack.swift).
-        var writeBackDeferred = false
-        /// Unique across the engine's life: an account removed and added again by reloads is a
-        /// new incarnation, so a refresh or a keyring read begun for the old one can never be
-        /// applied to the new one (its machine's generations start over).
-        var incarnation: UInt64
-        /// Set while a browser, device or Google login runs: one interactive login at a time.
-        var interactiveLogin = false
-        /// User actions (login, import, logout, delete, upgrade) are numbered as they are issued;
-        /// a login's session is installed only if no later-issued action has committed yet, so
-        /// the newest choice of the user wins whatever order the providers answer in.
-        var issuedUserActions: UInt64 = 0
-        var committedUserAction: UInt64 = 0
-        /// Upgrades setting a password now in flight. Setting a password voids the user's older
-        /// refresh tokens (Firebase's `validSince`), so a refresh answered `TOKEN_EXPIRED`
-        /// meanwhile is no verdict on the account: the upgrade's answer brings the new session.
-        var passwordChangesInFlight = 0
-        /// The stored session is being read for the first time: a `token` request waits for that
-        /// read (within its timeout) instead of being told the keyring is unreadable.
-        var restoring = false
-        /// Down-scoped access tokens (AccountEngine+ScopedTokens.swift); dropped with the account
-        /// and when its configuration changes.
-        var scopedTokens = ScopedTokenCache()
-        /// The timer armed for the account's next wake-up (`RefreshScheduler`).
-        var wake: RefreshScheduler.Wake?
-    }
-
     var accounts: AccountTable
     /// What `accounts` would serve now, for the event loop's fast path (`ConnectionChannelHandler`).
     public nonisolated let heldTokens: HeldTokens
@@ -70,7 +21,7 @@ public actor AccountEngine {
     public nonisolated let clock: any WallClock
     /// Every wait the engine and the daemon keep is a timer here (docs/architecture.md, "Time").
     public nonisolated let timers: any TimerSource
-    let hub: EventHub
+    let narrator: AccountNarrator
     let logger: Logger
     let makeProvider: @Sendable (AccountConfiguration) -> any TokenProvider
     let drawJitter: @Sendable () -> Double
@@ -89,8 +40,7 @@ public actor AccountEngine {
     /// Set by `shutdown()`: no timer is armed and no background work starts after it.
     var isShutDown = false
 
-    /// `timers` defaults to the process's timer thread; tests pass a `ManualClock` (as both `clock` and
-    /// `timers`) so that nothing fires unless the test advances it.
+    /// Tests pass a `ManualClock` as both `clock` and `timers`: nothing fires unless they advance it.
     public init(
         store: any SecretStore, clock: any WallClock = ForwardClock(), timers: (any TimerSource)? = nil, hub: EventHub, logger: Logger,
         drawJitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
@@ -106,7 +56,7 @@ public actor AccountEngine {
         self.clock = clock
         self.timers = timers
         self.scheduler = RefreshScheduler(timers: timers)
-        self.hub = hub
+        self.narrator = AccountNarrator(hub: hub, logger: logger, clock: clock)
         self.logger = logger
         self.drawJitter = drawJitter
         self.makeProvider = makeProvider
@@ -125,7 +75,7 @@ public actor AccountEngine {
         keyringPoll = nil
         waiters.wakeEveryone()
         tasks.close()
-        hub.finishAll()
+        narrator.hub.finishAll()
     }
 
     /// Set while the configuration file is broken and no good one has been loaded.
@@ -145,92 +95,72 @@ public actor AccountEngine {
         }
     }
 
-    // MARK: - Serving
+    // MARK: - Serving (the requests' loops are AccountCommands+Serving.swift)
 
-    /// A token of `kind` valid for at least `minValid` seconds, refreshing (and waiting at most
-    /// `timeout` seconds) when the held one will not do. Never an expired token.
-    public func token(account name: String, kind requested: TokenKind?, minValid: Double, timeout: Double) async -> Result<TokenGrant, TokendError> {
-        guard let initial = accounts[name] else { return .failure(missingAccount(name)) }
-        let kind = requested ?? initial.configuration.defaultTokenKind
-        let start = clock.now()
-        let deadline = start.addingTimeInterval(timeout)
-        var triedBlockedKey = false
-        while true {
-            guard let account = accounts[name] else { return .failure(missingAccount(name)) }
-            let now = clock.now()
-            switch account.machine.serve(kind, minValid: minValid, at: now, requestStart: start) {
-            case .token(let token, let expiresAt):
-                heldTokens.promise(name, until: now.addingTimeInterval(max(0, minValid)))
-                return .success(TokenGrant(token: token, kind: kind, expiresAt: expiresAt))
-            case .refuse where !triedBlockedKey && Self.isBlockedByKeyRestriction(account.machine):
-                // The key is fixed in the Cloud console, which tokend cannot see: each request
-                // that needs a new token tries once, so the held session serves again unasked.
-                triedBlockedKey = true
-                startRefresh(name, force: true)
-            case .refuse(let error):
-                guard account.restoring, now < deadline else { return .failure(error) }
-            case .refresh:
-                startRefresh(name)
-            case .wait:
-                if let (token, expiresAt) = account.machine.heldDespiteRefresh(kind, minValid: minValid, at: now, deadline: deadline) {
-                    return .success(TokenGrant(token: token, kind: kind, expiresAt: expiresAt))
-                }
-            case .retryAt(let retryAt):
-                if retryAt <= now {
-                    startRefresh(name)  // the retry is due (e.g. the machine slept through it)
-                } else if retryAt > deadline {
-                    return .failure(Advice.unavailable(lastError: account.machine.lastError, retryAt: retryAt))
-                }
-            }
-            if isShutDown { return .failure(Advice.shuttingDown) }
-            if now >= deadline { return .failure(Advice.noFreshToken(within: timeout)) }
-            // A refresh held back by another client's promise may start when that ends.
-            // A slow refresh in flight ends the wait for the held token (`heldDespiteRefresh`).
-            let patience = accounts[name]?.machine.refreshPatienceEnds(deadline: deadline) ?? deadline
-            await waitForChange(name, until: min(deadline, patience, heldTokens.outstanding(name, at: now) ?? deadline))
-        }
+    /// A `token` request for the account, or why the account can never serve it.
+    func want(_ name: String, kind: TokenKind?, scope: TokenScope?, minValid: Double, start: Date, timeout: Double) -> Result<TokenWanted, TokendError> {
+        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
+        let wanted = TokenWanted(kind: kind ?? account.configuration.defaultTokenKind, scope: scope, minValid: minValid, start: start, timeout: timeout)
+        return account.refusal(of: wanted).map { .failure($0) } ?? .success(wanted)
     }
 
-    /// The last refresh was refused for the API key's restrictions (RefreshClassifier): a
-    /// configuration error the config file cannot fix, with the session kept.
-    static func isBlockedByKeyRestriction(_ machine: AccountMachine) -> Bool {
-        guard case .misconfigured = machine.phase, let code = machine.lastError?.code else { return false }
-        return RefreshClassifier.apiKeyRestrictions[code] != nil
+    /// One look at a `token` request: the answer, or `.wait(until:)` with the change count to
+    /// wait past (`waitForChange`). A refresh it needs is started here, in the same turn.
+    func serve(_ name: String, _ wanted: TokenWanted) -> (Serving, TokenWanted, seen: UInt64) {
+        var wanted = wanted
+        let now = clock.now()
+        guard let serving = accounts[name]?.serve(&wanted, at: now) else { return (.fail(missingAccount(name)), wanted, 0) }
+        switch serving {
+        case .grant(_, let promise, let reschedule):
+            if let promise { heldTokens.promise(name, until: promise) }
+            if reschedule { schedule(name) }
+            return (serving, wanted, 0)
+        case .fail:
+            return (serving, wanted, 0)
+        case .refresh(let force):
+            startRefresh(name, force: force, narrowedTo: wanted.scope, requested: wanted.scope != nil)
+        case .wait, .waitForChange:
+            break
+        }
+        if isShutDown { return (.fail(Advice.shuttingDown), wanted, 0) }
+        if now >= wanted.deadline { return (.fail(Advice.noFreshToken(within: wanted.timeout, scope: wanted.scope)), wanted, 0) }
+        // A refresh held back by another client's promise may start when that ends.
+        // A slow refresh in flight ends the wait for the held token (`heldDespiteRefresh`).
+        let patience = accounts[name]?.machine.refreshPatienceEnds(deadline: wanted.deadline) ?? wanted.deadline
+        return (.waitForChange(until: min(wanted.deadline, patience, heldTokens.outstanding(name, at: now) ?? wanted.deadline)), wanted, waiters.changes)
     }
 
-    /// Forces a refresh now (or joins the one in flight) and waits for its outcome.
-    /// A backoff is honoured: a script looping `tokenctl refresh` through a 429 must not keep
-    /// hitting the provider, so during one the answer is `unavailable` with the retry time.
-    public func refresh(account name: String, timeout: Double) async -> Result<Date?, TokendError> {
-        guard accounts[name] != nil else { return .failure(missingAccount(name)) }
-        let start = clock.now()
-        await waitOutScopedGrant(name, until: start.addingTimeInterval(timeout))
-        if let current = accounts[name]?.machine, let until = current.backoff(at: clock.now()) {
-            return .failure(Advice.unavailable(lastError: current.lastError, retryAt: until))
-        }
+    /// Whether `condition` holds for the account now (nil: no such account, or shutting down),
+    /// with the change count to wait past.
+    func look(_ name: String, _ condition: @Sendable (AccountState) -> Bool) -> (holds: Bool?, seen: UInt64) {
+        guard let account = accounts[name], !isShutDown else { return (nil, 0) }
+        return (condition(account), waiters.changes)
+    }
+
+    /// Forces a refresh now (or joins the one in flight); during a backoff, when `honouringBackoff`,
+    /// the refusal instead (a script looping `tokenctl refresh` through a 429 must not hammer on).
+    func forceRefresh(_ name: String, honouringBackoff: Bool) -> TokendError? {
+        guard let machine = accounts[name]?.machine else { return missingAccount(name) }
+        if honouringBackoff, let until = machine.backoff(at: clock.now()) { return Advice.unavailable(lastError: machine.lastError, retryAt: until) }
         startRefresh(name, force: true)
-        return await awaitRefreshOutcome(name, since: start, deadline: start.addingTimeInterval(timeout))
+        return nil
     }
 
-    /// Waits until no refresh is in flight, then reports how the latest one went.
-    func awaitRefreshOutcome(_ name: String, since start: Date, deadline: Date) async -> Result<Date?, TokendError> {
-        while let account = accounts[name], case .refreshing = account.machine.phase {
-            if isShutDown { return .failure(Advice.shuttingDown) }
-            if clock.now() >= deadline { return .failure(Advice.refreshStillRunning(name)) }
-            await waitForChange(name, until: deadline)
-        }
+    /// How the latest refresh since `start` went (`AccountMachine.refreshOutcome`).
+    func refreshOutcome(_ name: String, since start: Date) -> Result<Date?, TokendError> {
         guard let machine = accounts[name]?.machine else { return .failure(missingAccount(name)) }
         return machine.refreshOutcome(since: start) { Advice.unavailable(lastError: machine.lastError, retryAt: $0) }
     }
 
     // MARK: - Waiting
 
-    /// Suspends until the account's state changes or the deadline passes.
-    func waitForChange(_ name: String, until deadline: Date) async {
+    /// Suspends until the account's state changes or the deadline passes; at once if anything
+    /// changed since the count `seen` (a look taken in an earlier turn of the actor).
+    func waitForChange(_ name: String, until deadline: Date, after seen: UInt64? = nil) async {
         let id = waiters.nextID()
         let timeout = timers.schedule(at: deadline, hop { await $0.resumeWaiter(id) })
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            guard accounts[name] != nil, !isShutDown else { return continuation.resume() }
+            guard accounts[name] != nil, !isShutDown, seen.map({ $0 == waiters.changes }) ?? true else { return continuation.resume() }
             waiters.add(continuation, id: id, account: name)
         }
         timeout.cancel()

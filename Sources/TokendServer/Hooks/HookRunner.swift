@@ -58,12 +58,12 @@ final class HookRunner: Sendable {
 
     /// Runs until `events` ends or this task is cancelled (daemon shutdown). Each event name's
     /// queue is drained by a child task, so no hook run outlives this call.
-    func run(_ events: AsyncStream<AccountEvent>) async {
+    func run(_ events: AsyncStream<Event>) async {
         // One queue, and one child draining it, per event name: runs of one event never overlap.
         var queues: [String: AsyncStream<Job>.Continuation] = [:]
         await withDiscardingTaskGroup { group in
             for await event in events {
-                let name = event.kind.rawValue
+                let name = event.event.rawValue
                 for job in jobs(for: event) {
                     if queues[name] == nil {
                         let (stream, continuation) = AsyncStream<Job>.makeStream(bufferingPolicy: .bufferingNewest(Self.queueLimit))
@@ -81,14 +81,14 @@ final class HookRunner: Sendable {
 
     /// What `event` runs, in order: the notification first, so that a `needs_login` hook that
     /// has run implies its notification has.
-    func jobs(for event: AccountEvent) -> [Job] {
-        let name = event.kind.rawValue
+    func jobs(for event: Event) -> [Job] {
+        let name = event.event.rawValue
         let (argv, notify) = settings.withLock { ($0.hooks[name], $0.notify) }
         var jobEnvironment = environment
         jobEnvironment["TOKEND_EVENT"] = name
         jobEnvironment["TOKEND_ACCOUNT"] = event.account ?? ""
         var jobs: [Job] = []
-        if notify, event.kind == .needsLogin, let account = event.account, let argv = notifier.notification(for: account) {
+        if notify, event.event == .needsLogin, let account = event.account, let argv = notifier.notification(for: account) {
             jobs.append(Job(label: "notification", argv: argv, environment: jobEnvironment))
         }
         if let argv {

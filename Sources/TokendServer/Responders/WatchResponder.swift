@@ -18,6 +18,6 @@ struct WatchResponder: Sendable {
             response.watching = await status.accountNames
         }
         let profile = args.profile
-        return .stream(hub.subscribe(account: args.account, first: .response(response)) { .event(Event($0, profile: profile)) })
+        return .stream(hub.subscribe(account: args.account, first: .response(response)) { .event($0.forWatcher(profile: profile)) })
     }
 }

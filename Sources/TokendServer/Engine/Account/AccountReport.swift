@@ -1,5 +1,6 @@
 import TokendCore
 import TokendKeyring
+import TokendProtocol
 
 /// One account as the engine sees it at one instant: what `status` and `list` show, in the
 /// engine's terms (dates, the keyring's mood). The status handler turns it into wire text.
@@ -24,4 +25,29 @@ public struct AccountReport: Sendable, Equatable {
     public var gitUsername: String?
     public var registryHosts: [String] = []
     public var registryUsername: String?
+}
+
+extension AccountReport {
+    /// What `status` shows of one account: a pure projection of its machine and configuration
+    /// (`keyring` is the keyring's mood, which touches every account).
+    init(_ account: AccountState, named name: String, keyring keyringState: KeyringState, at now: Date) {
+        let machine = account.machine
+        let configuration = account.configuration
+        let message: String?
+        if case .backingOff(let until, let attempt) = machine.phase {
+            message = "refresh failed \(attempt + 1) time(s) in a row; next try at \(Timestamp.format(until))"
+        } else {
+            message = machine.phaseError?.message
+        }
+        self.init(
+            name: name, provider: configuration.kind, state: machine.stateName(at: now), keyring: keyringState, at: now,
+            expiresAt: machine.tokens?.token(configuration.defaultTokenKind)?.expiresAt ?? machine.tokens?.expiresAt,
+            lastRefresh: machine.lastRefresh,
+            // A wake already due shows as now: the refresh is about to start, not in the past.
+            nextRefresh: machine.nextWake.map { max($0, now) },
+            lastError: machine.lastError, message: message, unsaved: account.unsaved,
+            gitHosts: configuration.gitHosts, gitUsername: configuration.gitUsername)
+        registryHosts = configuration.registryHosts
+        registryUsername = configuration.registryUsername
+    }
 }

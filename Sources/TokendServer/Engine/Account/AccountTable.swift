@@ -1,4 +1,5 @@
 import TokendCore
+import TokendKeyring
 
 /// Everything the engine keeps per account name, in one collection: each configured account's
 /// `Account`, and the session set aside for a name that must still reach the keyring (an
@@ -8,7 +9,7 @@ import TokendCore
 /// token file outlives the session it came from.
 struct AccountTable {
     struct Entry {
-        var account: AccountEngine.Account?
+        var account: AccountState?
         /// A session no configured account holds that the keyring has not taken yet: written
         /// before the account's next read, or by the keyring poll once the account is gone.
         var setAside: TokenSet?
@@ -28,7 +29,7 @@ struct AccountTable {
         self.files = files
     }
 
-    subscript(name: String) -> AccountEngine.Account? {
+    subscript(name: String) -> AccountState? {
         get { entries[name]?.account }
         set {
             var entry = entries[name] ?? Entry()
@@ -69,11 +70,15 @@ struct AccountTable {
         entries.compactMap { $0.value.account == nil && $0.value.setAside != nil ? $0.key : nil }.sorted()
     }
 
-    @discardableResult
-    mutating func removeValue(forKey name: String) -> AccountEngine.Account? {
-        let old = self[name]
+    /// Removes the account (a reload). A session the keyring has not taken yet (it was locked) is
+    /// set aside and still written: with a provider that rotates, the stored one may be dead
+    /// already. True when it was.
+    mutating func remove(_ name: String) -> Bool {
+        let removed = self[name]
         self[name] = nil
-        return old
+        guard let removed, removed.unsaved, let held = removed.machine.tokens else { return false }
+        self[setAside: name] = held
+        return true
     }
 
     /// The configured accounts' names, sorted.
@@ -81,11 +86,27 @@ struct AccountTable {
         entries.compactMap { $0.value.account == nil ? nil : $0.key }.sorted()
     }
 
-    var configured: some Sequence<(name: String, account: AccountEngine.Account)> {
+    var configured: some Sequence<(name: String, account: AccountState)> {
         entries.lazy.compactMap { name, entry in entry.account.map { (name: name, account: $0) } }
     }
 
-    private mutating func note(_ old: AccountEngine.Account?, replacedBy new: AccountEngine.Account?) {
+    /// What `status` shows of the accounts `names` (`keyring`: the keyring's mood).
+    func reports(_ names: [String], keyring: KeyringState, at now: Date) -> [AccountReport] {
+        names.compactMap { name in self[name].map { AccountReport($0, named: name, keyring: keyring, at: now) } }
+    }
+
+    /// One line for systemd's STATUS=: "3 accounts: 2 active, 1 needs login; keyring locked".
+    func summary(keyring: KeyringState, configurationBroken: Bool, at now: Date) -> String {
+        let states = census.counts(at: now).sorted { ($0.value, $1.key) > ($1.value, $0.key) }
+            .map { "\($0.value) \($0.key.split(separator: "_").joined(separator: " "))" }
+        var summary = "\(count) account\(count == 1 ? "" : "s")"
+        if !states.isEmpty { summary += ": " + states.joined(separator: ", ") }
+        if configurationBroken { summary += "; configuration broken" }
+        if keyring != .available { summary += "; keyring \(keyring.rawValue)" }
+        return summary
+    }
+
+    private mutating func note(_ old: AccountState?, replacedBy new: AccountState?) {
         if let old {
             census.remove(old.machine)
             count -= 1

@@ -14,7 +14,7 @@ struct AccountChanges: OptionSet, Sendable {
     static let overtaken = AccountChanges(rawValue: 1 << 3)
 }
 
-extension AccountEngine.Account {
+extension AccountState {
     /// A ticket for an operation starting now; `userAction` numbers a user action's own.
     func ticket(userAction: UInt64? = nil, narrowedTo scope: TokenScope? = nil, requested: Bool = false) -> AccountTicket {
         AccountTicket(
@@ -38,7 +38,7 @@ extension AccountEngine.Account {
 extension AccountEngine {
     /// The account `name` if none of `voiding` happened since `ticket` was issued: the one check
     /// every asynchronous result passes before it is applied.
-    func account(_ name: String, holding ticket: AccountTicket, unless voiding: AccountChanges) -> Account? {
+    func account(_ name: String, holding ticket: AccountTicket, unless voiding: AccountChanges) -> AccountState? {
         guard let account = accounts[name], account.changes(since: ticket).isDisjoint(with: voiding) else { return nil }
         return account
     }

@@ -1,5 +1,6 @@
 import TokendCore
 import TokendKeyring
+import TokendProviders
 
 /// What happens to an account that the engine hands to the account's own transition: a wish to
 /// refresh, a timer's wake-up, or an answer to an operation the account started (its ticket).
@@ -21,11 +22,13 @@ enum AccountInput: Sendable {
     /// voided it meanwhile, `changes(since:)`), or with nil a new one that takes effect at once.
     /// Nothing refreshes the session before it is stored.
     case sessionGiven(TokenSet, committing: AccountTicket?, at: Date, jitterDraw: Double)
-    /// The keyring answered the write of a session the user gave.
+    /// The keyring answered the write of the held session: one the user gave, or a write-back.
     case sessionStored(TokenSet, Result<Void, KeyringError>)
     /// The session is forgotten, a user action that commits as `sessionGiven`'s does: a logout,
     /// or the user deleted at the provider.
     case sessionForgotten(reason: String, committing: AccountTicket?)
+    /// A reload changed the account's configuration; `provider` is the one made for it.
+    case reconfigured(AccountConfiguration, provider: any TokenProvider)
 }
 
 /// What the engine does after a transition, in the order given. The actor carries these out
@@ -50,6 +53,11 @@ enum AccountEffect: Sendable, Equatable {
     case deleteStored(ifRefreshToken: String)
     /// Tell the keyring's state tracking how an operation went (nil: it succeeded).
     case noteKeyring(failed: KeyringError?)
+    /// Keep `TokenSet` for the keyring under the account's name though no account holds it any
+    /// more: written before the account's next read, or by the keyring poll.
+    case setAside(TokenSet)
+    /// Read the stored session again (the account holds none now).
+    case readStoredSession
     /// Tell the log and watchers.
     case tell(AccountNews)
 }
@@ -73,9 +81,12 @@ enum AccountNews: Sendable, Equatable {
     case storedSessionUnreadable
     /// A keyring read answered after the account's session changed.
     case readOvertaken
+    case reconfigured
+    /// Pointed at another endpoint: the held session is set aside, never sent there.
+    case repointed
 }
 
-extension AccountEngine.Account {
+extension AccountState {
     /// The account's transition: its new state in place, and what the engine must do. Pure: no
     /// clock, no I/O; an input whose ticket some change voided since it was issued changes nothing
     /// (`changes(since:)`), so a stale answer is dropped here and nowhere else.
@@ -128,7 +139,10 @@ extension AccountEngine.Account {
         case .sessionStored(let tokens, let saved):
             let failed = Self.failure(of: saved)
             // Only if nothing newer arrived while the keyring wrote.
-            if machine.tokens == tokens { unsaved = failed != nil }
+            if machine.tokens == tokens {
+                unsaved = failed != nil
+                if failed == nil { writeBackDeferred = false }
+            }
             return [.noteKeyring(failed: failed), .schedule]
         case .sessionForgotten(let reason, let action):
             commit(action)
@@ -136,7 +150,31 @@ extension AccountEngine.Account {
             unsaved = false
             writeBackDeferred = false
             return [.disarm, .wakeWaiters]
+        case .reconfigured(let next, let provider):
+            return reconfigure(next, provider: provider)
         }
+    }
+
+    /// Takes a reload's configuration: tokens minted under the old one are dropped, and a session
+    /// bound to another endpoint is set aside (the keyring keeps it; with a provider that
+    /// rotates, the stored refresh token may be dead already, so an unsaved one is still written).
+    private mutating func reconfigure(_ next: AccountConfiguration, provider: any TokenProvider) -> [AccountEffect] {
+        configuration = next
+        self.provider = provider
+        scopedTokens = ScopedTokenCache()
+        machine.policy = next.policy
+        machine.clearMisconfiguration()
+        var effects: [AccountEffect] = []
+        if let held = machine.tokens, held.endpoint != next.endpoint {
+            machine.setAside(reason: Advice.boundElsewhere(stored: held.endpoint ?? "", account: next))
+            effects.append(.tell(.repointed))
+            if unsaved { effects.append(.setAside(held)) }
+            unsaved = false
+        }
+        effects += [.schedule, .wakeWaiters, .tell(.reconfigured)]
+        // Nothing held (set aside, or never loaded): the stored session may fit the new endpoint.
+        if machine.tokens == nil { effects.append(.readStoredSession) }
+        return effects
     }
 
     /// How a keyring write went, as `.noteKeyring` carries it (nil: it succeeded).
@@ -218,11 +256,28 @@ extension AccountEngine.Account {
         var refusal: TokendError?
     }
 
+    /// OAuth errors that refuse one narrowed grant, not the session or the client: the scope is
+    /// not the grant's (RFC 6749 §5.2) or the audience is not one the provider serves (RFC 8707).
+    static let scopeRefusals: Set<String> = ["invalid_scope", "invalid_target"]
+
+    /// Why a successful narrowed answer is not served: no access token, or a scope wider than
+    /// asked (a provider that ignores `scope` on refresh); nil when it is what was asked.
+    static func refusal(of issued: IssuedTokens, asked scope: TokenScope) -> TokendError? {
+        guard issued.accessToken != nil else {
+            return TokendError(.configError, "the provider answered the grant for \(scope) without an access token")
+        }
+        // RFC 6749 §5.1: an answer without `scope` was granted the scope asked for.
+        guard !scope.scopes.isEmpty, let granted = issued.scopes else { return nil }
+        let wider = Set(granted).subtracting(scope.scopes).sorted()
+        guard !wider.isEmpty else { return nil }
+        return TokendError(.configError, "the provider answered the grant for \(scope) with a wider token (also \"\(wider.joined(separator: " "))\"), which tokend does not hand out: the provider may not narrow scopes on refresh")
+    }
+
     static func grant(_ outcome: RefreshOutcome, narrowedTo scope: TokenScope) -> GrantAnswer? {
         switch outcome {
         case .refreshed(let issued):
-            return GrantAnswer(issued: issued, refusal: AccountEngine.refusal(of: issued, asked: scope))
-        case .misconfigured(let failure) where AccountEngine.scopeRefusals.contains(failure.code):
+            return GrantAnswer(issued: issued, refusal: Self.refusal(of: issued, asked: scope))
+        case .misconfigured(let failure) where Self.scopeRefusals.contains(failure.code):
             let refusal = TokendError(.badRequest, "the provider refuses \(scope) (\(failure.summary)): ask for a scope the session was granted and an audience the provider serves")
             return GrantAnswer(issued: IssuedTokens(), refusal: refusal)
         default:

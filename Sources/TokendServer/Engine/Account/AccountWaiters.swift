@@ -12,6 +12,9 @@ struct AccountWaiters {
 
     private var waiting: [UInt64: Waiter] = [:]
     private var lastID: UInt64 = 0
+    /// Counts every wake: a request that looked in one turn of the actor and waits in a later one
+    /// passes the count it saw, and a change in between ends its wait at once (no lost wake-up).
+    private(set) var changes: UInt64 = 0
 
     /// A number for the next waiter, unique for the engine's life.
     mutating func nextID() -> UInt64 {
@@ -31,12 +34,14 @@ struct AccountWaiters {
     /// Wakes every waiter of `name`. A pass over every waiting request: there are at most as
     /// many as open connections, and most wait on the account that changed.
     mutating func wakeAll(_ name: String) {
+        changes &+= 1
         let ids = waiting.compactMap { $0.value.account == name ? $0.key : nil }
         for id in ids { resume(id) }
     }
 
     /// Wakes every waiter of every account (shutdown).
     mutating func wakeEveryone() {
+        changes &+= 1
         for id in Array(waiting.keys) { resume(id) }
     }
 

@@ -24,8 +24,10 @@ enum Advice {
         return TokendError(.unavailable, "no valid token and the provider is failing (\(reason)); next try at \(Timestamp.format(retryAt))")
     }
 
-    static func noFreshToken(within timeout: Double) -> TokendError {
-        TokendError(.unavailable, "no fresh token within \(Int(saturating: timeout)) s: the refresh is still running; try again")
+    static func noFreshToken(within timeout: Double, scope: TokenScope? = nil) -> TokendError {
+        let seconds = Int(saturating: timeout)
+        guard let scope else { return TokendError(.unavailable, "no fresh token within \(seconds) s: the refresh is still running; try again") }
+        return TokendError(.unavailable, "no token for \(scope) within \(seconds) s: a refresh is still running; try again")
     }
 
     /// A request still waiting when the daemon stops (systemd restarts it, or the user will).
@@ -72,5 +74,10 @@ enum Advice {
         error.message = error.message.replacing(/(tokenctl (?:login|account(?: [a-z-]+){1,2})) ACCOUNT/) { "\($0.1) \(name)" }
             .replacing("[account.NAME.", with: "[account.\(name).")
         return error
+    }
+
+    /// A narrowed token asked for scopes the session never had.
+    static func neverGranted(_ missing: [String], granted: [String], account name: String) -> TokendError {
+        TokendError(.badRequest, "the session of \(name) was never granted \"\(missing.joined(separator: " "))\" (it holds \"\(granted.joined(separator: " "))\"), and a narrowed token cannot be wider: ask for a subset, or add the scope to the account's scopes in config.toml and run: tokenctl login \(name)")
     }
 }

@@ -2,7 +2,8 @@ import Synchronization
 import TokendCore
 import TokendProtocol
 
-/// Fans account events out to `watch` subscribers. A subscriber that does not keep up loses old
+/// Fans events out to `watch` subscribers, hooks and systemd's status line: the wire's `Event`,
+/// the one type an event has from the engine to the socket. A subscriber that does not keep up loses old
 /// events rather than growing the daemon's memory: each stream buffers at most `bufferLimit`.
 public final class EventHub: Sendable {
     /// Events are small and rare (a few per account per hour); 256 covers any burst a slow reader
@@ -11,7 +12,7 @@ public final class EventHub: Sendable {
 
     private struct Subscriber {
         var account: String?
-        var deliver: @Sendable (AccountEvent) -> Void
+        var deliver: @Sendable (Event) -> Void
         var finish: @Sendable () -> Void
     }
 
@@ -21,14 +22,14 @@ public final class EventHub: Sendable {
     public init() {}
 
     /// A stream of events for one account, or all when `account` is nil.
-    public func subscribe(account: String?) -> AsyncStream<AccountEvent> {
+    public func subscribe(account: String?) -> AsyncStream<Event> {
         subscribe(account: account, first: nil) { $0 }
     }
 
     /// A stream that starts with `first` and then carries each event as `wrap` makes it: what a
     /// `watch` connection writes. No task in between, so the subscription ends the moment the
     /// stream is dropped.
-    func subscribe<Element: Sendable>(account: String?, first: Element?, _ wrap: @escaping @Sendable (AccountEvent) -> Element) -> AsyncStream<Element> {
+    func subscribe<Element: Sendable>(account: String?, first: Element?, _ wrap: @escaping @Sendable (Event) -> Element) -> AsyncStream<Element> {
         let id = nextID.add(1, ordering: .relaxed).newValue
         let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(Self.bufferLimit))
         if let first { continuation.yield(first) }
@@ -40,7 +41,7 @@ public final class EventHub: Sendable {
         return stream
     }
 
-    public func publish(_ event: AccountEvent) {
+    public func publish(_ event: Event) {
         let targets = subscribers.withLock { subscribers in
             subscribers.values.filter { $0.account == nil || event.account == nil || $0.account == event.account }.map(\.deliver)
         }
@@ -56,5 +57,19 @@ public final class EventHub: Sendable {
             return subscribers.values.map(\.finish)
         }
         for finish in all { finish() }
+    }
+}
+
+extension Event {
+    /// An event about `account` (nil: about every account, as the keyring's mood) at `at`.
+    init(_ kind: Kind, account: String?, at: Date) {
+        self.init(event: kind, account: account, at: Timestamp.format(at))
+    }
+
+    /// The line `watch` writes: the email only for a client that asked for the profile.
+    func forWatcher(profile: Bool) -> Event {
+        var line = self
+        if !profile { line.email = nil }
+        return line
     }
 }

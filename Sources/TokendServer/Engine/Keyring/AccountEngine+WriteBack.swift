@@ -1,16 +1,11 @@
 import Logging
 import TokendCore
 
-/// Coalesced write-back of ID and access tokens (`WriteBackQueue`, docs/architecture.md
-/// "Keyring write-back"): a refresh that did not rotate the refresh token is served at once, and
-/// its tokens reach the keyring later, one account at a time, paced so that the keyring is never
-/// kept busy by them. Everything that cannot wait — a rotated refresh token, an import, a
-/// login's session — is written at once, as before, and clears the account's
-/// `writeBackDeferred`; its place in the queue is then skipped when its turn comes.
+/// Coalesced write-back of ID and access tokens, paced (`WriteBackQueue`, docs/architecture.md
+/// "Keyring write-back"); a write that cannot wait clears `writeBackDeferred`, and the queue skips it.
 extension AccountEngine {
-    /// At shutdown, deferred write-backs go out for at most this long: a user with a handful of
-    /// accounts keeps every current token, and systemd's stop timeout (90 s) is never at risk
-    /// with thousands of accounts, whose stored refresh tokens are current anyway.
+    /// Deferred write-backs go out at shutdown for at most this long: a handful of accounts keep
+    /// every token, and thousands (whose refresh tokens are stored) never risk systemd's 90 s.
     static let writeBackAtShutdown: Double = 2
 
     func queueWriteBack(_ name: String) {

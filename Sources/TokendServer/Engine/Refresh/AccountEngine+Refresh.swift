@@ -4,28 +4,19 @@ import TokendKeyring
 import TokendProtocol
 
 extension AccountEngine {
-    /// Takes the account's refresh slot and runs a refresh in the background, or with `scope` a
-    /// grant of a token narrowed to it (AccountEngine+ScopedTokens.swift; `requested`: a `token`
-    /// request asked for it now). False when the slot is taken (callers wait for that one) or
-    /// nothing can be refreshed.
-    @discardableResult
-    func startRefresh(_ name: String, force: Bool = false, narrowedTo scope: TokenScope? = nil, requested: Bool = false) -> Bool {
+    /// Takes the account's refresh slot for a refresh, or with `scope` a narrowed grant
+    /// (`requested`: a `token` request asks for it now), unless the slot is taken.
+    func startRefresh(_ name: String, force: Bool = false, narrowedTo scope: TokenScope? = nil, requested: Bool = false) {
         // A refresh the user did not force waits for the promises made on the held token: a
         // provider that revokes on refresh would break them (docs/architecture.md, "Promises").
-        if !force, scope == nil, accounts[name] != nil, heldTokens.claimForRefresh(name, at: clock.now()) != nil {
-            schedule(name)
-            return false
-        }
+        if !force, scope == nil, accounts[name] != nil, heldTokens.claimForRefresh(name, at: clock.now()) != nil { return schedule(name) }
         // A started refresh waits for nothing: its provider call runs in the background.
-        let effects = transition(name, .refreshWanted(force: force, narrowedTo: scope, requested: requested, at: clock.now()))
-        for effect in effects { performAtOnce(effect, for: name) }
-        return !effects.isEmpty
+        for effect in transition(name, .refreshWanted(force: force, narrowedTo: scope, requested: requested, at: clock.now())) { performAtOnce(effect, for: name) }
     }
 
-    /// The provider answered a refresh. The account's transition decides what follows, unless the
-    /// account was removed (or removed and added again) by a reload meanwhile: a rotated refresh
-    /// token may be the only live one then, and still goes to the keyring, unless the stored
-    /// session is no longer the one this refresh started from.
+    /// The provider answered a refresh: the account's transition decides what follows. If a reload
+    /// removed the account meanwhile, a rotated refresh token may be the only live one, and still
+    /// goes to the keyring if the stored session is still the one the refresh started from.
     func finishRefresh(_ name: String, ticket: AccountTicket, outcome: RefreshOutcome, started: AccountMachine) async {
         guard let presented = ticket.refreshToken else { return }
         let now = clock.now()
@@ -39,9 +30,8 @@ extension AccountEngine {
         await apply(.refreshAnswered(ticket, outcome, at: now, jitterDraw: drawJitter()), to: name)
     }
 
-    /// Writes a rotated session whose account is gone, if the keyring still holds the refresh
-    /// token it replaces (a read then a write, both queued in order from this actor). A keyring
-    /// that cannot take it now gets it from the keyring poll.
+    /// Writes a rotated session whose account is gone if the keyring still holds the refresh
+    /// token it replaces; a keyring that cannot take it now gets it from the keyring poll.
     func saveOrphanedRotation(_ tokens: TokenSet, account name: String, replacing old: String) async {
         switch await store.load(account: name) {
         case .success(let stored?) where stored.refreshToken == old:

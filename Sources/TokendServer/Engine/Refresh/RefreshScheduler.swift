@@ -5,7 +5,7 @@ import TokendCore
 /// The machine says when it wants attention (`nextWake`: a proactive refresh, or the end of a
 /// backoff); the scheduler moves a proactive refresh away from seconds other accounts' refreshes
 /// already fill (`RefreshSpreading`) and arms one timer per account on the injected timer
-/// source. Each account's armed `Wake` lives in the account (`AccountEngine.Account.wake`); the
+/// source. Each account's armed `Wake` lives in the account (`AccountState.wake`); the
 /// scheduler keeps only what spans accounts. It never starts a refresh itself: a timer only
 /// calls back into the engine, which asks the wall clock again.
 ///

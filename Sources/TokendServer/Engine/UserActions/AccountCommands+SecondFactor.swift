@@ -6,7 +6,7 @@ import TokendProviders
 /// A second factor (TOTP) for the account's Firebase user (`account` `mfa_enroll`,
 /// `mfa_remove`). Firebase answers both with a new session of the same user, which replaces the
 /// held one as a user action (`replaceSession`), announced as `user_changed`.
-extension AccountEngine {
+extension AccountCommands {
     public func startSecondFactorEnrollment(account name: String, timeout: Double) async -> Result<SecondFactorEnrollment, TokendError> {
         switch await managedSession(name, timeout: timeout) {
         case .failure(let error): return .failure(error)
@@ -32,7 +32,7 @@ extension AccountEngine {
     /// A change of the user's factors, made with a current ID token; the session Firebase issues
     /// for it replaces the held one.
     private func changeSecondFactors(
-        _ name: String, timeout: Double, reason: String, _ change: (any AccountManaging, String) async -> Result<SignedIn, LoginFailure>
+        _ name: String, timeout: Double, reason: String, _ change: @Sendable (any AccountManaging, String) async -> Result<SignedIn, LoginFailure>
     ) async -> Result<LoginSummary, TokendError> {
         let (manager, idToken): (any AccountManaging, String)
         switch await managedSession(name, timeout: timeout) {

@@ -31,7 +31,7 @@ extension LoginFailure {
     var tokendError: TokendError { TokendError(kind.errorCode, "\(code): \(message)") }
 }
 
-extension AccountEngine {
+extension AccountCommands {
     /// A provider that has not finished (nor failed) this long after the login's own timeout
     /// is stuck: the engine gives up so the account's login slot is not held forever.
     static let loginGrace: Double = SharedDefaults.loginGrace
@@ -44,32 +44,42 @@ extension AccountEngine {
         account name: String, _ request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void,
         announce kind: Event.Kind = .signedIn, reason: String? = nil
     ) async -> Result<LoginSummary, TokendError> {
-        guard var account = accounts[name] else { return .failure(missingAccount(name)) }
-        let offered = account.configuration.provider.base.descriptor.loginMethods
+        let configuration: AccountConfiguration
+        switch await engine.provider(of: name) {
+        case .failure(let error): return .failure(error)
+        case .success(let found): configuration = found.0
+        }
+        let offered = configuration.provider.base.descriptor.loginMethods
         guard offered.contains(request.method) else {
-            let kind = account.configuration.kind.rawValue
+            let kind = configuration.kind.rawValue
             return .failure(TokendError(
                 .badRequest, "\(name) is a \(kind) account, which signs in with method \(offered.map(\.rawValue).joined(separator: " or ")), not \(request.method.rawValue) (see tokenctl login --help)"))
         }
+        // One interactive login at a time: the user answers one browser or device prompt.
         let interactive = request.method.isInteractive
-        if interactive {
-            guard !account.interactiveLogin else {
-                return .failure(TokendError(
-                    .unavailable,
-                    "a login for \(name) is already waiting for the user; finish or cancel it (Ctrl-C in its tokenctl) first"))
-            }
-            account.interactiveLogin = true
+        let ticket: AccountTicket
+        switch await engine.issueUserAction(name, interactive: interactive) {
+        case .failure(let error): return .failure(error)
+        case .success(let issued): ticket = issued
         }
-        account.issuedUserActions += 1
-        let ticket = account.ticket(userAction: account.issuedUserActions)
-        accounts[name] = account
-        defer { if interactive { accounts[name]?.interactiveLogin = false } }
+        let result = await signIn(name, request, ticket: ticket, progress: progress, announce: kind, reason: reason)
+        await engine.userActionEnded(name, ticket, interactive: interactive)
+        return result
+    }
 
-        let provider = account.provider
+    private func signIn(
+        _ name: String, _ request: LoginRequest, ticket: AccountTicket, progress: @escaping @Sendable (LoginStep) -> Void,
+        announce kind: Event.Kind, reason: String?
+    ) async -> Result<LoginSummary, TokendError> {
+        let provider: any TokenProvider
+        switch await engine.provider(of: name) {
+        case .failure(let error): return .failure(error)
+        case .success(let found): provider = found.1
+        }
         let start = clock.now()
         logger.info("login started", metadata: ["account": "\(name)", "method": "\(request.method.rawValue)"])
         let signedIn: SignedIn
-        switch await Self.runFlow(provider, request, until: clock.now().addingTimeInterval(request.timeout + Self.loginGrace), on: timers, progress: progress) {
+        switch await Self.runFlow(provider, request, until: clock.now().addingTimeInterval(request.timeout + Self.loginGrace), on: engine.timers, progress: progress) {
         case .success(let done):
             signedIn = done
         case .failure(let failure):
@@ -79,20 +89,17 @@ extension AccountEngine {
         guard let refreshToken = signedIn.tokens.refreshToken, !refreshToken.isEmpty else {
             return .failure(TokendError(.internal, "the provider signed the user in but issued no refresh token; tokend cannot keep such a session"))
         }
-        // Lifetimes count from the start of the login: never longer than the truth.
         if !signedIn.narrowedScopes.isEmpty {
             // The session works, but with less than the account asked for: worth a line.
             logger.warning("the provider granted fewer scopes than asked", metadata: [
                 "account": "\(name)", "not_granted": "\(signedIn.narrowedScopes.joined(separator: " "))",
             ])
         }
+        // Lifetimes count from the start of the login: never longer than the truth.
         var tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
         tokens.scopes = signedIn.grantedScopes
-        return await installLogin(
-            name, tokens, ticket: ticket, signInProvider: signedIn.signInProvider, provider: provider, announce: kind,
-            reason: reason)
+        return await installSignIn(name, tokens, ticket: ticket, signInProvider: signedIn.signInProvider, provider: provider, announce: kind, reason: reason)
     }
-
     /// The provider's flow, bounded by `deadline` (the request's timeout plus `loginGrace`).
     static func runFlow(
         _ provider: any TokenProvider, _ request: LoginRequest, until deadline: Date, on timers: any TimerSource,
@@ -125,48 +132,42 @@ extension AccountEngine {
         }
     }
 
-    /// Replaces the account's session with a login's, unless a newer user action has already
-    /// taken effect (then the login's session is dropped, and revoked where the provider can).
-    func installLogin(
+    /// Replaces the account's session with a sign-in's, unless a newer user action has already
+    /// taken effect (then the sign-in's session is dropped, and revoked where the provider can).
+    func installSignIn(
         _ name: String, _ tokens: TokenSet, ticket: AccountTicket, signInProvider: String?, provider: any TokenProvider,
-        announce kind: Event.Kind = .signedIn, reason: String? = nil
+        announce kind: Event.Kind, reason: String?
     ) async -> Result<LoginSummary, TokendError> {
-        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
-        let changes = account.changes(since: ticket)
-        // The session belongs to the endpoint that issued it: a reload that removed the account
-        // or pointed it elsewhere meanwhile makes it unusable here.
-        guard changes.isDisjoint(with: [.removed, .repointed]) else {
+        let previous: TokenSet?, installed: TokenSet, stored: Bool
+        switch await engine.commitSession(name, tokens, committing: ticket) {
+        case .missing:
+            return .failure(await engine.missingAccount(name))
+        case .configurationChanged:
             logger.notice("a login finished after the account's configuration changed; its session is dropped", metadata: ["account": "\(name)"])
             return .failure(TokendError(.configError, "\(name)'s configuration changed while this sign-in ran, so its session was not kept; run tokenctl login \(name) again"))
-        }
-        var tokens = tokens
-        tokens.endpoint = ticket.endpoint
-        guard !changes.contains(.overtaken) else {
+        case .overtaken:
             logger.notice("a login finished after a newer command changed the account; its session is dropped", metadata: ["account": "\(name)"])
             _ = await provider.revoke(refreshToken: tokens.refreshToken)
             return .failure(TokendError(
                 .unavailable, "a newer command changed \(name) while this sign-in ran, so its session was not kept; see tokenctl status \(name)"))
+        case .installed(let replaced, let session, let written, _):
+            (previous, installed, stored) = (replaced, session, written)
         }
-        let previous = account.machine.tokens
-        await apply(.sessionGiven(tokens, committing: ticket, at: clock.now(), jitterDraw: drawJitter()), to: name)
-        let saved = await store.save(tokens, account: name)
-        await apply(.sessionStored(tokens, saved), to: name)
-        let stored = (try? saved.get()) != nil
-        var event = AccountEvent(kind, account: name, at: clock.now())
+        var event = Event(kind, account: name, at: clock.now())
         event.signInProvider = signInProvider
         event.reason = reason
-        event.expiresAt = tokens.expiresAt
-        event.email = tokens.idToken.flatMap { JWTClaims(token: $0)?.email }
-        let replacedOtherUser = Self.differentUsers(previous, tokens)
-        event.replacedOtherUser = replacedOtherUser
+        event.expiresAt = installed.expiresAt.map(Timestamp.format)
+        event.email = installed.idToken.flatMap { JWTClaims(token: $0)?.email }
+        let replacedOtherUser = Self.differentUsers(previous, installed)
+        event.replacedOtherUser = replacedOtherUser ? true : nil
         if replacedOtherUser { logger.notice("the login replaced another user's session", metadata: ["account": "\(name)"]) }
-        hub.publish(event)
+        narrator.hub.publish(event)
         logger.info("signed in", metadata: ["account": "\(name)", "provider": "\(signInProvider ?? "-")", "stored": "\(stored)"])
         // Only once the new session is safely stored may the old one stop working.
-        if stored, let previous, previous.refreshToken != tokens.refreshToken {
-            await revokeReplaced(previous.refreshToken, of: name, provider: provider)
+        if stored, let previous, previous.refreshToken != installed.refreshToken {
+            narrator.revocation(await provider.revoke(refreshToken: previous.refreshToken), of: name, replaced: true)
         }
-        return .success(LoginSummary(expiresAt: tokens.expiresAt, signInProvider: signInProvider, replacedOtherUser: replacedOtherUser))
+        return .success(LoginSummary(expiresAt: installed.expiresAt, signInProvider: signInProvider, replacedOtherUser: replacedOtherUser))
     }
 
     /// Whether two sessions are known to belong to different users: both ID tokens name a
@@ -176,17 +177,5 @@ extension AccountEngine {
             let after = next.idToken.flatMap({ JWTClaims(token: $0)?.subject })
         else { return false }
         return before != after
-    }
-
-    func revokeReplaced(_ refreshToken: String, of name: String, provider: any TokenProvider) async {
-        switch await provider.revoke(refreshToken: refreshToken) {
-        case .revoked:
-            logger.info("the replaced session was revoked at the provider", metadata: ["account": "\(name)"])
-        case .unsupported(let why):
-            logger.debug("the replaced session could not be revoked", metadata: ["account": "\(name)", "why": "\(why)"])
-        case .failed(let failure):
-            logger.warning(
-                "revoking the replaced session failed", metadata: ["account": "\(name)", "code": "\(failure.code)", "error": "\(failure.message)"])
-        }
     }
 }

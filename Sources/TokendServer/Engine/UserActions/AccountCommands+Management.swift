@@ -7,24 +7,25 @@ import TokendProviders
 /// Firebase account management (the `account` op): every call uses the session's current ID
 /// token (refreshed first when it is about to expire); upgrade and delete are user actions,
 /// ordered with logins, imports and logouts.
-extension AccountEngine {
+extension AccountCommands {
     /// An ID token used for a management call must outlive the call: 30 s covers the request
     /// and a retry of it. Tokens that live shorter than three times that (an emulator's, a
     /// test's) are asked to outlive a third of their life instead, or no call could ever be made.
     static let managementMinValid: Double = 30
 
     /// The account's provider when it manages users, else why not.
-    func manager(_ name: String) -> Result<any AccountManaging, TokendError> {
-        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
-        guard let manager = account.provider as? any AccountManaging else {
-            return .failure(TokendError(.badRequest, "\(name) is a \(account.configuration.kind.rawValue) account; account management is for Firebase accounts"))
+    func manager(_ name: String) async -> Result<any AccountManaging, TokendError> {
+        await engine.provider(of: name).flatMap { configuration, provider in
+            guard let manager = provider as? any AccountManaging else {
+                return .failure(TokendError(.badRequest, "\(name) is a \(configuration.kind.rawValue) account; account management is for Firebase accounts"))
+            }
+            return .success(manager)
         }
-        return .success(manager)
     }
 
     /// A current ID token, or the error that says to sign in.
     func managementToken(_ name: String, timeout: Double) async -> Result<String, TokendError> {
-        let held = accounts[name]?.machine.tokens
+        let held = await engine.session(of: name)
         let lifetime = held.flatMap { tokens in tokens.idTokenExpiresAt.flatMap { expiry in tokens.issuedAt.map { expiry.timeIntervalSince($0) } } }
         let minValid = min(Self.managementMinValid, (lifetime ?? .infinity) / 3)
         return await token(account: name, kind: .id, minValid: minValid, timeout: timeout).map(\.token)
@@ -32,7 +33,7 @@ extension AccountEngine {
 
     /// The provider that manages the account's user, and a current ID token to call it with.
     func managedSession(_ name: String, timeout: Double) async -> Result<(any AccountManaging, String), TokendError> {
-        switch manager(name) {
+        switch await manager(name) {
         case .failure(let error): return .failure(error)
         case .success(let manager): return await managementToken(name, timeout: timeout).map { (manager, $0) }
         }
@@ -62,11 +63,11 @@ extension AccountEngine {
     /// Sends a password-reset email to `email`, else to the session's address. Needs no session.
     public func sendPasswordReset(account name: String, email: String?) async -> Result<String, TokendError> {
         let manager: any AccountManaging
-        switch self.manager(name) {
+        switch await self.manager(name) {
         case .failure(let error): return .failure(error)
         case .success(let found): manager = found
         }
-        let held = accounts[name]?.machine.tokens?.idToken.flatMap { FirebaseClaims(token: $0)?.email }
+        let held = await engine.session(of: name)?.idToken.flatMap { FirebaseClaims(token: $0)?.email }
         guard let address = email ?? held, !address.isEmpty else {
             return .failure(TokendError(.badRequest, "\(name) holds no session with an email address; name one: tokenctl account reset-password \(name) --email ADDRESS"))
         }
@@ -93,18 +94,29 @@ extension AccountEngine {
     /// factor enrolled or removed) issued, as a user action: the same user (uid) or nothing, and
     /// announced as `user_changed` with `reason`.
     func replaceSession(
-        _ name: String, reason: String, next: String, _ change: () async -> Result<SignedIn, LoginFailure>
+        _ name: String, reason: String, next: String, _ change: @Sendable () async -> Result<SignedIn, LoginFailure>
     ) async -> Result<LoginSummary, TokendError> {
-        guard var account = accounts[name] else { return .failure(missingAccount(name)) }
-        account.issuedUserActions += 1
-        account.passwordChangesInFlight += 1
-        let ticket = account.ticket(userAction: account.issuedUserActions)
-        accounts[name] = account
         // Until the new session is installed (or the change failed), a refresh refused with the
-        // old token is not taken as the end of the session (see `passwordChangesInFlight`):
+        // old token is not taken as the end of the session (`passwordChangesInFlight`):
         // Firebase revokes the older sessions of a user whose password or factors change.
-        defer {
-            if self.account(name, holding: ticket, unless: .removed) != nil { accounts[name]?.passwordChangesInFlight -= 1 }
+        let ticket: AccountTicket
+        switch await engine.issueUserAction(name, changingPassword: true) {
+        case .failure(let error): return .failure(error)
+        case .success(let issued): ticket = issued
+        }
+        let result = await replaceSession(name, ticket: ticket, reason: reason, next: next, change)
+        await engine.userActionEnded(name, ticket, changingPassword: true)
+        return result
+    }
+
+    private func replaceSession(
+        _ name: String, ticket: AccountTicket, reason: String, next: String, _ change: @Sendable () async -> Result<SignedIn, LoginFailure>
+    ) async -> Result<LoginSummary, TokendError> {
+        let held = await engine.session(of: name)
+        let provider: any TokenProvider
+        switch await engine.provider(of: name) {
+        case .failure(let error): return .failure(error)
+        case .success(let found): provider = found.1
         }
         let start = clock.now()
         let signedIn: SignedIn
@@ -116,12 +128,11 @@ extension AccountEngine {
             return .failure(TokendError(.internal, "the provider changed the user but issued no refresh token; sign in again: \(next)"))
         }
         let tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
-        if Self.differentUsers(account.machine.tokens, tokens) {
+        if Self.differentUsers(held, tokens) {
             return .failure(TokendError(.internal, "the provider answered with another user's session, which was not kept; sign in again: \(next)"))
         }
-        return await installLogin(
-            name, tokens, ticket: ticket, signInProvider: signedIn.signInProvider, provider: account.provider,
-            announce: .userChanged, reason: reason)
+        return await installSignIn(
+            name, tokens, ticket: ticket, signInProvider: signedIn.signInProvider, provider: provider, announce: .userChanged, reason: reason)
     }
 
     /// Links a sign-in at an identity provider to the account's anonymous user (same uid),
@@ -129,7 +140,7 @@ extension AccountEngine {
     public func upgradeWithIdentityProvider(
         account name: String, _ identityProvider: String, device: Bool, timeout: Double, progress: @escaping @Sendable (LoginStep) -> Void
     ) async -> Result<LoginSummary, TokendError> {
-        if case .failure(let error) = manager(name) { return .failure(error) }
+        if case .failure(let error) = await manager(name) { return .failure(error) }
         let idToken: String
         switch await managementToken(name, timeout: Command.defaultTimeout) {
         case .failure(let error): return .failure(error)
@@ -152,9 +163,9 @@ extension AccountEngine {
     }
 
     /// What `delete` would remove, for a refusal without confirmation.
-    public func describeDeletion(account name: String) -> Result<String, TokendError> {
-        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
-        guard let tokens = account.machine.tokens else {
+    public func describeDeletion(account name: String) async -> Result<String, TokendError> {
+        if case .failure(let error) = await engine.provider(of: name) { return .failure(error) }
+        guard let tokens = await engine.session(of: name) else {
             return .failure(TokendError(.needsLogin, "\(name) holds no session, so there is no user to delete; sign in first: tokenctl login \(name)"))
         }
         let claims = tokens.idToken.flatMap { FirebaseClaims(token: $0) }
@@ -175,21 +186,21 @@ extension AccountEngine {
         case .failure(let error): return .failure(error)
         case .success(let session): (manager, idToken) = session
         }
-        guard var account = accounts[name] else { return .failure(missingAccount(name)) }
-        account.issuedUserActions += 1
-        let ticket = account.ticket(userAction: account.issuedUserActions)
-        accounts[name] = account
+        let ticket: AccountTicket
+        switch await engine.issueUserAction(name) {
+        case .failure(let error): return .failure(error)
+        case .success(let issued): ticket = issued
+        }
         if case .failure(let failure) = await manager.deleteUser(idToken: idToken) {
             return .failure(Advice.management(failure, account: name))
         }
         logger.info("user deleted at the provider", metadata: ["account": "\(name)"])
-        guard let current = self.account(name, holding: ticket, unless: .overtaken) else {
+        let deleted = await engine.forgetSession(name, committing: ticket, reason: "the user was deleted; sign in again: tokenctl login \(name)")
+        guard !deleted.superseded else {
             logger.notice("a newer session arrived while the user was deleted; it is kept", metadata: ["account": "\(name)"])
             return .success(())
         }
-        let deleted = await forgetSession(
-            name, session: current.machine.tokens?.refreshToken, committing: ticket, reason: "the user was deleted; sign in again: tokenctl login \(name)")
-        publishSignedOut(name, reason: "deleted")
+        narrator.publishSignedOut(name, reason: "deleted")
         return deleted.result.mapError { Advice.deletedNotForgotten($0, account: name) }
     }
 }

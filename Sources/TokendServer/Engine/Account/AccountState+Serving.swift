@@ -1,0 +1,110 @@
+import TokendCore
+
+/// A token handed to a caller.
+public struct TokenGrant: Sendable, Equatable {
+    public var token: String
+    public var kind: TokenKind
+    public var expiresAt: Date
+}
+
+/// One `token` request as the account sees it each time it looks again.
+struct TokenWanted {
+    var kind: TokenKind
+    /// Nil: the account's own token; else an access token narrowed to it (docs/architecture.md
+    /// "Scoped tokens"), minted by a refresh grant that takes the account's refresh slot.
+    var scope: TokenScope?
+    var minValid: Double
+    var start: Date
+    var timeout: Double
+    var deadline: Date { start.addingTimeInterval(timeout) }
+    /// A refusal for the API key's restrictions is retried once per request (`serve`).
+    var triedBlockedKey = false
+}
+
+/// What a `token` request does next (`AccountState.serve`).
+enum Serving: Equatable {
+    /// Answer with `grant`; `promise`: until when the held token is promised to this caller
+    /// (docs/architecture.md, "Promises"); `reschedule`: the account's timer now has more to do.
+    case grant(TokenGrant, promise: Date?, reschedule: Bool)
+    case fail(TokendError)
+    /// Start a refresh (`force`: also during a misconfiguration), then look again on a change.
+    case refresh(force: Bool)
+    /// Look again when the account changes.
+    case wait
+    /// Wait for a change until then, and look again (the engine's answer to `.wait`).
+    case waitForChange(until: Date)
+}
+
+extension AccountState {
+    /// Why `wanted` can never be served by this account, if it cannot.
+    func refusal(of wanted: TokenWanted) -> TokendError? {
+        guard wanted.scope != nil else { return nil }
+        guard configuration.provider.base.descriptor.capabilities.contains(.scopedTokens) else {
+            return TokendError(.badRequest, "\(configuration.kind.rawValue) accounts cannot narrow a token to a scope or an audience: ask without them")
+        }
+        guard wanted.kind == .access else {
+            return TokendError(.badRequest, "scope and audience narrow access tokens, not ID tokens: ask for kind access, or without scope and audience")
+        }
+        return nil
+    }
+
+    /// What `wanted` gets now: a token valid for at least `minValid` seconds (never an expired
+    /// one, never one wider than asked), a refusal, a refresh to start, or a wait.
+    mutating func serve(_ wanted: inout TokenWanted, at now: Date) -> Serving {
+        if let scope = wanted.scope { return serve(narrowedTo: scope, wanted, at: now) }
+        switch machine.serve(wanted.kind, minValid: wanted.minValid, at: now, requestStart: wanted.start) {
+        case .token(let token, let expiresAt):
+            return .grant(TokenGrant(token: token, kind: wanted.kind, expiresAt: expiresAt), promise: now.addingTimeInterval(max(0, wanted.minValid)), reschedule: false)
+        case .refuse where !wanted.triedBlockedKey && isBlockedByKeyRestriction:
+            // The key is fixed in the Cloud console, which tokend cannot see: each request
+            // that needs a new token tries once, so the held session serves again unasked.
+            wanted.triedBlockedKey = true
+            return .refresh(force: true)
+        case .refuse(let error):
+            return restoring && now < wanted.deadline ? .wait : .fail(error)
+        case .refresh:
+            return .refresh(force: false)
+        case .wait:
+            guard let (token, expiresAt) = machine.heldDespiteRefresh(wanted.kind, minValid: wanted.minValid, at: now, deadline: wanted.deadline) else { return .wait }
+            return .grant(TokenGrant(token: token, kind: wanted.kind, expiresAt: expiresAt), promise: nil, reschedule: false)
+        case .retryAt(let retryAt):
+            return waitForRetry(at: retryAt, wanted, now: now)
+        }
+    }
+
+    /// A narrowed token from the cache, else a grant to start (or wait for) with the account's
+    /// refresh token; refusals of this scope are remembered for the requests already waiting.
+    private mutating func serve(narrowedTo scope: TokenScope, _ wanted: TokenWanted, at now: Date) -> Serving {
+        let generation = machine.generation
+        if let granted = machine.tokens?.scopes {
+            let missing = scope.notGranted(by: granted)
+            guard missing.isEmpty else { return .fail(Advice.neverGranted(missing, granted: granted, account: configuration.name)) }
+        }
+        if let entry = scopedTokens.token(for: scope, generation: generation, minValid: wanted.minValid, at: now) {
+            scopedTokens.noteUse(of: scope, at: now)
+            // Its first use since it was minted makes it one the account's timer refreshes.
+            return .grant(TokenGrant(token: entry.token, kind: .access, expiresAt: entry.expiresAt), promise: nil, reschedule: !entry.askedForSinceMinted)
+        }
+        if let refusal = scopedTokens.refusal(of: scope, since: wanted.start) { return .fail(refusal) }
+        if let entry = scopedTokens.entries[scope], entry.generation == generation, entry.issuedAt >= wanted.start {
+            // Minted during this request and still too short-lived for it.
+            let minted = TokenSet(refreshToken: "", accessToken: entry.token, accessTokenExpiresAt: entry.expiresAt)
+            return .fail(AccountMachine.unsatisfiable(kind: .access, minValid: wanted.minValid, tokens: minted, now: now))
+        }
+        switch machine.phase {
+        case .needsLogin, .misconfigured: return .fail(machine.phaseError!)
+        case .awaitingKeyring(let error): return restoring && now < wanted.deadline ? .wait : .fail(error)
+        case .backingOff(let until, _): return waitForRetry(at: until, wanted, now: now)
+        case .idle: return .refresh(force: false)
+        case .refreshing: return .wait  // the account's single flight: this grant starts once it is free
+        }
+    }
+
+    /// During a backoff: a retry that is due starts (e.g. the machine slept through it); one
+    /// past the request's deadline is the answer.
+    private func waitForRetry(at retryAt: Date, _ wanted: TokenWanted, now: Date) -> Serving {
+        if retryAt <= now { return .refresh(force: false) }
+        if retryAt > wanted.deadline { return .fail(Advice.unavailable(lastError: machine.lastError, retryAt: retryAt)) }
+        return .wait
+    }
+}

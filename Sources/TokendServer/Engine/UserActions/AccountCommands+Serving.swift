@@ -1,0 +1,57 @@
+import TokendCore
+
+/// `token` and `refresh`: loops over single looks at the account (`AccountEngine.serve`,
+/// `look`), each one turn of the actor, waiting between them for the account to change.
+extension AccountCommands {
+    /// A token of `kind` valid for at least `minValid` seconds (with `scope`, an access token
+    /// narrowed to it), refreshing and waiting at most `timeout` seconds when none will do.
+    public func token(account name: String, kind: TokenKind?, scope: TokenScope? = nil, minValid: Double, timeout: Double) async -> Result<TokenGrant, TokendError> {
+        var wanted: TokenWanted
+        switch await engine.want(name, kind: kind, scope: scope, minValid: minValid, start: clock.now(), timeout: timeout) {
+        case .failure(let error): return .failure(error)
+        case .success(let request): wanted = request
+        }
+        while true {
+            let (serving, seen): (Serving, UInt64)
+            (serving, wanted, seen) = await engine.serve(name, wanted)
+            switch serving {
+            case .grant(let grant, _, _): return .success(grant)
+            case .fail(let error): return .failure(error)
+            case .waitForChange(let until): await engine.waitForChange(name, until: until, after: seen)
+            case .refresh, .wait: continue
+            }
+        }
+    }
+
+    /// Forces a refresh now (or joins the one in flight) and waits for its outcome; during a
+    /// backoff the answer is `unavailable` with the retry time.
+    public func refresh(account name: String, timeout: Double) async -> Result<Date?, TokendError> {
+        let start = clock.now()
+        let deadline = start.addingTimeInterval(timeout)
+        // A scoped grant holding the refresh slot is not this refresh: its outcome is not ours.
+        _ = await waitWhile(name, until: deadline) { $0.scopedTokens.inFlight != nil }
+        if let refusal = await engine.forceRefresh(name, honouringBackoff: true) { return .failure(refusal) }
+        return await refreshOutcome(name, since: start, deadline: deadline)
+    }
+
+    /// Waits until no refresh is in flight, then reports how the latest one went.
+    func refreshOutcome(_ name: String, since start: Date, deadline: Date) async -> Result<Date?, TokendError> {
+        switch await waitWhile(name, until: deadline, { $0.isRefreshing }) {
+        case nil: return .failure(Advice.shuttingDown)
+        case false?: return .failure(Advice.refreshStillRunning(name))
+        case true?: return await engine.refreshOutcome(name, since: start)
+        }
+    }
+
+    /// Waits while `condition` holds for the account: true once it does not (or the account is
+    /// gone), false if it still does at `deadline`, nil at shutdown.
+    func waitWhile(_ name: String, until deadline: Date, _ condition: @escaping @Sendable (AccountState) -> Bool) async -> Bool? {
+        while true {
+            let (holds, seen) = await engine.look(name, condition)
+            guard let holds else { return await engine.isShutDown ? nil : true }
+            guard holds else { return true }
+            if clock.now() >= deadline { return false }
+            await engine.waitForChange(name, until: deadline, after: seen)
+        }
+    }
+}
