@@ -1,8 +1,6 @@
 import Foundation
+import HummingbirdCore
 import NIOConcurrencyHelpers
-import NIOCore
-import NIOHTTP1
-import NIOPosix
 
 /// A small OAuth 2.0 / OpenID Connect server on 127.0.0.1 for what oidc-provider-mock lacks: a
 /// revocation endpoint that records the client authentication it got, the device grant with every
@@ -80,37 +78,23 @@ public final class FakeOIDC: Sendable {
         var counter = 0
     }
 
-    public let port: Int
-    private let channel: any Channel
-    private let state: NIOLockedValueBox<State>
+    private let server = StandInServer()
+    private let state = NIOLockedValueBox(State())
 
+    /// The port the kernel picked.
+    public var port: Int { server.port }
     public var issuer: String { "http://127.0.0.1:\(port)" }
 
-    private init(port: Int, channel: any Channel, state: NIOLockedValueBox<State>) {
-        self.port = port
-        self.channel = channel
-        self.state = state
-    }
+    private init() {}
 
     public static func start() async throws -> FakeOIDC {
-        let state = NIOLockedValueBox(State())
-        let portBox = NIOLockedValueBox(0)
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { child in
-                child.eventLoop.makeCompletedFuture {
-                    try child.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try child.pipeline.syncOperations.addHandler(FakeOIDCHandler(state: state, port: portBox))
-                }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress?.port ?? 0
-        portBox.withLockedValue { $0 = port }
-        return FakeOIDC(port: port, channel: channel, state: state)
+        let fake = FakeOIDC()
+        try await fake.server.start { request, body in await fake.answer(request, body) }
+        return fake
     }
 
     public func shutdown() async {
-        try? await channel.close()
+        await server.shutdown()
     }
 
     public var requests: [Request] { state.withLockedValue { $0.requests } }
@@ -138,52 +122,20 @@ public final class FakeOIDC: Sendable {
     public var refreshGrants: [Request] { requests.filter { $0.path == "/token" && $0.form["grant_type"] == "refresh_token" } }
 }
 
-private final class FakeOIDCHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    let state: NIOLockedValueBox<FakeOIDC.State>
-    let port: NIOLockedValueBox<Int>
-    var head: HTTPRequestHead?
-    var body = ByteBuffer()
-
-    init(state: NIOLockedValueBox<FakeOIDC.State>, port: NIOLockedValueBox<Int>) {
-        self.state = state
-        self.port = port
+extension FakeOIDC {
+    /// One request, as the stand-in server hands it over: recorded, then answered (after the
+    /// answer's `delay`, a slow provider) with the JSON body and headers scripted or routed.
+    func answer(_ request: HummingbirdCore.Request, _ body: [UInt8]) async -> Reply {
+        let recorded = Request(
+            method: request.method.rawValue, path: String(request.uri.path), authorization: request.headers[.authorization],
+            form: FormEncoding.decode(Substring(decoding: body, as: UTF8.self)))
+        let answer = route(recorded)
+        if answer.delay > 0 { try? await Task.sleep(for: .seconds(answer.delay)) }
+        return Reply(status: answer.status, contentType: "application/json", extraHeaders: answer.headers, body: Array(answer.body.utf8))
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            self.head = head
-            body.clear()
-        case .body(var chunk):
-            body.writeBuffer(&chunk)
-        case .end:
-            guard let head else { return }
-            let text = body.readString(length: body.readableBytes) ?? ""
-            let request = FakeOIDC.Request(
-                method: head.method.rawValue, path: String(head.uri.prefix { $0 != "?" }),
-                authorization: head.headers.first(name: "authorization"), form: FormEncoding.decode(Substring(text)))
-            let answer = route(request)
-            var headers = HTTPHeaders()
-            headers.add(name: "Content-Type", value: "application/json")
-            headers.add(name: "Content-Length", value: String(answer.body.utf8.count))
-            for (name, value) in answer.headers { headers.add(name: name, value: value) }
-            let responseHead = HTTPResponseHead(version: .http1_1, status: .init(statusCode: answer.status), headers: headers)
-            let responseBody = context.channel.allocator.buffer(string: answer.body)
-            let send = { [self] in
-                context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
-                context.write(wrapOutboundOut(.body(.byteBuffer(responseBody))), promise: nil)
-                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            }
-            guard answer.delay > 0 else { return send() }
-            context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(saturating: answer.delay * 1000))) { send() }
-        }
-    }
-
-    func route(_ request: FakeOIDC.Request) -> FakeOIDC.Answer {
-        let base = "http://127.0.0.1:\(port.withLockedValue { $0 })"
+    func route(_ request: Request) -> Answer {
+        let base = issuer
         return state.withLockedValue { state in
             state.requests.append(request)
             if let answer = state.responder?(request, base) { return answer }
@@ -207,7 +159,7 @@ private final class FakeOIDCHandler: ChannelInboundHandler {
                 state.counter += 1
                 return .json(200, ["access_token": "fake-access-\(state.counter)", "expires_in": 3600, "token_type": "Bearer"])
             case "/revoke":
-                return FakeOIDC.Answer(status: 200, body: "")
+                return Answer(status: 200, body: "")
             case "/device":
                 return .json(200, [
                     "device_code": "device-code-1", "user_code": "WDJB-MJHT", "verification_url": base + "/activate", "expires_in": "600", "interval": 1,
@@ -220,7 +172,7 @@ private final class FakeOIDCHandler: ChannelInboundHandler {
 
     /// A refresh grant on a registered session (RFC 6749 §6): `scope` must be within the grant's,
     /// a rotated-away refresh token is dead. The minted token is recorded with what it is for.
-    static func refreshGrant(_ request: FakeOIDC.Request, refreshToken: String, state: inout FakeOIDC.State) -> FakeOIDC.Answer {
+    static func refreshGrant(_ request: Request, refreshToken: String, state: inout State) -> Answer {
         guard let grant = state.grants[refreshToken] else {
             return .json(400, ["error": "invalid_grant", "error_description": "the refresh token is not valid"])
         }
@@ -231,7 +183,7 @@ private final class FakeOIDCHandler: ChannelInboundHandler {
         state.counter += 1
         let accessToken = "fake-access-\(state.counter)"
         let scopes = asked ?? grant.scopes
-        state.minted[accessToken] = FakeOIDC.Minted(
+        state.minted[accessToken] = Minted(
             scopes: scopes, resource: request.form["resource"], audience: request.form["audience"], refreshToken: refreshToken)
         var answer: [String: any Sendable] = ["access_token": accessToken, "expires_in": 3600, "token_type": "Bearer", "scope": scopes.joined(separator: " ")]
         if grant.rotating {

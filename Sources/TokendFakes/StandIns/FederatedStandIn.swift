@@ -341,12 +341,12 @@ struct StandInKey: Sendable {
 final class StandInServer: Sendable {
     private let server = NIOLockedValueBox<FakeHTTPServer?>(nil)
 
-    func start(_ answer: @escaping @Sendable (HummingbirdCore.Request, [UInt8]) -> Reply) async throws {
+    func start(_ answer: @escaping @Sendable (HummingbirdCore.Request, [UInt8]) async -> Reply) async throws {
         let started = try await FakeHTTPServer.start(host: "127.0.0.1", port: 0) { request, writer, _ in
             var request = request
             // A stand-in's requests are a form or a query: 64 KiB is far more than any.
             let body = try await request.collectBody(upTo: 1 << 16)
-            let reply = answer(request, Array(buffer: body))
+            let reply = await answer(request, Array(buffer: body))
             var head = try await writer.writeHead(FakeFirebaseResponder.head(of: reply, closing: false))
             try await head.write(ByteBuffer(bytes: reply.body))
             try await head.finish(nil)
