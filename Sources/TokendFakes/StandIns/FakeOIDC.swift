@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdCore
 import NIOConcurrencyHelpers
+import TokendCore
 
 /// A small OAuth 2.0 / OpenID Connect server on 127.0.0.1 for what oidc-provider-mock lacks: a
 /// revocation endpoint that records the client authentication it got, the device grant with every
@@ -130,7 +131,7 @@ extension FakeOIDC {
             method: request.method.rawValue, path: String(request.uri.path), authorization: request.headers[.authorization],
             form: FormEncoding.decode(Substring(decoding: body, as: UTF8.self)))
         let answer = route(recorded)
-        if answer.delay > 0 { try? await Task.sleep(for: .seconds(answer.delay)) }
+        if answer.delay > 0 { try? await Task.sleep(for: .milliseconds(Int64(saturating: answer.delay * 1000))) }
         return Reply(status: answer.status, contentType: "application/json", extraHeaders: answer.headers, body: Array(answer.body.utf8))
     }
 

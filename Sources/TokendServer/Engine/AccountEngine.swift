@@ -104,8 +104,8 @@ public actor AccountEngine {
         return account.refusal(of: wanted).map { .failure($0) } ?? .success(wanted)
     }
 
-    /// One look at a `token` request: the answer, or `.wait(until:)` with the change count to
-    /// wait past (`waitForChange`). A refresh it needs is started here, in the same turn.
+    /// One look at a `token` request: `.grant`, `.fail`, or `.waitForChange(until:)` with the
+    /// change count to wait past. A refresh it needs is started here, in the same turn.
     func serve(_ name: String, _ wanted: TokenWanted) -> (Serving, TokenWanted, seen: UInt64) {
         var wanted = wanted
         let now = clock.now()
@@ -156,11 +156,11 @@ public actor AccountEngine {
 
     /// Suspends until the account's state changes or the deadline passes; at once if anything
     /// changed since the count `seen` (a look taken in an earlier turn of the actor).
-    func waitForChange(_ name: String, until deadline: Date, after seen: UInt64? = nil) async {
+    func waitForChange(_ name: String, until deadline: Date, after seen: UInt64) async {
         let id = waiters.nextID()
         let timeout = timers.schedule(at: deadline, hop { await $0.resumeWaiter(id) })
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            guard accounts[name] != nil, !isShutDown, seen.map({ $0 == waiters.changes }) ?? true else { return continuation.resume() }
+            guard accounts[name] != nil, !isShutDown, seen == waiters.changes else { return continuation.resume() }
             waiters.add(continuation, id: id, account: name)
         }
         timeout.cancel()
