@@ -2,6 +2,7 @@ import Testing
 import TokendCore
 import TokendKeyring
 import TokendProtocol
+import TokendProviders
 @testable import TokendServer
 import TokendFakes
 import TokendTestSupport
@@ -87,6 +88,19 @@ import TokendTestSupport
             #expect(fixture.store.storedTokens(account: "work") == nil, "a slow refresh never resurrects a logged-out session")
             let state = try await fixture.engine.statuses(account: "work").get().first?.state
             #expect(state == "needs_login")
+        }
+    }
+
+    /// A refresh that answers after a reload removed its account: the rotated refresh token is
+    /// the only live one, and still reaches the keyring (KeyringUpkeep.saveOrphanedRotation).
+    @Test func aRotationAnsweredAfterItsAccountWasRemovedIsStillStored() async throws {
+        try await whileARefreshIsInFlight { fixture in
+            let stored = try #require(fixture.store.storedTokens(account: "work"))
+            await fixture.engine.apply(Configuration(accounts: [:]))
+            return try #require(stored.idToken.flatMap { FirebaseClaims(token: $0)?.uid })
+        } then: { fixture, uid in
+            let rotated = try #require(fixture.fake.newestRefreshToken(uid: uid))
+            try await poll("the rotated refresh token reaches the keyring") { fixture.store.storedTokens(account: "work")?.refreshToken == rotated }
         }
     }
 

@@ -65,7 +65,9 @@ extension AccountEngine {
             } else {
                 outcome = await provider.refresh(refreshToken: presented).bounded
             }
-            await self.finishRefresh(name, ticket: ticket, outcome: outcome, started: started)
+            if let orphaned = await self.finishRefresh(name, ticket: ticket, outcome: outcome, started: started) {
+                await self.keyring.saveOrphanedRotation(orphaned, account: name, replacing: presented)
+            }
         }
     }
 }

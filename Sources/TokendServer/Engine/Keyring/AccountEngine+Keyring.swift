@@ -73,6 +73,13 @@ extension AccountEngine {
 
     var setAsideOfRemoved: [String] { accounts.setAsideOfRemoved }
 
+    /// A removed account's session did not reach the keyring: noted, and set aside for the poll
+    /// unless the account is back (its own session is newer).
+    func setAsideIfRemoved(_ name: String, _ tokens: TokenSet, after failure: KeyringError) {
+        _ = noteKeyring(.failure(failure), account: name)
+        if accounts[name] == nil { accounts[setAside: name] = tokens }
+    }
+
     /// Writes the session set aside for `name`, if any, and forgets it once the keyring has it
     /// (unless a newer one was set aside meanwhile). False: it stays for the next read or poll.
     @discardableResult

@@ -35,6 +35,26 @@ public struct KeyringUpkeep: Sendable {
         await engine.apply(.storedSessionRead(ticket, loaded, jitterDraw: engine.drawJitter()), to: name)
     }
 
+    /// Writes a rotated session whose account a reload removed, if the keyring still holds the
+    /// refresh token it replaces; one the keyring cannot take now waits set aside for the poll.
+    func saveOrphanedRotation(_ tokens: TokenSet, account name: String, replacing old: String) async {
+        let failure: KeyringError
+        switch await engine.store.load(account: name) {
+        case .success(let stored?) where stored.refreshToken == old:
+            let saved = await engine.store.save(tokens, account: name)
+            guard case .failure(let error) = saved else {
+                _ = await engine.noteKeyring(saved, account: name)
+                return engine.logger.info("a refresh that finished after its account was removed had its rotated token saved", metadata: ["account": "\(name)"])
+            }
+            failure = error
+        case .success:
+            return  // the keyring holds another session (or none): this one is not the newest
+        case .failure(let error):
+            failure = error
+        }
+        await engine.setAsideIfRemoved(name, tokens, after: failure)
+    }
+
     /// While something waits for the keyring: probe it, and the moment it is usable write back
     /// unsaved sessions and read the ones that could not be read — without waiting for a refresh.
     func poll() async {

@@ -15,38 +15,18 @@ extension AccountEngine {
     }
 
     /// The provider answered a refresh: the account's transition decides what follows. If a reload
-    /// removed the account meanwhile, a rotated refresh token may be the only live one, and still
-    /// goes to the keyring if the stored session is still the one the refresh started from.
-    func finishRefresh(_ name: String, ticket: AccountTicket, outcome: RefreshOutcome, started: AccountMachine) async {
-        guard let presented = ticket.refreshToken else { return }
+    /// removed the account meanwhile, a rotated refresh token may be the only live one: the
+    /// session it makes is returned, for the keyring (`KeyringUpkeep.saveOrphanedRotation`).
+    func finishRefresh(_ name: String, ticket: AccountTicket, outcome: RefreshOutcome, started: AccountMachine) async -> TokenSet? {
+        guard let presented = ticket.refreshToken else { return nil }
         let now = clock.now()
         guard account(name, holding: ticket, unless: .removed) != nil else {
-            guard case .refreshed(let issued) = outcome, let rotated = issued.refreshToken, rotated != presented else { return }
+            guard case .refreshed(let issued) = outcome, let rotated = issued.refreshToken, rotated != presented else { return nil }
             // A narrowed grant rotates only the refresh token: its access token is not the session's.
-            let next = ticket.narrowedTo == nil ? started.tokensAfter(ticket, issued, at: now) : started.tokensAfterRotation(ticket, to: rotated)
-            if let next { await saveOrphanedRotation(next, account: name, replacing: presented) }
-            return
+            return ticket.narrowedTo == nil ? started.tokensAfter(ticket, issued, at: now) : started.tokensAfterRotation(ticket, to: rotated)
         }
         await apply(.refreshAnswered(ticket, outcome, at: now, jitterDraw: drawJitter()), to: name)
-    }
-
-    /// Writes a rotated session whose account is gone if the keyring still holds the refresh
-    /// token it replaces; a keyring that cannot take it now gets it from the keyring poll.
-    func saveOrphanedRotation(_ tokens: TokenSet, account name: String, replacing old: String) async {
-        switch await store.load(account: name) {
-        case .success(let stored?) where stored.refreshToken == old:
-            let saved = await store.save(tokens, account: name)
-            if noteKeyring(saved, account: name) {
-                logger.info("a refresh that finished after its account was removed had its rotated token saved", metadata: ["account": "\(name)"])
-            } else if accounts[name] == nil {
-                accounts[setAside: name] = tokens
-            }
-        case .success:
-            return  // the keyring holds another session (or none): this one is not the newest
-        case .failure(let error):
-            _ = noteKeyring(.failure(error), account: name)
-            if accounts[name] == nil { accounts[setAside: name] = tokens }
-        }
+        return nil
     }
 
     // MARK: - Timers
