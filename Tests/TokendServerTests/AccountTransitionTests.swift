@@ -292,4 +292,25 @@ import TokendTestSupport
         #expect(AccountState.lostScopes(granted: ["openid", "read"], outcome: .refreshed(IssuedTokens())).isEmpty, "an answer without scope keeps it")
         #expect(AccountState.lostScopes(granted: nil, outcome: .refreshed(IssuedTokens(scopes: ["openid"]))).isEmpty)
     }
+
+    /// A reload is an input too: on the same endpoint the session stays and nothing is read again;
+    /// pointed elsewhere, the held session is set aside (it was unsaved: the keyring still gets it),
+    /// never sent there, and the stored one is read again.
+    @Test func aReloadIsAnInput() {
+        let firebase = AccountConfiguration(name: "work", provider: .firebase(apiKey: "k", emulatorHost: nil), refreshBefore: 300)
+        var tokens = TokenSet(refreshToken: "rt-1")
+        tokens.endpoint = firebase.endpoint
+        var same = account(tokens: tokens)
+        let longerMargin = AccountConfiguration(name: "work", provider: .firebase(apiKey: "k", emulatorHost: nil), refreshBefore: 600)
+        #expect(same.apply(.reconfigured(longerMargin, provider: UncalledProvider())) == [.schedule, .wakeWaiters, .tell(.reconfigured)])
+        #expect(same.machine.tokens == tokens && same.configuration == longerMargin)
+
+        var moved = account(tokens: tokens)
+        moved.unsaved = true
+        let emulator = AccountConfiguration(name: "work", provider: .firebase(apiKey: "k", emulatorHost: "127.0.0.1:9099"), refreshBefore: 300)
+        #expect(emulator.endpoint != firebase.endpoint)
+        let effects = moved.apply(.reconfigured(emulator, provider: UncalledProvider()))
+        #expect(effects == [.tell(.repointed), .setAside(tokens), .schedule, .wakeWaiters, .tell(.reconfigured), .readStoredSession])
+        #expect(moved.machine.tokens == nil && !moved.unsaved)
+    }
 }
