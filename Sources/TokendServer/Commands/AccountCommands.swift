@@ -15,6 +15,14 @@ public struct AccountCommands: Sendable {
     var logger: Logger { engine.logger }
 }
 
+/// A user action just issued (`AccountEngine.issueUserAction`): its ticket, the provider it
+/// calls and the session held when it was issued.
+struct IssuedUserAction: Sendable {
+    var ticket: AccountTicket
+    var provider: any TokenProvider
+    var held: TokenSet?
+}
+
 /// How a session the user gave fared (`AccountEngine.commitSession`).
 enum SessionCommit: Sendable {
     /// In place; `stored`: the keyring took it; `backoff`: the provider's rate limit it waits out.

@@ -57,25 +57,21 @@ extension AccountCommands {
         }
         // One interactive login at a time: the user answers one browser or device prompt.
         let interactive = request.method.isInteractive
-        let ticket: AccountTicket
+        let issued: IssuedUserAction
         switch await engine.issueUserAction(name, interactive: interactive) {
         case .failure(let error): return .failure(error)
-        case .success(let issued): ticket = issued
+        case .success(let action): issued = action
         }
-        let result = await signIn(name, request, ticket: ticket, progress: progress, announce: kind, reason: reason)
-        await engine.userActionEnded(name, ticket, interactive: interactive)
+        let result = await signIn(name, request, issued, progress: progress, announce: kind, reason: reason)
+        await engine.userActionEnded(name, issued.ticket, interactive: interactive)
         return result
     }
 
     private func signIn(
-        _ name: String, _ request: LoginRequest, ticket: AccountTicket, progress: @escaping @Sendable (LoginStep) -> Void,
+        _ name: String, _ request: LoginRequest, _ issued: IssuedUserAction, progress: @escaping @Sendable (LoginStep) -> Void,
         announce kind: Event.Kind, reason: String?
     ) async -> Result<LoginSummary, TokendError> {
-        let provider: any TokenProvider
-        switch await engine.provider(of: name) {
-        case .failure(let error): return .failure(error)
-        case .success(let found): provider = found.1
-        }
+        let provider = issued.provider
         let start = clock.now()
         logger.info("login started", metadata: ["account": "\(name)", "method": "\(request.method.rawValue)"])
         let signedIn: SignedIn
@@ -98,7 +94,7 @@ extension AccountCommands {
         // Lifetimes count from the start of the login: never longer than the truth.
         var tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
         tokens.scopes = signedIn.grantedScopes
-        return await installSignIn(name, tokens, ticket: ticket, signInProvider: signedIn.signInProvider, provider: provider, announce: kind, reason: reason)
+        return await installSignIn(name, tokens, ticket: issued.ticket, signInProvider: signedIn.signInProvider, provider: provider, announce: kind, reason: reason)
     }
     /// The provider's flow, bounded by `deadline` (the request's timeout plus `loginGrace`).
     static func runFlow(

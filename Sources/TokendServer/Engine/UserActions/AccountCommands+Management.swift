@@ -99,25 +99,19 @@ extension AccountCommands {
         // Until the new session is installed (or the change failed), a refresh refused with the
         // old token is not taken as the end of the session (`passwordChangesInFlight`):
         // Firebase revokes the older sessions of a user whose password or factors change.
-        let ticket: AccountTicket
+        let issued: IssuedUserAction
         switch await engine.issueUserAction(name, changingPassword: true) {
         case .failure(let error): return .failure(error)
-        case .success(let issued): ticket = issued
+        case .success(let action): issued = action
         }
-        let result = await replaceSession(name, ticket: ticket, reason: reason, next: next, change)
-        await engine.userActionEnded(name, ticket, changingPassword: true)
+        let result = await replaceSession(name, issued, reason: reason, next: next, change)
+        await engine.userActionEnded(name, issued.ticket, changingPassword: true)
         return result
     }
 
     private func replaceSession(
-        _ name: String, ticket: AccountTicket, reason: String, next: String, _ change: @Sendable () async -> Result<SignedIn, LoginFailure>
+        _ name: String, _ issued: IssuedUserAction, reason: String, next: String, _ change: @Sendable () async -> Result<SignedIn, LoginFailure>
     ) async -> Result<LoginSummary, TokendError> {
-        let held = await engine.session(of: name)
-        let provider: any TokenProvider
-        switch await engine.provider(of: name) {
-        case .failure(let error): return .failure(error)
-        case .success(let found): provider = found.1
-        }
         let start = clock.now()
         let signedIn: SignedIn
         switch await change() {
@@ -128,11 +122,11 @@ extension AccountCommands {
             return .failure(TokendError(.internal, "the provider changed the user but issued no refresh token; sign in again: \(next)"))
         }
         let tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
-        if Self.differentUsers(held, tokens) {
+        if Self.differentUsers(issued.held, tokens) {
             return .failure(TokendError(.internal, "the provider answered with another user's session, which was not kept; sign in again: \(next)"))
         }
         return await installSignIn(
-            name, tokens, ticket: ticket, signInProvider: signedIn.signInProvider, provider: provider, announce: .userChanged, reason: reason)
+            name, tokens, ticket: issued.ticket, signInProvider: signedIn.signInProvider, provider: issued.provider, announce: .userChanged, reason: reason)
     }
 
     /// Links a sign-in at an identity provider to the account's anonymous user (same uid),
@@ -189,7 +183,7 @@ extension AccountCommands {
         let ticket: AccountTicket
         switch await engine.issueUserAction(name) {
         case .failure(let error): return .failure(error)
-        case .success(let issued): ticket = issued
+        case .success(let issued): ticket = issued.ticket
         }
         if case .failure(let failure) = await manager.deleteUser(idToken: idToken) {
             return .failure(Advice.management(failure, account: name))

@@ -17,9 +17,13 @@ extension AccountEngine {
         accounts[name]?.machine.tokens
     }
 
-    /// Issues a user action on the account (`AccountState.issueUserAction`).
-    func issueUserAction(_ name: String, interactive: Bool = false, changingPassword: Bool = false) -> Result<AccountTicket, TokendError> {
-        accounts[name]?.issueUserAction(interactive: interactive, changingPassword: changingPassword) ?? .failure(missingAccount(name))
+    /// Issues a user action on the account (`AccountState.issueUserAction`), with the provider
+    /// it calls and the session it replaces as they are in this same turn.
+    func issueUserAction(_ name: String, interactive: Bool = false, changingPassword: Bool = false) -> Result<IssuedUserAction, TokendError> {
+        guard var account = accounts[name] else { return .failure(missingAccount(name)) }
+        let issued = account.issueUserAction(interactive: interactive, changingPassword: changingPassword)
+        accounts[name] = account
+        return issued.map { IssuedUserAction(ticket: $0, provider: account.provider, held: account.machine.tokens) }
     }
 
     func userActionEnded(_ name: String, _ ticket: AccountTicket, interactive: Bool = false, changingPassword: Bool = false) {
