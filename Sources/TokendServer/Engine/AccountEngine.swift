@@ -104,37 +104,37 @@ public actor AccountEngine {
         return account.refusal(of: wanted).map { .failure($0) } ?? .success(wanted)
     }
 
-    /// One look at a `token` request: `.grant`, `.fail`, or `.waitForChange(until:)` with the
-    /// change count to wait past. A refresh it needs is started here, in the same turn.
-    func serve(_ name: String, _ wanted: TokenWanted) -> (Serving, TokenWanted, seen: UInt64) {
+    /// One look at a `token` request; a refresh it needs is started here, in the same turn.
+    func serve(_ name: String, _ wanted: TokenWanted) -> (TokenLook, TokenWanted) {
         var wanted = wanted
         let now = clock.now()
-        guard let serving = accounts[name]?.serve(&wanted, at: now) else { return (.fail(missingAccount(name)), wanted, 0) }
+        guard let serving = accounts[name]?.serve(&wanted, at: now) else { return (.answer(.failure(missingAccount(name))), wanted) }
         switch serving {
-        case .grant(_, let promise, let reschedule):
+        case .grant(let grant, let promise, let reschedule):
             if let promise { heldTokens.promise(name, until: promise) }
             if reschedule { schedule(name) }
-            return (serving, wanted, 0)
-        case .fail:
-            return (serving, wanted, 0)
+            return (.answer(.success(grant)), wanted)
+        case .fail(let error):
+            return (.answer(.failure(error)), wanted)
         case .refresh(let force):
             startRefresh(name, force: force, narrowedTo: wanted.scope, requested: wanted.scope != nil)
-        case .wait, .waitForChange:
+        case .wait:
             break
         }
-        if isShutDown { return (.fail(Advice.shuttingDown), wanted, 0) }
-        if now >= wanted.deadline { return (.fail(Advice.noFreshToken(within: wanted.timeout, scope: wanted.scope)), wanted, 0) }
+        if isShutDown { return (.answer(.failure(Advice.shuttingDown)), wanted) }
+        if now >= wanted.deadline { return (.answer(.failure(Advice.noFreshToken(within: wanted.timeout, scope: wanted.scope))), wanted) }
         // A refresh held back by another client's promise may start when that ends.
         // A slow refresh in flight ends the wait for the held token (`heldDespiteRefresh`).
         let patience = accounts[name]?.machine.refreshPatienceEnds(deadline: wanted.deadline) ?? wanted.deadline
-        return (.waitForChange(until: min(wanted.deadline, patience, heldTokens.outstanding(name, at: now) ?? wanted.deadline)), wanted, waiters.changes)
+        let until = min(wanted.deadline, patience, heldTokens.outstanding(name, at: now) ?? wanted.deadline)
+        return (.waitForChange(until: until, seen: waiters.changes), wanted)
     }
 
-    /// Whether `condition` holds for the account now (nil: no such account, or shutting down),
-    /// with the change count to wait past.
+    /// Whether `condition` holds for the account now (false once it is gone; nil: shutting
+    /// down), with the change count to wait past.
     func look(_ name: String, _ condition: @Sendable (AccountState) -> Bool) -> (holds: Bool?, seen: UInt64) {
-        guard let account = accounts[name], !isShutDown else { return (nil, 0) }
-        return (condition(account), waiters.changes)
+        guard !isShutDown else { return (nil, 0) }
+        return (accounts[name].map(condition) ?? false, waiters.changes)
     }
 
     /// Forces a refresh now (or joins the one in flight); during a backoff, when `honouringBackoff`,

@@ -31,8 +31,13 @@ enum Serving: Equatable {
     case refresh(force: Bool)
     /// Look again when the account changes.
     case wait
-    /// Wait for a change until then, and look again (the engine's answer to `.wait`).
-    case waitForChange(until: Date)
+}
+
+/// The engine's answer to one look at a `token` request (`AccountEngine.serve`): the request's
+/// answer, or a wait for the account to change until `until`, past the change count `seen`.
+enum TokenLook: Sendable {
+    case answer(Result<TokenGrant, TokendError>)
+    case waitForChange(until: Date, seen: UInt64)
 }
 
 extension AccountState {

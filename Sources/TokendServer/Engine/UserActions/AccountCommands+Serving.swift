@@ -12,13 +12,11 @@ extension AccountCommands {
         case .success(let request): wanted = request
         }
         while true {
-            let (serving, seen): (Serving, UInt64)
-            (serving, wanted, seen) = await engine.serve(name, wanted)
-            switch serving {
-            case .grant(let grant, _, _): return .success(grant)
-            case .fail(let error): return .failure(error)
-            case .waitForChange(let until): await engine.waitForChange(name, until: until, after: seen)
-            case .refresh, .wait: continue
+            let look: TokenLook
+            (look, wanted) = await engine.serve(name, wanted)
+            switch look {
+            case .answer(let answer): return answer
+            case .waitForChange(let until, let seen): await engine.waitForChange(name, until: until, after: seen)
             }
         }
     }
@@ -48,7 +46,7 @@ extension AccountCommands {
     func waitWhile(_ name: String, until deadline: Date, _ condition: @escaping @Sendable (AccountState) -> Bool) async -> Bool? {
         while true {
             let (holds, seen) = await engine.look(name, condition)
-            guard let holds else { return await engine.isShutDown ? nil : true }
+            guard let holds else { return nil }
             guard holds else { return true }
             if clock.now() >= deadline { return false }
             await engine.waitForChange(name, until: deadline, after: seen)
