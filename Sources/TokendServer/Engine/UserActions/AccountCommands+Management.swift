@@ -49,14 +49,24 @@ extension AccountCommands {
         return await manager.lookup(idToken: idToken).map { ($0, FirebaseClaims(token: idToken)) }.mapError { Advice.management($0, account: name) }
     }
 
-    /// Sends the verification email; returns the address it went to.
-    public func sendVerificationEmail(account name: String, timeout: Double) async -> Result<String, TokendError> {
+    /// One call to the user's manager with a current ID token: its failure worded for the user,
+    /// its success logged as `done`.
+    func managementCall<Value>(
+        _ name: String, timeout: Double, done: Logger.Message, _ call: (any AccountManaging, String) async -> Result<Value, LoginFailure>
+    ) async -> Result<Value, TokendError> {
         switch await managedSession(name, timeout: timeout) {
         case .failure(let error): return .failure(error)
         case .success(let (manager, idToken)):
-            let sent = await manager.sendVerificationEmail(idToken: idToken).mapError { Advice.management($0, account: name) }
-            if case .success = sent { logger.info("verification email requested", metadata: ["account": "\(name)"]) }
-            return sent
+            let answered = await call(manager, idToken).mapError { Advice.management($0, account: name) }
+            if case .success = answered { logger.info(done, metadata: ["account": "\(name)"]) }
+            return answered
+        }
+    }
+
+    /// Sends the verification email; returns the address it went to.
+    public func sendVerificationEmail(account name: String, timeout: Double) async -> Result<String, TokendError> {
+        await managementCall(name, timeout: timeout, done: "verification email requested") { manager, idToken in
+            await manager.sendVerificationEmail(idToken: idToken)
         }
     }
 

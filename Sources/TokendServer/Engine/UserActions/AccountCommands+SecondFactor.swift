@@ -8,12 +8,8 @@ import TokendProviders
 /// held one as a user action (`replaceSession`), announced as `user_changed`.
 extension AccountCommands {
     public func startSecondFactorEnrollment(account name: String, timeout: Double) async -> Result<SecondFactorEnrollment, TokendError> {
-        switch await managedSession(name, timeout: timeout) {
-        case .failure(let error): return .failure(error)
-        case .success(let (manager, idToken)):
-            let started = await manager.startTOTPEnrollment(idToken: idToken).mapError { Advice.management($0, account: name) }
-            if case .success = started { logger.info("second-factor enrollment started", metadata: ["account": "\(name)"]) }
-            return started
+        await managementCall(name, timeout: timeout, done: "second-factor enrollment started") { manager, idToken in
+            await manager.startTOTPEnrollment(idToken: idToken)
         }
     }
 
