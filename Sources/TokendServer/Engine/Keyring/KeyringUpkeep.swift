@@ -16,9 +16,9 @@ public struct KeyringUpkeep: Sendable {
         if names.count > 1 {
             let tickets = await engine.readTickets(names)
             let read = await engine.store.loadAll()
-            unread = tickets.filter { read.session(of: $0.name) == nil }.map(\.name)
+            unread = []
             for (name, ticket) in tickets {
-                guard let session = read.session(of: name) else { continue }
+                guard let session = read.session(of: name) else { unread.append(name); continue }
                 await engine.apply(.storedSessionRead(ticket, session, jitterDraw: engine.drawJitter()), to: name)
             }
         }
