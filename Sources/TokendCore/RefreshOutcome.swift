@@ -102,3 +102,15 @@ extension TokenSet {
         return next
     }
 }
+
+extension RefreshFailure {
+    /// Google's `ErrorInfo.reason`s for an API key whose restrictions (Google Cloud console,
+    /// Credentials) refuse the call, with the restriction in words: answered 403
+    /// `PERMISSION_DENIED` on refresh and sign-in alike. The key, not the session, is wrong: the
+    /// session is kept, and a later request tries it again once the key is fixed.
+    public static let apiKeyRestrictions: [String: String] = [
+        "API_KEY_HTTP_REFERRER_BLOCKED": "to HTTP referrers, and tokend sends none",
+        "API_KEY_IP_ADDRESS_BLOCKED": "to IP addresses that do not include this machine's",
+        "API_KEY_SERVICE_BLOCKED": "to APIs that do not include this one",
+    ]
+}

@@ -1,3 +1,5 @@
+import TokendCore
+
 /// Why a keyring operation did not happen. Never carries a secret: the message is a GError's
 /// message (libsecret and GDBus never put secret values in them) or one of ours.
 public struct KeyringError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -41,4 +43,10 @@ public struct KeyringError: Error, Sendable, Equatable, CustomStringConvertible 
         if let domain, let gerrorCode { text += " [\(domain) \(gerrorCode)]" }
         return text
     }
+}
+
+/// The account's state (TokendCore) reads a keyring failure through this: a corrupt item reads
+/// the same next time, anything else may pass.
+extension KeyringError: StoredSessionFailure {
+    public var isCorrupt: Bool { code == .corrupt }
 }

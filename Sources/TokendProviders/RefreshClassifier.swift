@@ -9,16 +9,6 @@ public enum RefreshClassifier {
     /// Firebase codes that mean a rate limit or a spent quota, not a verdict: whatever call
     /// answers them, a later try can succeed (an account's refresh is never parked on them).
     public static let firebaseTransient: Set<String> = ["TOO_MANY_ATTEMPTS_TRY_LATER", "QUOTA_EXCEEDED", "RESET_PASSWORD_EXCEED_LIMIT"]
-    /// Google's `ErrorInfo.reason`s for an API key whose restrictions (Google Cloud console,
-    /// Credentials) refuse the call, with the restriction in words: answered 403
-    /// `PERMISSION_DENIED` on refresh and sign-in alike. The key, not the session, is wrong: the
-    /// session is kept, and a later request tries it again once the key is fixed.
-    public static let apiKeyRestrictions: [String: String] = [
-        "API_KEY_HTTP_REFERRER_BLOCKED": "to HTTP referrers, and tokend sends none",
-        "API_KEY_IP_ADDRESS_BLOCKED": "to IP addresses that do not include this machine's",
-        "API_KEY_SERVICE_BLOCKED": "to APIs that do not include this one",
-    ]
-
     /// What a restricted key's refusal tells the user to do.
     static func apiKeyRestrictionAdvice(_ restriction: String, said message: String) -> String {
         "the account's api_key is restricted \(restriction)" + (message.isEmpty ? "" : " (\(message))")
@@ -58,7 +48,7 @@ public enum RefreshClassifier {
         if reasons.contains("API_KEY_INVALID") || message.hasPrefix("API key not valid") {
             return .misconfigured(RefreshFailure(code: "API_KEY_INVALID", message: message))
         }
-        if let reason = reasons.first(where: { apiKeyRestrictions[$0] != nil }), let restriction = apiKeyRestrictions[reason] {
+        if let reason = reasons.first(where: { RefreshFailure.apiKeyRestrictions[$0] != nil }), let restriction = RefreshFailure.apiKeyRestrictions[reason] {
             return .misconfigured(RefreshFailure(code: reason, message: apiKeyRestrictionAdvice(restriction, said: message)))
         }
         // PROJECT_NUMBER_MISMATCH, INVALID_GRANT_TYPE, MISSING_REFRESH_TOKEN, a missing key (403) and

@@ -6,7 +6,7 @@ import TokendCore
 /// Issue 33's mappings, one by one: a restricted key's refusal (item 7), the hosted page's
 /// failures (item 3) and `needConfirmation`'s next sign-in (item 4).
 @Suite struct RestrictedKeyAndHostedFailureTests {
-    @Test(arguments: RefreshClassifier.apiKeyRestrictions.keys.sorted())
+    @Test(arguments: RefreshFailure.apiKeyRestrictions.keys.sorted())
     func aRestrictedKeyIsAConfigurationErrorNamingTheRestrictionAndTheFix(reason: String) {
         let body = #"{"error":{"code":403,"message":"Requests from referer <empty> are blocked.","status":"PERMISSION_DENIED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"\#(reason)","domain":"googleapis.com"}]}}"#
         guard case .misconfigured(let failure) = RefreshClassifier.firebase(status: 403, body: Array(body.utf8), retryAfter: nil) else {

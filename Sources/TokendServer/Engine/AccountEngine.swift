@@ -175,3 +175,10 @@ public actor AccountEngine {
         waiters.wakeAll(name)
     }
 }
+
+/// The engine's answer to one look at a `token` request (`AccountEngine.serve`): the request's
+/// answer, or a wait for the account to change until `until`, past the change count `seen`.
+enum TokenLook: Sendable {
+    case answer(Result<TokenGrant, TokendError>)
+    case waitForChange(until: Date, seen: UInt64)
+}

@@ -1,5 +1,3 @@
-import TokendCore
-
 /// When each account next needs the engine, and the timers that wake it then.
 ///
 /// The machine says when it wants attention (`nextWake`: a proactive refresh, or the end of a
@@ -12,23 +10,23 @@ import TokendCore
 /// There is no periodic recheck: each timer is armed on the wall clock and on the monotonic one
 /// (`SystemTimerSource`), so a suspend or a wall clock set forward fires it at once, and one set
 /// back cannot hold it late. An idle daemon sleeps until its next timer.
-struct RefreshScheduler {
+public struct RefreshScheduler {
     /// An account's armed wake-up.
-    struct Wake {
-        var deadline: Date
+    public struct Wake: Sendable {
+        public var deadline: Date
         /// A proactive refresh (spread among the others), not the end of a backoff.
-        var proactive: Bool
-        var timer: TimerHandle
+        public var proactive: Bool
+        public var timer: TimerHandle
     }
 
-    let timers: any TimerSource
+    public let timers: any TimerSource
     /// The armed proactive refreshes per second (`RefreshSpreading.second(of:)`), kept as wakes
     /// are armed and disarmed: placing one refresh then costs a few look-ups, not a pass over
     /// every account's wake (which dominated the daemon's CPU at 10,000 accounts).
     private var proactivePerSecond: [Double: Int] = [:]
     private var proactiveCount = 0
 
-    init(timers: any TimerSource) {
+    public init(timers: any TimerSource) {
         self.timers = timers
     }
 
@@ -37,7 +35,7 @@ struct RefreshScheduler {
     /// nothing (refreshing, needs a login, waiting for the keyring). `scopedDue`: when a narrowed
     /// token's proactive refresh is due; it counts only while the account is idle, as a grant
     /// takes the account's refresh slot.
-    func nextWake(_ current: Wake?, machine: AccountMachine, scopedDue: Date?, now: Date) -> (deadline: Date, proactive: Bool)? {
+    public func nextWake(_ current: Wake?, machine: AccountMachine, scopedDue: Date?, now: Date) -> (deadline: Date, proactive: Bool)? {
         let session = sessionWake(current, machine: machine, now: now)
         guard let scopedDue, machine.phase == .idle else { return session }
         guard let session, session.deadline <= scopedDue else { return (max(scopedDue, now), false) }
@@ -61,7 +59,7 @@ struct RefreshScheduler {
     /// `notBefore`: the end of the latest promise on the held token, which a session refresh
     /// waits for (docs/architecture.md, "Promises").
     @discardableResult
-    mutating func arm(_ wake: inout Wake?, machine: AccountMachine, scopedDue: Date?, notBefore: Date? = nil, now: Date, fire: @escaping @Sendable () -> Void) -> Date? {
+    public mutating func arm(_ wake: inout Wake?, machine: AccountMachine, scopedDue: Date?, notBefore: Date? = nil, now: Date, fire: @escaping @Sendable () -> Void) -> Date? {
         disarm(&wake)
         guard let (due, proactive) = nextWake(nil, machine: machine, scopedDue: scopedDue, now: now) else { return nil }
         let deadline = max(due, notBefore ?? due)
@@ -74,7 +72,7 @@ struct RefreshScheduler {
     }
 
     /// No timer armed in `wake`, and its claimed refresh second is free for others.
-    mutating func disarm(_ armed: inout Wake?) {
+    public mutating func disarm(_ armed: inout Wake?) {
         guard let wake = armed.take() else { return }
         wake.timer.cancel()
         guard wake.proactive else { return }
@@ -86,7 +84,7 @@ struct RefreshScheduler {
 
     /// Whether a timer that fired at `now` should start the account's refresh: the machine's own
     /// instant has come, or the earlier one spreading moved it to (`wake`).
-    static func isDue(_ wake: Wake?, machine: AccountMachine, at now: Date) -> Bool {
+    public static func isDue(_ wake: Wake?, machine: AccountMachine, at now: Date) -> Bool {
         if machine.isRefreshDue(at: now) { return true }
         guard let wake, wake.proactive else { return false }
         return wake.deadline <= now

@@ -1,28 +1,41 @@
-import TokendCore
 
 /// A token handed to a caller.
 public struct TokenGrant: Sendable, Equatable {
     public var token: String
     public var kind: TokenKind
     public var expiresAt: Date
+
+    public init(token: String, kind: TokenKind, expiresAt: Date) {
+        self.token = token
+        self.kind = kind
+        self.expiresAt = expiresAt
+    }
 }
 
 /// One `token` request as the account sees it each time it looks again.
-struct TokenWanted {
-    var kind: TokenKind
+public struct TokenWanted: Sendable {
+    public var kind: TokenKind
     /// Nil: the account's own token; else an access token narrowed to it (docs/architecture.md
     /// "Scoped tokens"), minted by a refresh grant that takes the account's refresh slot.
-    var scope: TokenScope?
-    var minValid: Double
-    var start: Date
-    var timeout: Double
-    var deadline: Date { start.addingTimeInterval(timeout) }
+    public var scope: TokenScope?
+    public var minValid: Double
+    public var start: Date
+    public var timeout: Double
+    public var deadline: Date { start.addingTimeInterval(timeout) }
     /// A refusal for the API key's restrictions is retried once per request (`serve`).
-    var triedBlockedKey = false
+    public var triedBlockedKey = false
+
+    public init(kind: TokenKind, scope: TokenScope?, minValid: Double, start: Date, timeout: Double) {
+        self.kind = kind
+        self.scope = scope
+        self.minValid = minValid
+        self.start = start
+        self.timeout = timeout
+    }
 }
 
 /// What a `token` request does next (`AccountState.serve`).
-enum Serving: Equatable {
+public enum Serving: Equatable {
     /// Answer with `grant`; `promise`: until when the held token is promised to this caller
     /// (docs/architecture.md, "Promises"); `reschedule`: the account's timer now has more to do.
     case grant(TokenGrant, promise: Date?, reschedule: Bool)
@@ -33,19 +46,12 @@ enum Serving: Equatable {
     case wait
 }
 
-/// The engine's answer to one look at a `token` request (`AccountEngine.serve`): the request's
-/// answer, or a wait for the account to change until `until`, past the change count `seen`.
-enum TokenLook: Sendable {
-    case answer(Result<TokenGrant, TokendError>)
-    case waitForChange(until: Date, seen: UInt64)
-}
-
 extension AccountState {
     /// Why `wanted` can never be served by this account, if it cannot.
-    func refusal(of wanted: TokenWanted) -> TokendError? {
+    public func refusal(of wanted: TokenWanted) -> TokendError? {
         guard wanted.scope != nil else { return nil }
-        guard configuration.provider.base.descriptor.capabilities.contains(.scopedTokens) else {
-            return TokendError(.badRequest, "\(configuration.kind.rawValue) accounts cannot narrow a token to a scope or an audience: ask without them")
+        guard configuration.narrowsTokens else {
+            return TokendError(.badRequest, "\(configuration.kindName) accounts cannot narrow a token to a scope or an audience: ask without them")
         }
         guard wanted.kind == .access else {
             return TokendError(.badRequest, "scope and audience narrow access tokens, not ID tokens: ask for kind access, or without scope and audience")
@@ -55,7 +61,7 @@ extension AccountState {
 
     /// What `wanted` gets now: a token valid for at least `minValid` seconds (never an expired
     /// one, never one wider than asked), a refusal, a refresh to start, or a wait.
-    mutating func serve(_ wanted: inout TokenWanted, at now: Date) -> Serving {
+    public mutating func serve(_ wanted: inout TokenWanted, at now: Date) -> Serving {
         if let scope = wanted.scope { return serve(narrowedTo: scope, wanted, at: now) }
         switch machine.serve(wanted.kind, minValid: wanted.minValid, at: now, requestStart: wanted.start) {
         case .token(let token, let expiresAt):

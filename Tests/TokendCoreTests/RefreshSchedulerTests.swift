@@ -1,8 +1,7 @@
 import Synchronization
 import Testing
 import TokendCore
-@testable import TokendServer
-import TokendTestSupport
+import TokendTestClock
 
 /// The scheduler alone: which instant it arms for a machine, and that its timers fire only when
 /// the manual clock passes them.

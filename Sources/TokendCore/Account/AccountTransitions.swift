@@ -1,11 +1,8 @@
-import TokendCore
-import TokendKeyring
-import TokendProviders
 
 /// What happens to an account that the engine hands to the account's own transition: a wish to
 /// refresh, a timer's wake-up, or an answer to an operation the account started (its ticket).
 /// The engine passes in the instant and the jitter draw; the transition reads neither itself.
-enum AccountInput: Sendable {
+public enum AccountInput<Configuration: AccountSettings, Provider: Sendable, Failure: StoredSessionFailure>: Sendable {
     /// Start a refresh now (`force`: also during a backoff or a misconfiguration), or with
     /// `scope` a grant narrowed to it; `requested`: a `token` request asked for that grant.
     case refreshWanted(force: Bool, narrowedTo: TokenScope?, requested: Bool, at: Date)
@@ -14,26 +11,26 @@ enum AccountInput: Sendable {
     /// The provider answered the refresh (or narrowed grant) `ticket` started.
     case refreshAnswered(AccountTicket, RefreshOutcome, at: Date, jitterDraw: Double)
     /// The keyring answered the write of the session that `answer` brought (`.save`).
-    case persisted(AccountTicket, answer: RefreshOutcome, TokenSet, Result<Void, KeyringError>, at: Date, jitterDraw: Double)
+    case persisted(AccountTicket, answer: RefreshOutcome, TokenSet, Result<Void, Failure>, at: Date, jitterDraw: Double)
     /// The read of the stored session `ticket` started answered.
-    case storedSessionRead(AccountTicket, Result<TokenSet?, KeyringError>, jitterDraw: Double)
+    case storedSessionRead(AccountTicket, Result<TokenSet?, Failure>, jitterDraw: Double)
     /// A session the user gave takes the account's place: an import, or a login's. The user action
     /// it is commits: `committing` (numbered when it was issued; the caller checked that nothing
     /// voided it meanwhile, `changes(since:)`), or with nil a new one that takes effect at once.
     /// Nothing refreshes the session before it is stored.
     case sessionGiven(TokenSet, committing: AccountTicket?, at: Date, jitterDraw: Double)
     /// The keyring answered the write of the held session: one the user gave, or a write-back.
-    case sessionStored(TokenSet, Result<Void, KeyringError>)
+    case sessionStored(TokenSet, Result<Void, Failure>)
     /// The session is forgotten, a user action that commits as `sessionGiven`'s does: a logout,
     /// or the user deleted at the provider.
     case sessionForgotten(reason: String, committing: AccountTicket?)
     /// A reload changed the account's configuration; `provider` is the one made for it.
-    case reconfigured(AccountConfiguration, provider: any TokenProvider)
+    case reconfigured(Configuration, provider: Provider)
 }
 
 /// What the engine does after a transition, in the order given. The actor carries these out
 /// and decides nothing about the account itself (AccountEngine+Actions.swift).
-enum AccountEffect: Sendable, Equatable {
+public enum AccountEffect<Failure: StoredSessionFailure>: Sendable, Equatable {
     /// Cancel the account's timer: a refresh in flight needs none.
     case disarm
     /// Arm the account's timer for its next wake-up (none if it wants none).
@@ -52,7 +49,7 @@ enum AccountEffect: Sendable, Equatable {
     /// Delete the stored session if it still holds this refresh token.
     case deleteStored(ifRefreshToken: String)
     /// Tell the keyring's state tracking how an operation went (nil: it succeeded).
-    case noteKeyring(failed: KeyringError?)
+    case noteKeyring(failed: Failure?)
     /// Keep `TokenSet` for the keyring under the account's name though no account holds it any
     /// more: written before the account's next read, or by the keyring poll.
     case setAside(TokenSet)
@@ -63,7 +60,7 @@ enum AccountEffect: Sendable, Equatable {
 }
 
 /// What an account's transition has to say to the log and to watchers.
-enum AccountNews: Sendable, Equatable {
+public enum AccountNews: Sendable, Equatable {
     case refreshed(TokenSet, previous: TokenSet?, took: Int)
     /// A refresh's answer granted fewer scopes than the session held (`lostScopes`).
     case scopesNarrowed([String])
@@ -90,7 +87,7 @@ extension AccountState {
     /// The account's transition: its new state in place, and what the engine must do. Pure: no
     /// clock, no I/O; an input whose ticket some change voided since it was issued changes nothing
     /// (`changes(since:)`), so a stale answer is dropped here and nowhere else.
-    mutating func apply(_ input: AccountInput) -> [AccountEffect] {
+    public mutating func apply(_ input: AccountInput<Configuration, Provider, Failure>) -> [AccountEffect<Failure>] {
         switch input {
         case .refreshWanted(let force, let scope, let requested, let now):
             return startRefresh(force: force, narrowedTo: scope, requested: requested, at: now)
@@ -118,7 +115,7 @@ extension AccountState {
                 unsaved = failed != nil
                 writeBackDeferred = false
             }
-            var effects: [AccountEffect] = [.noteKeyring(failed: failed)]
+            var effects: [AccountEffect<Failure>] = [.noteKeyring(failed: failed)]
             if case .refreshed = completion {
                 let lost = Self.lostScopes(granted: previous?.scopes, outcome: answer)
                 if !lost.isEmpty { effects.append(.tell(.scopesNarrowed(lost))) }
@@ -158,13 +155,13 @@ extension AccountState {
     /// Takes a reload's configuration: tokens minted under the old one are dropped, and a session
     /// bound to another endpoint is set aside (the keyring keeps it; with a provider that
     /// rotates, the stored refresh token may be dead already, so an unsaved one is still written).
-    private mutating func reconfigure(_ next: AccountConfiguration, provider: any TokenProvider) -> [AccountEffect] {
+    private mutating func reconfigure(_ next: Configuration, provider: Provider) -> [AccountEffect<Failure>] {
         configuration = next
         self.provider = provider
         scopedTokens = ScopedTokenCache()
         machine.policy = next.policy
         machine.clearMisconfiguration()
-        var effects: [AccountEffect] = []
+        var effects: [AccountEffect<Failure>] = []
         if let held = machine.tokens, held.endpoint != next.endpoint {
             machine.setAside(reason: Advice.boundElsewhere(stored: held.endpoint ?? "", account: next))
             effects.append(.tell(.repointed))
@@ -178,13 +175,13 @@ extension AccountState {
     }
 
     /// How a keyring write went, as `.noteKeyring` carries it (nil: it succeeded).
-    static func failure(of saved: Result<Void, KeyringError>) -> KeyringError? {
+    public static func failure(of saved: Result<Void, Failure>) -> Failure? {
         guard case .failure(let error) = saved else { return nil }
         return error
     }
 
     /// Milliseconds since `refresh` went out, for the log and watchers.
-    static func took(_ refresh: AccountTicket, at now: Date) -> Int {
+    public static func took(_ refresh: AccountTicket, at now: Date) -> Int {
         Int(saturating: now.timeIntervalSince(refresh.startedAt ?? now) * 1000)
     }
 
@@ -199,13 +196,13 @@ extension AccountState {
         }
     }
 
-    private mutating func startRefresh(force: Bool, narrowedTo scope: TokenScope?, requested: Bool, at now: Date) -> [AccountEffect] {
+    private mutating func startRefresh(force: Bool, narrowedTo scope: TokenScope?, requested: Bool, at now: Date) -> [AccountEffect<Failure>] {
         guard let refresh = machine.startRefresh(ticket(narrowedTo: scope, requested: requested), at: now, force: force) else { return [] }
         if let scope { scopedTokens.inFlight = scope }
         return [.disarm, .wakeWaiters, .callProvider(refresh)]
     }
 
-    private mutating func refreshAnswered(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date, jitterDraw: Double) -> [AccountEffect] {
+    private mutating func refreshAnswered(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date, jitterDraw: Double) -> [AccountEffect<Failure>] {
         guard changes(since: ticket).isDisjoint(with: .removed), ticket.isRefresh else { return [] }
         if let scope = ticket.narrowedTo {
             if scopedTokens.inFlight == scope { scopedTokens.inFlight = nil }
@@ -218,7 +215,7 @@ extension AccountState {
             }
             // A failure means for the session what it means after a refresh, and is handled so.
         }
-        var effects: [AccountEffect] = []
+        var effects: [AccountEffect<Failure>] = []
         var outcome = outcome
         if case .needsLogin(let failure) = outcome, passwordChangesInFlight > 0 {
             // The upgrade in flight voided this refresh token; its own answer decides. Should it
@@ -251,18 +248,18 @@ extension AccountState {
     /// A narrowed grant's answer that counts as a success: new tokens, or a refusal of this scope
     /// or audience, which says nothing against the refresh token (a success that minted nothing,
     /// and only the requests for this key fail). Nil: a failure to handle as a refresh's.
-    struct GrantAnswer {
-        var issued: IssuedTokens
-        var refusal: TokendError?
+    public struct GrantAnswer {
+        public var issued: IssuedTokens
+        public var refusal: TokendError?
     }
 
     /// OAuth errors that refuse one narrowed grant, not the session or the client: the scope is
     /// not the grant's (RFC 6749 §5.2) or the audience is not one the provider serves (RFC 8707).
-    static let scopeRefusals: Set<String> = ["invalid_scope", "invalid_target"]
+    public static var scopeRefusals: Set<String> { ["invalid_scope", "invalid_target"] }
 
     /// Why a successful narrowed answer is not served: no access token, or a scope wider than
     /// asked (a provider that ignores `scope` on refresh); nil when it is what was asked.
-    static func refusal(of issued: IssuedTokens, asked scope: TokenScope) -> TokendError? {
+    public static func refusal(of issued: IssuedTokens, asked scope: TokenScope) -> TokendError? {
         guard issued.accessToken != nil else {
             return TokendError(.configError, "the provider answered the grant for \(scope) without an access token")
         }
@@ -273,7 +270,7 @@ extension AccountState {
         return TokendError(.configError, "the provider answered the grant for \(scope) with a wider token (also \"\(wider.joined(separator: " "))\"), which tokend does not hand out: the provider may not narrow scopes on refresh")
     }
 
-    static func grant(_ outcome: RefreshOutcome, narrowedTo scope: TokenScope) -> GrantAnswer? {
+    public static func grant(_ outcome: RefreshOutcome, narrowedTo scope: TokenScope) -> GrantAnswer? {
         switch outcome {
         case .refreshed(let issued):
             return GrantAnswer(issued: issued, refusal: Self.refusal(of: issued, asked: scope))
@@ -288,10 +285,10 @@ extension AccountState {
     /// A grant is over: the session takes the rotated refresh token (if any; `keyring`: how its
     /// write went, when there was one) and the scoped cache the minted token or the refusal.
     private mutating func grantCompleted(
-        _ ticket: AccountTicket, _ scope: TokenScope, _ grant: GrantAnswer, keyring: KeyringError??, at now: Date, jitterDraw: Double
-    ) -> [AccountEffect] {
+        _ ticket: AccountTicket, _ scope: TokenScope, _ grant: GrantAnswer, keyring: Failure??, at now: Date, jitterDraw: Double
+    ) -> [AccountEffect<Failure>] {
         guard let presented = ticket.refreshToken, let startedAt = ticket.startedAt else { return [] }
-        var effects: [AccountEffect] = keyring.map { [.noteKeyring(failed: $0)] } ?? []
+        var effects: [AccountEffect<Failure>] = keyring.map { [.noteKeyring(failed: $0)] } ?? []
         guard case .refreshed = machine.finishScopedGrant(ticket, .refreshed(grant.issued), at: now, jitterDraw: jitterDraw) else {
             return effects + [.tell(.refreshOvertaken)]
         }
@@ -312,7 +309,7 @@ extension AccountState {
     /// What a finished refresh asks for; `previous`: the tokens it replaced.
     private func completed(
         _ completion: AccountMachine.Completion, refresh: AccountTicket, previous: TokenSet?, at now: Date
-    ) -> [AccountEffect] {
+    ) -> [AccountEffect<Failure>] {
         let took = Self.took(refresh, at: now)
         switch completion {
         case .stale, .persist:
@@ -332,17 +329,17 @@ extension AccountState {
     /// Scopes the session held that a refresh's answer no longer grants: the provider gave a
     /// rotated refresh token a narrowed scope (against RFC 6749 §6; django-oauth-toolkit does
     /// after a scoped grant). Only a new login widens it again; an answer without `scope` keeps it.
-    static func lostScopes(granted: [String]?, outcome: RefreshOutcome) -> [String] {
+    public static func lostScopes(granted: [String]?, outcome: RefreshOutcome) -> [String] {
         guard case .refreshed(let issued) = outcome, let granted, let answered = issued.scopes else { return [] }
         return Set(granted).subtracting(answered).sorted()
     }
 
-    private mutating func storedSessionRead(_ ticket: AccountTicket, _ loaded: Result<TokenSet?, KeyringError>, jitterDraw: Double) -> [AccountEffect] {
+    private mutating func storedSessionRead(_ ticket: AccountTicket, _ loaded: Result<TokenSet?, Failure>, jitterDraw: Double) -> [AccountEffect<Failure>] {
         guard changes(since: ticket).isDisjoint(with: .removed) else { return [] }
         // Only this incarnation's read ends its wait: a re-added account has a read of its own.
         restoring = false
         guard changes(since: ticket).isDisjoint(with: .session) else { return [.tell(.readOvertaken), .wakeWaiters] }
-        var effects: [AccountEffect] = []
+        var effects: [AccountEffect<Failure>] = []
         switch loaded {
         case .success(var tokens?):
             if let bound = tokens.endpoint, bound != configuration.endpoint {
@@ -357,7 +354,7 @@ extension AccountState {
         case .success(nil):
             machine.markNothingStored()
             effects.append(.noteKeyring(failed: nil))
-        case .failure(let error) where error.code == .corrupt:
+        case .failure(let error) where error.isCorrupt:
             // The keyring answered; the item will read the same next time. Said once, not polled.
             machine.markUnreadableItem(reason: error.tokendError(account: configuration.name).message)
             effects += [.noteKeyring(failed: nil), .tell(.storedSessionUnreadable)]

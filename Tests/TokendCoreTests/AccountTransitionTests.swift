@@ -1,26 +1,40 @@
 import Testing
 import TokendCore
-import TokendKeyring
-import TokendProviders
-@testable import TokendServer
-import TokendTestSupport
+import TokendTestClock
 
 /// An account's transitions as values: an input in, the account and the effects out, on a
-/// manual clock, with no engine, keyring or provider behind them.
+/// manual clock, with no engine, keyring or provider behind them: the state is TokendCore's,
+/// over a configuration, provider and keyring failure of the test's own.
 @Suite struct AccountTransitionTests {
-    /// A provider the transitions never call: they only name the call as an effect.
-    struct UncalledProvider: TokenProvider {
-        var kind: ProviderKind { .firebase }
-        func refresh(refreshToken: String) async -> RefreshOutcome {
-            .transient(RefreshFailure(code: "uncalled", message: "transitions do not call providers"), retryAfter: nil)
-        }
+    /// What the state reads of an account's configuration.
+    struct Settings: AccountSettings {
+        var name = "work"
+        var endpoint = "https://securetoken.googleapis.com/v1/token k"
+        var refreshBefore = 300.0
+        var narrowsTokens = true
+        var kindName = "firebase"
+        var policy: RefreshPolicy { RefreshPolicy(refreshBefore: refreshBefore) }
     }
+
+    /// A provider the transitions never call: they only name the call as an effect.
+    struct UncalledProvider: Sendable {}
+
+    /// A keyring's failure, by code.
+    struct KeyringFailure: StoredSessionFailure {
+        var code: String
+        init(_ code: String) { self.code = code }
+        var isCorrupt: Bool { code == "corrupt" }
+        func tokendError(account: String?) -> TokendError { TokendError(.keyringLocked, "keyring \(code)") }
+    }
+
+    typealias AccountState = TokendCore.AccountState<Settings, UncalledProvider, KeyringFailure>
+    typealias AccountEffect = TokendCore.AccountEffect<KeyringFailure>
 
     let clock = ManualClock()
     let failure = RefreshFailure(code: "TOKEN_EXPIRED", message: "TOKEN_EXPIRED")
 
     func account(tokens: TokenSet? = TokenSet(refreshToken: "rt-1"), incarnation: UInt64 = 1) -> AccountState {
-        let configuration = AccountConfiguration(name: "work", provider: .firebase(apiKey: "k", emulatorHost: nil), refreshBefore: 300)
+        let configuration = Settings()
         return AccountState(
             configuration: configuration, machine: AccountMachine(policy: configuration.policy, tokens: tokens),
             provider: UncalledProvider(), incarnation: incarnation)
@@ -85,7 +99,7 @@ import TokendTestSupport
         let answer = RefreshOutcome.refreshed(IssuedTokens(refreshToken: "rt-2", expiresIn: 3600))
         let effects = account.apply(.refreshAnswered(ticket, answer, at: clock.now(), jitterDraw: 0))
         guard case .save(let next, _, _) = effects.first else { throw Unexpected(effects) }
-        let locked = KeyringError(.locked, "keyring locked")
+        let locked = KeyringFailure("locked")
         let saved = account.apply(.persisted(ticket, answer: answer, next, .failure(locked), at: clock.now(), jitterDraw: 0))
         #expect(saved.first == .noteKeyring(failed: locked))
         #expect(account.unsaved, "written back once the keyring answers")
@@ -153,7 +167,7 @@ import TokendTestSupport
     @Test func aLockedKeyringLeavesTheAccountWaitingForIt() {
         var account = account(tokens: nil)
         account.machine.markKeyringUnreadable(TokendError(.unavailable, "not read yet"))
-        let locked = KeyringError(.locked, "keyring locked")
+        let locked = KeyringFailure("locked")
         let effects = account.apply(.storedSessionRead(account.ticket(), .failure(locked), jitterDraw: 0))
         #expect(effects == [.noteKeyring(failed: locked), .schedule, .wakeWaiters])
         guard case .awaitingKeyring = account.machine.phase else {
@@ -271,7 +285,7 @@ import TokendTestSupport
         let given = TokenSet(refreshToken: "rt-given")
         _ = account.apply(.sessionGiven(given, committing: nil, at: clock.now(), jitterDraw: 0))
         let held = account.machine.tokens!
-        let locked = KeyringError(.locked, "keyring locked")
+        let locked = KeyringFailure("locked")
         #expect(account.apply(.sessionStored(held, .failure(locked))) == [.noteKeyring(failed: locked), .schedule])
         #expect(account.unsaved)
         _ = account.apply(.sessionGiven(TokenSet(refreshToken: "rt-newer"), committing: nil, at: clock.now(), jitterDraw: 0))
@@ -297,17 +311,17 @@ import TokendTestSupport
     /// pointed elsewhere, the held session is set aside (it was unsaved: the keyring still gets it),
     /// never sent there, and the stored one is read again.
     @Test func aReloadIsAnInput() {
-        let firebase = AccountConfiguration(name: "work", provider: .firebase(apiKey: "k", emulatorHost: nil), refreshBefore: 300)
+        let firebase = Settings()
         var tokens = TokenSet(refreshToken: "rt-1")
         tokens.endpoint = firebase.endpoint
         var same = account(tokens: tokens)
-        let longerMargin = AccountConfiguration(name: "work", provider: .firebase(apiKey: "k", emulatorHost: nil), refreshBefore: 600)
+        let longerMargin = Settings(refreshBefore: 600)
         #expect(same.apply(.reconfigured(longerMargin, provider: UncalledProvider())) == [.schedule, .wakeWaiters, .tell(.reconfigured)])
         #expect(same.machine.tokens == tokens && same.configuration == longerMargin)
 
         var moved = account(tokens: tokens)
         moved.unsaved = true
-        let emulator = AccountConfiguration(name: "work", provider: .firebase(apiKey: "k", emulatorHost: "127.0.0.1:9099"), refreshBefore: 300)
+        let emulator = Settings(endpoint: "http://127.0.0.1:9099/securetoken.googleapis.com/v1/token k")
         #expect(emulator.endpoint != firebase.endpoint)
         let effects = moved.apply(.reconfigured(emulator, provider: UncalledProvider()))
         #expect(effects == [.tell(.repointed), .setAside(tokens), .schedule, .wakeWaiters, .tell(.reconfigured), .readStoredSession])

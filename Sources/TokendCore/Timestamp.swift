@@ -1,4 +1,3 @@
-import TokendCore
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,57 +1,88 @@
-import TokendCore
-import TokendProviders
+
+/// What an account's state reads of its configuration. The daemon's `AccountConfiguration`
+/// (TokendServer) is one; the state never sees a provider's settings beyond these.
+public protocol AccountSettings: Sendable, Equatable {
+    var name: String { get }
+    /// Where the account's sessions come from: a session is bound to the endpoint that issued it.
+    var endpoint: String { get }
+    var policy: RefreshPolicy { get }
+    /// The provider can mint access tokens narrowed to a scope or an audience.
+    var narrowsTokens: Bool { get }
+    /// The provider's kind as the config file names it (`firebase`, `oidc`), for messages.
+    var kindName: String { get }
+}
+
+/// How a keyring operation failed, as the account's state reads it: the daemon's `KeyringError`
+/// (TokendKeyring) is one. Generic here so that the state needs no keyring to be tested.
+public protocol StoredSessionFailure: Error, Sendable, Equatable {
+    /// The item exists but is no session tokend can read: it reads the same next time.
+    var isCorrupt: Bool { get }
+    /// What a client is told, naming the account's item.
+    func tokendError(account: String?) -> TokendError
+}
 
 /// One account as the engine holds it: its configuration, its `AccountMachine` and what the
 /// engine tracks beside it. A value: every change goes through its transition
-/// (AccountTransitions.swift) or one of the user-action steps below; the actor only stores it.
-struct AccountState {
-    var configuration: AccountConfiguration
-    var machine: AccountMachine
-    var provider: any TokenProvider
+/// (AccountTransitions.swift) or one of the user-action steps below; the engine only stores it
+/// (docs/architecture.md, "The engine"). Generic over what lives outside the core: the daemon's
+/// configuration, its provider and its keyring's failures (TokendServer names the one it uses).
+public struct AccountState<Configuration: AccountSettings, Provider: Sendable, Failure: StoredSessionFailure>: Sendable {
+    public var configuration: Configuration
+    public var machine: AccountMachine
+    /// The provider made for `configuration`: the state only keeps it (the engine calls it).
+    public var provider: Provider
     /// The session in memory has not reached the keyring yet (it was locked or unavailable
     /// when we wrote): written back as soon as the keyring answers again.
-    var unsaved = false
+    public var unsaved = false
     /// The keyring holds this session's refresh token but older ID and access tokens: a
     /// refresh that did not rotate the refresh token is served at once and written back
     /// later, coalesced (AccountEngine+WriteBack.swift).
-    var writeBackDeferred = false
+    public var writeBackDeferred = false
     /// Unique across the engine's life: an account removed and added again by reloads is a
     /// new incarnation, so a refresh or a keyring read begun for the old one can never be
     /// applied to the new one (its machine's generations start over).
-    var incarnation: UInt64
+    public var incarnation: UInt64
     /// Set while a browser, device or Google login runs: one interactive login at a time.
-    var interactiveLogin = false
+    public var interactiveLogin = false
     /// User actions (login, import, logout, delete, upgrade) are numbered as they are issued;
     /// a login's session is installed only if no later-issued action has committed yet, so
     /// the newest choice of the user wins whatever order the providers answer in.
-    var issuedUserActions: UInt64 = 0
-    var committedUserAction: UInt64 = 0
+    public var issuedUserActions: UInt64 = 0
+    public var committedUserAction: UInt64 = 0
     /// Upgrades setting a password now in flight. Setting a password voids the user's older
     /// refresh tokens (Firebase's `validSince`), so a refresh answered `TOKEN_EXPIRED`
     /// meanwhile is no verdict on the account: the upgrade's answer brings the new session.
-    var passwordChangesInFlight = 0
+    public var passwordChangesInFlight = 0
     /// The stored session is being read for the first time: a `token` request waits for that
     /// read (within its timeout) instead of being told the keyring is unreadable.
-    var restoring = false
+    public var restoring = false
     /// Down-scoped access tokens (AccountState+Serving.swift); dropped with the account
     /// and when its configuration changes.
-    var scopedTokens = ScopedTokenCache()
+    public var scopedTokens = ScopedTokenCache()
     /// The timer armed for the account's next wake-up (`RefreshScheduler`).
-    var wake: RefreshScheduler.Wake?
+    public var wake: RefreshScheduler.Wake?
 }
 
 extension AccountState {
     /// An account a configuration adds: it holds nothing until its stored session is read.
-    init(new configuration: AccountConfiguration, provider: any TokenProvider, incarnation: UInt64) {
+    public init(new configuration: Configuration, provider: Provider, incarnation: UInt64) {
         var machine = AccountMachine(policy: configuration.policy)
         machine.markKeyringUnreadable(Advice.notReadYet(configuration.name))
         self.init(configuration: configuration, machine: machine, provider: provider, incarnation: incarnation, restoring: true)
     }
 
+    public init(configuration: Configuration, machine: AccountMachine, provider: Provider, incarnation: UInt64, restoring: Bool = false) {
+        self.configuration = configuration
+        self.machine = machine
+        self.provider = provider
+        self.incarnation = incarnation
+        self.restoring = restoring
+    }
+
     /// A user action (login, upgrade, delete, a change of factors) is issued: numbered, so that
     /// its session commits only if no later-issued one has. `interactive`: it holds the account's
     /// one interactive-login slot; `changingPassword`: a refused refresh is no verdict meanwhile.
-    mutating func issueUserAction(interactive: Bool, changingPassword: Bool) -> Result<AccountTicket, TokendError> {
+    public mutating func issueUserAction(interactive: Bool, changingPassword: Bool) -> Result<AccountTicket, TokendError> {
         if interactive {
             guard !interactiveLogin else {
                 return .failure(TokendError(
@@ -67,7 +98,7 @@ extension AccountState {
 
     /// The user action `ticket` numbers is over: what it held is released, unless the account
     /// was removed meanwhile (a new incarnation has its own).
-    mutating func userActionEnded(_ ticket: AccountTicket, interactive: Bool, changingPassword: Bool) {
+    public mutating func userActionEnded(_ ticket: AccountTicket, interactive: Bool, changingPassword: Bool) {
         guard changes(since: ticket).isDisjoint(with: .removed) else { return }
         if interactive { interactiveLogin = false }
         if changingPassword { passwordChangesInFlight -= 1 }
@@ -75,18 +106,18 @@ extension AccountState {
 
     /// The last refresh was refused for the API key's restrictions (RefreshClassifier): a
     /// configuration error the config file cannot fix, with the session kept.
-    var isBlockedByKeyRestriction: Bool {
+    public var isBlockedByKeyRestriction: Bool {
         guard case .misconfigured = machine.phase, let code = machine.lastError?.code else { return false }
-        return RefreshClassifier.apiKeyRestrictions[code] != nil
+        return RefreshFailure.apiKeyRestrictions[code] != nil
     }
 
-    var isRefreshing: Bool {
+    public var isRefreshing: Bool {
         if case .refreshing = machine.phase { return true }
         return false
     }
 
     /// Something waits for the keyring: a session to write back, or one to read.
-    var hasKeyringWork: Bool {
+    public var hasKeyringWork: Bool {
         if unsaved, machine.tokens != nil { return true }
         if case .awaitingKeyring = machine.phase { return true }
         return false
