@@ -106,16 +106,12 @@ public enum ChildProcess {
     private static func spawn(
         _ path: String, _ arguments: [String], environment: [String: String], descriptors: (in: Int32, out: Int32, err: Int32)
     ) throws -> pid_t {
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+        let spawned = ChildSpawn.start(
+            [path] + arguments, environment: environment, searchPath: false, stdin: descriptors.in, stdout: descriptors.out, stderr: descriptors.err)
+        switch spawned {
+        case .success(let pid): return pid
+        case .failure(let failure): throw ChildProcessError("posix_spawn \(path): \(String(cString: strerror(failure.errno)))")
         }
-        var pid: pid_t = 0
-        let spawned = tokend_spawn(&pid, path, 0, argv, envp, descriptors.in, descriptors.out, descriptors.err, 0)
-        guard spawned == 0 else { throw ChildProcessError("posix_spawn \(path): \(String(cString: strerror(spawned)))") }
-        return pid
     }
 
     /// The child's exit status (128 + signal when killed), SIGKILLing it past the timeout.

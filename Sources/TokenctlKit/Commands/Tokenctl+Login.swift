@@ -2,6 +2,7 @@ import ArgumentParser
 import CTokendShims
 import TokendCore
 import TokendProtocol
+import TokendSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -300,11 +301,8 @@ final class BrowserOpener {
     /// Best effort and not waited for: the URL is printed on tokenctl's own output either way.
     func open(_ url: String) {
         guard enabled, let page = writePage(url) else { return }
-        var pid: pid_t = 0
-        let arguments: [UnsafeMutablePointer<CChar>?] = ["xdg-open", page].map { (text: String) in strdup(text) } + [nil]
-        defer { for argument in arguments { free(argument) } }
         // Its stdout is not tokenctl's (a script may be reading that); its stderr is.
-        _ = tokend_spawn(&pid, "xdg-open", 1, arguments, environ, -1, -1, 2, 0)
+        _ = ChildSpawn.start(["xdg-open", page], stderr: 2)
     }
 
     /// A page that sends the browser on to `url`, readable by the user alone; its path.

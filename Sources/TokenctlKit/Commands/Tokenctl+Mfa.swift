@@ -2,6 +2,7 @@ import ArgumentParser
 import CTokendShims
 import TokendCore
 import TokendProtocol
+import TokendSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -117,12 +118,9 @@ enum QRCode {
         var pipeEnds: [Int32] = [-1, -1]
         // tokend_spawn closes every other descriptor in the child: no close-on-exec needed.
         guard pipe(&pipeEnds) == 0 else { return false }
-        let arguments: [UnsafeMutablePointer<CChar>?] = ["qrencode", "-t", "ANSIUTF8"].map { (text: String) in strdup(text) } + [nil]
-        defer { for argument in arguments { free(argument) } }
-        var pid: pid_t = 0
-        let spawned = tokend_spawn(&pid, "qrencode", 1, arguments, environ, pipeEnds[0], 1, -1, 0)
+        let spawned = ChildSpawn.start(["qrencode", "-t", "ANSIUTF8"], stdin: pipeEnds[0], stdout: 1)
         close(pipeEnds[0])
-        guard spawned == 0 else {
+        guard case .success(let pid) = spawned else {
             close(pipeEnds[1])
             return false
         }

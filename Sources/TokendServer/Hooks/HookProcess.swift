@@ -60,20 +60,16 @@ enum HookProcess {
     static func runBlocking(_ argv: [String], environment: [String: String], timeout: Double, running: Running = Running()) -> Outcome {
         var pipeEnds: [Int32] = [-1, -1]
         guard tokend_pipe_cloexec(&pipeEnds) == 0 else { return Outcome(ending: .notStarted(errno), output: []) }
-        let cArguments = argv.map { strdup($0) } + [nil]
-        let cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            cArguments.forEach { free($0) }
-            cEnvironment.forEach { free($0) }
-        }
         // stdin from /dev/null, stdout and stderr into the pipe, none of the daemon's sockets,
         // a clean signal state, and a process group of its own so the timeout kills its children.
-        var pid: pid_t = 0
-        let spawned = tokend_spawn(&pid, argv[0], 1, cArguments, cEnvironment, -1, pipeEnds[1], pipeEnds[1], 1)
+        let spawned = ChildSpawn.start(argv, environment: environment, stdout: pipeEnds[1], stderr: pipeEnds[1], ownProcessGroup: true)
         close(pipeEnds[1])
-        guard spawned == 0 else {
+        let pid: pid_t
+        switch spawned {
+        case .success(let started): pid = started
+        case .failure(let failure):
             close(pipeEnds[0])
-            return Outcome(ending: .notStarted(spawned), output: [])
+            return Outcome(ending: .notStarted(failure.errno), output: [])
         }
         running.insert(pid)
         defer { running.remove(pid) }
