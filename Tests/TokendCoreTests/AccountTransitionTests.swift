@@ -114,6 +114,17 @@ import TokendTestClock
         guard case .needsLogin = account.machine.phase else { throw Unexpected(effects) }
     }
 
+    /// The session the keyring never got is refused: nothing is left to write, and `status` must
+    /// not call the logged-out account unsaved (found by AccountStateInvariantTests).
+    @Test func aRefusedUnsavedSessionLeavesNothingUnsaved() throws {
+        var account = account()
+        account.unsaved = true
+        let ticket = try started(&account)
+        _ = account.apply(.refreshAnswered(ticket, .needsLogin(failure), at: clock.now(), jitterDraw: 0))
+        #expect(account.machine.tokens == nil)
+        #expect(!account.unsaved && !account.writeBackDeferred)
+    }
+
     @Test func aRefusalDuringAPasswordChangeIsRetriedNotBelieved() throws {
         var account = account()
         account.passwordChangesInFlight = 1

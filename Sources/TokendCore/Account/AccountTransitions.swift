@@ -88,6 +88,14 @@ extension AccountState {
     /// clock, no I/O; an input whose ticket some change voided since it was issued changes nothing
     /// (`changes(since:)`), so a stale answer is dropped here and nowhere else.
     public mutating func apply(_ input: AccountInput<Configuration, Provider, Failure>) -> [AccountEffect<Failure>] {
+        // Only a held session waits for a write: one the machine dropped (refused, set aside,
+        // forgotten) leaves none behind, or `status` would call a logged-out account unsaved.
+        defer {
+            if machine.tokens == nil {
+                unsaved = false
+                writeBackDeferred = false
+            }
+        }
         switch input {
         case .refreshWanted(let force, let scope, let requested, let now):
             return startRefresh(force: force, narrowedTo: scope, requested: requested, at: now)
