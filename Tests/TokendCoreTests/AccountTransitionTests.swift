@@ -13,6 +13,7 @@ import TokendTestClock
         var refreshBefore = 300.0
         var narrowsTokens = true
         var kindName = "firebase"
+        var defaultTokenKind = TokenKind.id
         var policy: RefreshPolicy { RefreshPolicy(refreshBefore: refreshBefore) }
     }
 

@@ -14,7 +14,8 @@ public struct TokenGrant: Sendable, Equatable {
 
 /// One `token` request as the account sees it each time it looks again.
 public struct TokenWanted: Sendable {
-    public var kind: TokenKind
+    /// Nil: the account's default kind, as configured when it looks.
+    public var kind: TokenKind?
     /// Nil: the account's own token; else an access token narrowed to it (docs/architecture.md
     /// "Scoped tokens"), minted by a refresh grant that takes the account's refresh slot.
     public var scope: TokenScope?
@@ -25,7 +26,7 @@ public struct TokenWanted: Sendable {
     /// A refusal for the API key's restrictions is retried once per request (`serve`).
     public var triedBlockedKey = false
 
-    public init(kind: TokenKind, scope: TokenScope?, minValid: Double, start: Date, timeout: Double) {
+    public init(kind: TokenKind?, scope: TokenScope?, minValid: Double, start: Date, timeout: Double) {
         self.kind = kind
         self.scope = scope
         self.minValid = minValid
@@ -48,24 +49,27 @@ public enum Serving: Equatable {
 
 extension AccountState {
     /// Why `wanted` can never be served by this account, if it cannot.
-    public func refusal(of wanted: TokenWanted) -> TokendError? {
+    func refusal(of wanted: TokenWanted) -> TokendError? {
         guard wanted.scope != nil else { return nil }
         guard configuration.narrowsTokens else {
             return TokendError(.badRequest, "\(configuration.kindName) accounts cannot narrow a token to a scope or an audience: ask without them")
         }
-        guard wanted.kind == .access else {
+        guard (wanted.kind ?? configuration.defaultTokenKind) == .access else {
             return TokendError(.badRequest, "scope and audience narrow access tokens, not ID tokens: ask for kind access, or without scope and audience")
         }
         return nil
     }
 
     /// What `wanted` gets now: a token valid for at least `minValid` seconds (never an expired
-    /// one, never one wider than asked), a refusal, a refresh to start, or a wait.
+    /// one, never one wider than asked), a refusal, a refresh to start, or a wait. Each look asks
+    /// afresh: a reload meanwhile may have changed what the account can serve.
     public mutating func serve(_ wanted: inout TokenWanted, at now: Date) -> Serving {
+        if let refusal = refusal(of: wanted) { return .fail(refusal) }
         if let scope = wanted.scope { return serve(narrowedTo: scope, wanted, at: now) }
-        switch machine.serve(wanted.kind, minValid: wanted.minValid, at: now, requestStart: wanted.start) {
+        let kind = wanted.kind ?? configuration.defaultTokenKind
+        switch machine.serve(kind, minValid: wanted.minValid, at: now, requestStart: wanted.start) {
         case .token(let token, let expiresAt):
-            return .grant(TokenGrant(token: token, kind: wanted.kind, expiresAt: expiresAt), promise: now.addingTimeInterval(max(0, wanted.minValid)), reschedule: false)
+            return .grant(TokenGrant(token: token, kind: kind, expiresAt: expiresAt), promise: now.addingTimeInterval(max(0, wanted.minValid)), reschedule: false)
         case .refuse where !wanted.triedBlockedKey && isBlockedByKeyRestriction:
             // The key is fixed in the Cloud console, which tokend cannot see: each request
             // that needs a new token tries once, so the held session serves again unasked.
@@ -76,8 +80,8 @@ extension AccountState {
         case .refresh:
             return .refresh(force: false)
         case .wait:
-            guard let (token, expiresAt) = machine.heldDespiteRefresh(wanted.kind, minValid: wanted.minValid, at: now, deadline: wanted.deadline) else { return .wait }
-            return .grant(TokenGrant(token: token, kind: wanted.kind, expiresAt: expiresAt), promise: nil, reschedule: false)
+            guard let (token, expiresAt) = machine.heldDespiteRefresh(kind, minValid: wanted.minValid, at: now, deadline: wanted.deadline) else { return .wait }
+            return .grant(TokenGrant(token: token, kind: kind, expiresAt: expiresAt), promise: nil, reschedule: false)
         case .retryAt(let retryAt):
             return waitForRetry(at: retryAt, wanted, now: now)
         }

@@ -8,6 +8,8 @@ public protocol AccountSettings: Sendable, Equatable {
     var policy: RefreshPolicy { get }
     /// The provider can mint access tokens narrowed to a scope or an audience.
     var narrowsTokens: Bool { get }
+    /// The kind of token a request gets when it names none.
+    var defaultTokenKind: TokenKind { get }
     /// The provider's kind as the config file names it (`firebase`, `oidc`), for messages.
     var kindName: String { get }
 }

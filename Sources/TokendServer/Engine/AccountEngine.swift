@@ -97,13 +97,6 @@ public actor AccountEngine {
 
     // MARK: - Serving (the requests' loops are AccountCommands+Serving.swift)
 
-    /// A `token` request for the account, or why the account can never serve it.
-    func want(_ name: String, kind: TokenKind?, scope: TokenScope?, minValid: Double, start: Date, timeout: Double) -> Result<TokenWanted, TokendError> {
-        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
-        let wanted = TokenWanted(kind: kind ?? account.configuration.defaultTokenKind, scope: scope, minValid: minValid, start: start, timeout: timeout)
-        return account.refusal(of: wanted).map { .failure($0) } ?? .success(wanted)
-    }
-
     /// One look at a `token` request; a refresh it needs is started here, in the same turn.
     func serve(_ name: String, _ wanted: TokenWanted) -> (TokenLook, TokenWanted) {
         var wanted = wanted
@@ -174,11 +167,4 @@ public actor AccountEngine {
     func wake(_ name: String) {
         waiters.wakeAll(name)
     }
-}
-
-/// The engine's answer to one look at a `token` request (`AccountEngine.serve`): the request's
-/// answer, or a wait for the account to change until `until`, past the change count `seen`.
-enum TokenLook: Sendable {
-    case answer(Result<TokenGrant, TokendError>)
-    case waitForChange(until: Date, seen: UInt64)
 }

@@ -6,11 +6,7 @@ extension AccountCommands {
     /// A token of `kind` valid for at least `minValid` seconds (with `scope`, an access token
     /// narrowed to it), refreshing and waiting at most `timeout` seconds when none will do.
     public func token(account name: String, kind: TokenKind?, scope: TokenScope? = nil, minValid: Double, timeout: Double) async -> Result<TokenGrant, TokendError> {
-        var wanted: TokenWanted
-        switch await engine.want(name, kind: kind, scope: scope, minValid: minValid, start: clock.now(), timeout: timeout) {
-        case .failure(let error): return .failure(error)
-        case .success(let request): wanted = request
-        }
+        var wanted = TokenWanted(kind: kind, scope: scope, minValid: minValid, start: clock.now(), timeout: timeout)
         while true {
             let look: TokenLook
             (look, wanted) = await engine.serve(name, wanted)
@@ -52,4 +48,11 @@ extension AccountCommands {
             await engine.waitForChange(name, until: deadline, after: seen)
         }
     }
+}
+
+/// The engine's answer to one look at a `token` request (`AccountEngine.serve`): the request's
+/// answer, or a wait for the account to change until `until`, past the change count `seen`.
+enum TokenLook: Sendable {
+    case answer(Result<TokenGrant, TokendError>)
+    case waitForChange(until: Date, seen: UInt64)
 }
