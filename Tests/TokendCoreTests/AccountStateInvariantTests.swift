@@ -4,7 +4,8 @@ import TokendTestClock
 
 /// An account's state under long random runs of every input, in any order a daemon can see them:
 /// answers to current and stale tickets, keyring failures, sessions given and forgotten, reloads.
-/// After each step the state keeps what the engine relies on (docs/architecture.md, "The engine").
+/// After each step the state keeps what the engine relies on (docs/architecture.md, "The engine"),
+/// and a `token` request asked of it then gets nothing it must never hand out.
 @Suite struct AccountStateInvariantTests {
     typealias AccountState = AccountTransitionTests.AccountState
     typealias Settings = AccountTransitionTests.Settings
@@ -33,6 +34,8 @@ import TokendTestClock
         var counter = 0
         /// The kinds of effect the run produced: a run that never reaches a save proves little.
         var effectsSeen: Set<String> = []
+        /// The tokens served, plain and narrowed: a run that serves none checks nothing of it.
+        var served = (plain: 0, narrowed: 0)
 
         init(seed: UInt64) {
             draws = Draws(state: seed)
@@ -46,9 +49,10 @@ import TokendTestClock
 
         mutating func outcome() -> RefreshOutcome {
             let failure = RefreshFailure(code: "TOKEN_EXPIRED", message: "TOKEN_EXPIRED")
-            switch Int.random(in: 0..<5, using: &draws) {
+            switch Int.random(in: 0..<6, using: &draws) {
             case 0: return .refreshed(IssuedTokens(refreshToken: fresh("rt"), idToken: fresh("id"), expiresIn: 3600))
             case 1: return .refreshed(IssuedTokens(idToken: fresh("id"), expiresIn: 3600))
+            case 5: return .refreshed(IssuedTokens(idToken: fresh("id"), accessToken: fresh("at"), expiresIn: 3600, scopes: ["read"]))
             case 2: return .transient(RefreshFailure(code: "http_503", message: "HTTP 503"), retryAfter: nil)
             case 3: return .needsLogin(failure)
             default: return .misconfigured(RefreshFailure(code: "invalid_scope", message: "invalid_scope"))
@@ -122,12 +126,37 @@ import TokendTestClock
             if account.machine.tokens.map({ $0.endpoint != account.configuration.endpoint }) ?? false {
                 return "a held session bound to another endpoint after \(input)"
             }
+            return served(after: input)
+        }
+
+        /// A `token` request now: a token it gets is the held session's own (or one narrowed from
+        /// it), of the kind asked, valid for `minValid` from now.
+        mutating func served(after input: Any) -> String? {
+            let now = clock.now()
+            let kind: TokenKind? = [nil, .id, .access].randomElement(using: &draws)!
+            let scope = Int.random(in: 0..<3, using: &draws) == 0 ? TokenScope(scopes: ["read"]) : nil
+            let minValid = Double.random(in: 0..<4000, using: &draws)
+            var wanted = TokenWanted(kind: kind, scope: scope, minValid: minValid, start: now, timeout: Double.random(in: 0..<30, using: &draws))
+            guard case .grant(let grant, _, _) = account.serve(&wanted, at: now) else { return nil }
+            if scope == nil { served.plain += 1 } else { served.narrowed += 1 }
+            if grant.expiresAt.timeIntervalSince(now) < minValid || grant.expiresAt <= now {
+                return "a token valid until \(grant.expiresAt) served at \(now) for \(minValid) s after \(input)"
+            }
+            if let scope {
+                let entry = account.scopedTokens.entries[scope]
+                if grant.kind != .access || entry?.token != grant.token || entry?.generation != account.machine.generation {
+                    return "a narrowed token not minted from the held session after \(input)"
+                }
+            } else if grant.kind != kind ?? account.configuration.defaultTokenKind || account.machine.tokens?.token(grant.kind)?.value != grant.token {
+                return "a token that is not the held session's \(kind.map { "\($0)" } ?? "default") token after \(input)"
+            }
             return nil
         }
     }
 
     @Test func everyRunKeepsTheInvariants() {
         var effectsSeen: Set<String> = []
+        var served = (plain: 0, narrowed: 0)
         for seed: UInt64 in 0..<40 {
             var run = Run(seed: seed)
             for number in 0..<400 {
@@ -137,7 +166,9 @@ import TokendTestClock
                 }
             }
             effectsSeen.formUnion(run.effectsSeen)
+            served = (served.plain + run.served.plain, served.narrowed + run.served.narrowed)
         }
+        #expect(served.plain > 0 && served.narrowed > 0, "served \(served)")
         // Every path the invariants guard was walked: refreshes, both kinds of write, deletions,
         // sessions set aside by a reload and read again.
         let walked: Set<String> = ["callProvider", "save", "deferWriteBack", "deleteStored", "setAside", "readStoredSession", "noteKeyring"]
