@@ -11,23 +11,11 @@ import TokendTestClock
     typealias Settings = AccountTransitionTests.Settings
     typealias Failure = AccountTransitionTests.KeyringFailure
 
-    /// SplitMix64: a seeded generator, so that a failing run is the same run again.
-    struct Draws: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// One run: the account, the tickets it handed out (answered in any order, some twice) and
     /// the saves it asked for.
     struct Run {
         var account: AccountState
-        var draws: Draws
+        var draws: SplitMix
         let clock = ManualClock()
         var refreshes: [AccountTicket] = []
         var saves: [(TokenSet, AccountTicket, RefreshOutcome)] = []
@@ -38,7 +26,7 @@ import TokendTestClock
         var served = (plain: 0, narrowed: 0)
 
         init(seed: UInt64) {
-            draws = Draws(state: seed)
+            draws = SplitMix(seed: seed)
             account = AccountState(new: Settings(), provider: AccountTransitionTests.UncalledProvider(), incarnation: 1)
         }
 

@@ -62,8 +62,8 @@ import Testing
     }
 }
 
-/// A small deterministic generator, so a failing seed can be replayed.
-struct SplitMix {
+/// A small deterministic generator (SplitMix64), so a failing seed can be replayed.
+struct SplitMix: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
     mutating func next() -> UInt64 {
