@@ -263,6 +263,7 @@ extension AccountState {
 
     /// OAuth errors that refuse one narrowed grant, not the session or the client: the scope is
     /// not the grant's (RFC 6749 §5.2) or the audience is not one the provider serves (RFC 8707).
+    /// Computed: a generic type cannot hold a static stored property.
     public static var scopeRefusals: Set<String> { ["invalid_scope", "invalid_target"] }
 
     /// Why a successful narrowed answer is not served: no access token, or a scope wider than
