@@ -14,9 +14,18 @@ import Glibc
 /// that blocks SIGTERM, and under heavy parallel spawning its `terminationStatus` can trap.
 public enum ChildProcess {
     public struct Result: Sendable {
+        /// The program and its arguments, for error messages (never a secret: those go on stdin).
+        public var command: String
         public var status: Int32
         public var stdout: String
         public var stderr: String
+
+        /// Self if the program succeeded; else an error with its stderr.
+        @discardableResult
+        public func check() throws -> Result {
+            guard status == 0 else { throw ChildProcessError("`\(command)` exited with \(status): \(stderr)") }
+            return self
+        }
     }
 
     /// A hung child is killed after this long: generous for two shared cores.
@@ -26,14 +35,12 @@ public enum ChildProcess {
     public static func run(
         _ path: String, _ arguments: [String], environment: [String: String], stdin: String? = nil, timeout: Double = defaultTimeout
     ) throws -> Result {
-        var template = Array("/tmp/tokend-child.XXXXXX".utf8CString)
-        guard let directory = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }).map({ String(cString: $0) }) else {
-            throw ChildProcessError("cannot create a temporary directory: \(String(cString: strerror(errno)))")
+        let scratch: TemporaryDirectory
+        do { scratch = try TemporaryDirectory(prefix: "tokend-child") } catch {
+            throw ChildProcessError("cannot create a temporary directory: \(error)")
         }
-        defer {
-            for name in ["in", "out", "err"] { unlink(directory + "/" + name) }
-            rmdir(directory)
-        }
+        defer { try? scratch.remove() }
+        let directory = scratch.path
         var input = "/dev/null"
         if let stdin {
             input = directory + "/in"
@@ -48,7 +55,7 @@ public enum ChildProcess {
         let status = try wait(for: pid, timeout: timeout)
         let stdout = (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? ""
         let stderr = (try? String(contentsOfFile: directory + "/err", encoding: .utf8)) ?? ""
-        return Result(status: status, stdout: stdout, stderr: stderr)
+        return Result(command: ([path] + arguments).joined(separator: " "), status: status, stdout: stdout, stderr: stderr)
     }
 
     /// Runs the test named by `filter` in a child: this test binary again, with this process's

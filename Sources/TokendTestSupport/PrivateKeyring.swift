@@ -45,8 +45,8 @@ public final class PrivateKeyring: Sendable {
     private let state = Mutex(State())
 
     private struct State {
-        /// `private-session --serve`, which owns the bus and the keyring.
-        var session: Daemon?
+        /// `private-session --serve`, which owns the bus and the keyring; nil once reaped.
+        var session: pid_t?
         /// Our end of the session's stdin.
         var sessionPipe: Int32 = -1
         var stopped = false
@@ -77,26 +77,33 @@ public final class PrivateKeyring: Sendable {
     /// Starts a bus and an unlocked keyring with a login collection, and waits until both answer.
     public static func start() throws -> PrivateKeyring {
         guard let bash = which("bash") else { throw PrivateKeyringError(.toolMissing, "bash not found on PATH") }
-        let root = try makeTemporaryDirectory()
+        // Short: the bus socket lives inside, and a Unix socket path has 107 bytes at most.
+        let root = try TemporaryDirectory(prefix: "tokend-privkr", in: "/tmp").url
         let input: (read: Int32, write: Int32)
-        var session: Daemon
+        var session: pid_t?
         do {
             input = try Self.pipe()
             defer { close(input.read) }
             var environment = ProcessInfo.processInfo.environment
             environment["TOKEND_SESSION_ROOT"] = root.path
-            session = try Daemon.spawn(
+            // ChildProcess starts it with an empty signal mask: SIGTERM is blocked on Swift's
+            // worker threads, and a gnome-keyring started so ignores SIGTERM forever.
+            session = try ChildProcess.start(
                 bash, [sessionScript, "--serve", "--private-home"], environment: environment, stdin: input.read,
-                log: root.appendingPathComponent("session.log").path)
+                output: root.appendingPathComponent("session.log").path)
         } catch {
             try? FileManager.default.removeItem(at: root)
-            throw error
+            guard error is ChildProcessError else { throw error }
+            throw PrivateKeyringError(.commandFailed, "cannot start \(sessionScript): \(error)")
         }
         let ready: PrivateKeyring
         do {
             let file = root.appendingPathComponent("session.env")
             try waitUntil("the private session (\(sessionScript) --serve)", logs: root) {
-                if session.hasExited() { throw PrivateKeyringError(.commandFailed, "private-session exited; see \(root.path)/session.log") }
+                if let pid = session, ChildProcess.exitStatusIfEnded(pid) != nil {
+                    session = nil
+                    throw PrivateKeyringError(.commandFailed, "private-session exited; see \(root.path)/session.log")
+                }
                 return FileManager.default.fileExists(atPath: file.path)
             }
             var environment: [String: String] = [:]
@@ -110,8 +117,7 @@ public final class PrivateKeyring: Sendable {
             ready = PrivateKeyring(root: root, environment: environment)
         } catch {
             close(input.write)
-            session.kill(SIGTERM)
-            _ = session.waitForExit(timeout: Self.readyTimeout)
+            if let session { _ = try? ChildProcess.terminate(session, timeout: Self.readyTimeout) }
             try? FileManager.default.removeItem(at: root)
             throw error
         }
@@ -180,10 +186,11 @@ public final class PrivateKeyring: Sendable {
                 close(state.sessionPipe)
                 state.sessionPipe = -1
             }
-            if var session = state.session, !session.waitForExit(timeout: Self.readyTimeout) {
-                if let busPID { kill(busPID, SIGKILL) }
-                session.kill(SIGKILL)
-                _ = session.waitForExit(timeout: Self.readyTimeout)
+            // Killed past the timeout (it hung): the bus it would have stopped goes too.
+            if let session = state.session, (try? ChildProcess.wait(for: session, timeout: Self.readyTimeout)) == 128 + SIGKILL,
+                let busPID
+            {
+                kill(busPID, SIGKILL)
             }
             state.session = nil
             try? FileManager.default.removeItem(at: root)
@@ -201,12 +208,12 @@ public final class PrivateKeyring: Sendable {
     }
 
     /// Runs `secret-tool` with this keyring's environment.
-    public func secretTool(_ arguments: [String], stdin: String? = nil) throws -> CommandResult {
+    public func secretTool(_ arguments: [String], stdin: String? = nil) throws -> ChildProcess.Result {
         try Self.run("secret-tool", arguments, environment: childEnvironment, stdin: stdin)
     }
 
     /// Runs `gdbus` with this keyring's environment.
-    public func gdbus(_ arguments: [String]) throws -> CommandResult {
+    public func gdbus(_ arguments: [String]) throws -> ChildProcess.Result {
         try Self.run("gdbus", arguments, environment: childEnvironment)
     }
 
@@ -263,17 +270,6 @@ public final class PrivateKeyring: Sendable {
         return (fds[0], fds[1])
     }
 
-    private static func makeTemporaryDirectory() throws -> URL {
-        // Short: the bus socket lives inside, and a Unix socket path has 107 bytes at most.
-        var template = Array("/tmp/tokend-privkr.XXXXXX".utf8)
-        template.append(0)
-        let made = template.withUnsafeMutableBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { mkdtemp($0.baseAddress!) != nil }
-        }
-        guard made else { throw PrivateKeyringError(.commandFailed, "mkdtemp failed: errno \(errno)") }
-        return URL(fileURLWithPath: String(decoding: template.dropLast(), as: UTF8.self), isDirectory: true)
-    }
-
     static func which(_ tool: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         for directory in path.split(separator: ":") {
@@ -286,71 +282,8 @@ public final class PrivateKeyring: Sendable {
     /// Runs a short-lived tool to completion (killed after `readyTimeout`), collecting its output.
     static func run(
         _ tool: String, _ arguments: [String], environment: [String: String], stdin: String? = nil, timeout: Double = readyTimeout
-    ) throws -> CommandResult {
+    ) throws -> ChildProcess.Result {
         guard let executable = which(tool) else { throw PrivateKeyringError(.toolMissing, "\(tool) not found on PATH") }
-        let result = try ChildProcess.run(executable, arguments, environment: environment, stdin: stdin, timeout: timeout)
-        return CommandResult(command: ([tool] + arguments).joined(separator: " "), status: result.status, stdout: result.stdout, stderr: result.stderr)
-    }
-}
-
-/// What a finished command printed and how it exited.
-public struct CommandResult: Sendable {
-    public var command: String
-    public var status: Int32
-    public var stdout: String
-    public var stderr: String
-
-    /// Self if the command succeeded; else a `commandFailed` error with its stderr.
-    @discardableResult
-    public func check() throws -> CommandResult {
-        guard status == 0 else {
-            throw PrivateKeyringError(.commandFailed, "`\(command)` exited with \(status): \(stderr)")
-        }
-        return self
-    }
-}
-
-extension PrivateKeyring {
-    /// A long-running child (the session), started by `ChildProcess`: with an empty signal mask
-    /// (SIGTERM is blocked on Swift's worker threads, and a gnome-keyring started so ignores
-    /// SIGTERM forever) and only stdin, stdout and stderr.
-    struct Daemon {
-        let pid: pid_t
-        private var exited = false
-
-        private init(pid: pid_t) { self.pid = pid }
-
-        static func spawn(
-            _ executable: String, _ arguments: [String], environment: [String: String], stdin: Int32, log: String
-        ) throws -> Daemon {
-            do {
-                return Daemon(pid: try ChildProcess.start(executable, arguments, environment: environment, stdin: stdin, output: log))
-            } catch {
-                throw PrivateKeyringError(.commandFailed, "cannot start \(executable): \(error)")
-            }
-        }
-
-        /// Reaps the child if it has exited.
-        mutating func hasExited() -> Bool {
-            if exited { return true }
-            var status: Int32 = 0
-            let waited = waitpid(pid, &status, WNOHANG)
-            // ECHILD: reaped already (it can be no one else's child).
-            if waited == pid || (waited < 0 && errno == ECHILD) { exited = true }
-            return exited
-        }
-
-        mutating func waitForExit(timeout: Double) -> Bool {
-            let deadline = SystemWallClock().now().addingTimeInterval(timeout)
-            while !hasExited() {
-                if SystemWallClock().now() >= deadline { return false }
-                Thread.sleep(forTimeInterval: PrivateKeyring.pollInterval)
-            }
-            return true
-        }
-
-        mutating func kill(_ signal: Int32) {
-            if !hasExited() { _ = Glibc.kill(pid, signal) }
-        }
+        return try ChildProcess.run(executable, arguments, environment: environment, stdin: stdin, timeout: timeout)
     }
 }

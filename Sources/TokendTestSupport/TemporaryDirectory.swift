@@ -6,10 +6,10 @@ public struct TemporaryDirectory: Sendable {
     public let path: String
     public var url: URL { URL(fileURLWithPath: path, isDirectory: true) }
 
-    /// Creates `$TMPDIR/PREFIX-XXXXXX` with mkdtemp(3), which makes it 0700 atomically (no window
-    /// where another user could open it).
-    public init(prefix: String = "tokend-test") throws {
-        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+    /// Creates `BASE/PREFIX-XXXXXX` with mkdtemp(3), which makes it 0700 atomically (no window
+    /// where another user could open it). BASE is `$TMPDIR` (else /tmp) unless given.
+    public init(prefix: String = "tokend-test", in base: String? = nil) throws {
+        let base = base ?? ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         var template = Array("\(base)/\(prefix)-XXXXXX".utf8CString)
         let created = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!) }
         guard created != nil else { throw TemporaryDirectoryError.creationFailed(errno: errno) }

@@ -4,7 +4,7 @@ import TokendCore
 import TokendSystem
 
 /// Identity Toolkit account management and federated sign-in: `signInWithIdp`, `lookup`,
-/// `sendOobCode`, `update`, `delete`, in production's shapes.
+/// `sendOobCode`, `delete`, in production's shapes.
 extension FakeFirebase.Backend {
     private struct IDTokenBody: Decodable {
         var idToken: String?
@@ -21,12 +21,6 @@ extension FakeFirebase.Backend {
         var requestType: String?
         var email: String?
         var idToken: String?
-    }
-
-    private struct UpdateBody: Decodable {
-        var idToken: String?
-        var email: String?
-        var password: String?
     }
 
     /// The claims the fake reads, of its own ID tokens and of identity providers' credentials.
@@ -355,68 +349,6 @@ extension FakeFirebase.Backend {
     private struct OobResponse: Encodable {
         var kind = "identitytoolkit#GetOobConfirmationCodeResponse"
         var email: String
-    }
-
-    /// `accounts:update` with email and password: an anonymous user becomes a password user with
-    /// the same `localId`, and gets a new session.
-    func update(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
-        guard let request = try? FakeJSON.decode(UpdateBody.self, from: body) else { return .failure(.invalidJSONPayload) }
-        let (user, claims): (Ledger.User, TokenClaims)
-        switch self.user(of: request.idToken, now: now, state: state) {
-        case .failure(let rejection): return .failure(rejection)
-        case .success(let found): (user, claims) = found
-        }
-        if let rejection = requireRecentSignIn(claims, now: now, state: state) { return .failure(rejection) }
-        if let email = request.email {
-            guard email.contains("@") else { return .failure(.firebase("INVALID_EMAIL")) }
-            if let owner = state.ledger.user(withEmail: email), owner.uid != user.uid { return .failure(.firebase("EMAIL_EXISTS")) }
-            // production only (not in the emulator): with email-enumeration protection an email
-            // change must go through a verification link (sendOobCode VERIFY_AND_CHANGE_EMAIL).
-            if state.options.emailEnumerationProtection, email.lowercased() != user.email?.lowercased() {
-                return .failure(.firebase("OPERATION_NOT_ALLOWED : Please verify the new email before changing email."))
-            }
-        }
-        if let password = request.password, let rejection = Self.refusePassword(password, options: state.options) {
-            return .failure(rejection)
-        }
-        _ = state.ledger.change(user.uid) { changed in
-            if let email = request.email, email.lowercased() != changed.email?.lowercased() {
-                changed.email = email
-                changed.emailVerified = false
-            }
-            if let password = request.password { changed.password = password }
-        }
-        // emulator: `validSince = now` when the password or the email changed.
-        if request.password != nil || request.email != nil { _ = state.ledger.revokeTokens(of: user.uid, now: now) }
-        let provider = request.password != nil ? "password" : (FakeFirebase.Backend.claimsProvider(request.idToken) ?? "password")
-        let minted = state.ledger.signIn(uid: user.uid, provider: provider, now: now, options: state.options)
-        guard let changed = state.ledger.users[user.uid] else { return .failure(.firebase("USER_NOT_FOUND")) }
-        let answer = UpdateResponse(
-            localId: changed.uid, email: changed.email, emailVerified: changed.emailVerified,
-            passwordHash: changed.password == nil ? nil : "UkVEQUNURUQ=", providerUserInfo: UserInfo(changed).providerUserInfo,
-            idToken: minted.idToken, refreshToken: minted.refreshToken, expiresIn: String(minted.lifetime))
-        return .success(ToolkitAnswer(reply: .json(200, answer), uid: changed.uid, minted: minted))
-    }
-
-    private struct ProviderClaims: Decodable {
-        struct Firebase: Decodable { var sign_in_provider: String? }
-        var firebase: Firebase?
-    }
-
-    static func claimsProvider(_ token: String?) -> String? {
-        token.flatMap { JWTClaims.decode(ProviderClaims.self, from: $0) }?.firebase?.sign_in_provider
-    }
-
-    private struct UpdateResponse: Encodable {
-        var kind = "identitytoolkit#SetAccountInfoResponse"
-        var localId: String
-        var email: String?
-        var emailVerified: Bool
-        var passwordHash: String?
-        var providerUserInfo: [UserInfo.Provider]
-        var idToken: String
-        var refreshToken: String
-        var expiresIn: String
     }
 
     /// `accounts:delete`: the user and every session of it are gone.

@@ -15,8 +15,9 @@ import TokendCore
 /// | any | key in `invalidAPIKeys` / no key | 400 `API key not valid` (reason `API_KEY_INVALID`) / 403 | prod: docs/architecture.md "Firebase: refreshing" |
 /// | any (and Secure Token `token`) | key in `restrictedAPIKeys` | 403 `PERMISSION_DENIED`, `ErrorInfo.reason` `API_KEY_HTTP_REFERRER_BLOCKED` ("Requests from referer <empty> are blocked.") / `API_KEY_IP_ADDRESS_BLOCKED` / `API_KEY_SERVICE_BLOCKED`, metadata `service` | prod only (Google's API front end, not the emulator): djerik/dagen-ha#14 quotes the whole referrer answer to `signInWithPassword`; firebase-js-sdk#5657 (the SDK sends no referrer); Google Cloud "Add API key restrictions" |
 /// | any | `tenantId` in the body | the call works among that tenant's users only: sign-ins and sign-ups find and make users there, their ID tokens carry `firebase.tenant`, refreshes keep it | emulator `TenantProjectState` (one per `tenantId`); js-sdk `_addTidIfNecessary` |
-/// | lookup, update, delete, signUp/signInWithIdp + idToken | a tenant's ID token with another (or no) `tenantId` / a project user's token with a `tenantId` | `TENANT_ID_MISMATCH` / `USER_NOT_FOUND` | emulator `parseIdToken` |
+/// | lookup, delete, signUp/signInWithIdp + idToken | a tenant's ID token with another (or no) `tenantId` / a project user's token with a `tenantId` | `TENANT_ID_MISMATCH` / `USER_NOT_FOUND` | emulator `parseIdToken` |
 /// | any | `productionRefusals[method]` | that message and status (quota, App Check 401) | prod: js-sdk error map (`QUOTA_EXCEEDED`, `RESET_PASSWORD_EXCEED_LIMIT`); App Check: apps' reports |
+/// | any other method (`update`, …) | tokend never calls it (it links with `signUp`, docs/architecture.md) | 404, Google's envelope: the fake fakes only what tokend calls | prod: an unknown method of a Google API is 404 |
 /// | signUp | nothing given, anonymous off or `adminOnlySignUp` | `ADMIN_ONLY_OPERATION` | emulator `signUp` (`enableAnonymousUser`) |
 /// | signUp | `recaptchaEnforced` has `password` | `MISSING_RECAPTCHA_TOKEN` | prod: js-sdk `recaptcha_enterprise_verifier.ts` retries on it |
 /// | signUp | no email / no password | `MISSING_EMAIL` / `MISSING_PASSWORD` | emulator `signUp` |
@@ -53,12 +54,9 @@ import TokendCore
 /// | signInWithIdp + idToken | the provider's id linked anywhere / address owned by another user | `FEDERATED_USER_ID_ALREADY_LINKED` / `EMAIL_EXISTS`: 200 `errorMessage` with `returnIdpCredential`, else 400 | emulator `signInWithIdp`, `handleLinkIdp` |
 /// | signInWithIdp | another user has the provider's address (`oneAccountPerEmail`): verified / not | that user, taken over (an unverified owner loses password and sessions) / 200 `needConfirmation`, no tokens, `verifiedProvider`: the owner's providers but password and phone | emulator `handleIdpSigninEmailRequired` |
 /// | signInWithIdp | the user is disabled | `USER_DISABLED`, after the link is recorded | emulator `signInWithIdp` |
-/// | update | email changed with enumeration protection | `OPERATION_NOT_ALLOWED : Please verify the new email before changing email.` | prod only (not in the emulator): apps' reports, Google's enumeration-protection docs |
-/// | update | email taken / password < 6 or off policy | `EMAIL_EXISTS` / `WEAK_PASSWORD`, `PASSWORD_DOES_NOT_MEET_REQUIREMENTS` | emulator `setAccountInfoImpl` |
-/// | update | password or email changed | new tokens; older ones void (`validSince`) | emulator `setAccountInfoImpl` |
 /// | sendOobCode | PASSWORD_RESET for an unknown address | protection on: 200, nothing sent; off: `EMAIL_NOT_FOUND` | emulator `sendOobCode` |
 /// | lookup, delete | as `parseIdToken`; `adminOnlyDelete` | …; `ADMIN_ONLY_OPERATION` | emulator `lookup`, `deleteAccount`; the last prod |
-/// | update, delete | sign-in older than `recentSignInWindow` | `CREDENTIAL_TOO_OLD_LOGIN_AGAIN` | prod: js-sdk map (`requires-recent-login`) |
+/// | delete | sign-in older than `recentSignInWindow` | `CREDENTIAL_TOO_OLD_LOGIN_AGAIN` | prod: js-sdk map (`requires-recent-login`) |
 extension FakeFirebase.Backend {
     static let identityToolkitService = "identitytoolkit.googleapis.com"
     /// Firebase refuses passwords shorter than 6 characters (`WEAK_PASSWORD`).
@@ -126,7 +124,6 @@ extension FakeFirebase.Backend {
             case "signInWithIdp": outcome = signInWithIdp(request.body, now: now, state: &state)
             case "lookup": outcome = lookup(request.body, now: now, state: &state)
             case "sendOobCode": outcome = sendOobCode(request.body, now: now, state: &state)
-            case "update": outcome = update(request.body, now: now, state: &state)
             case "delete": outcome = delete(request.body, now: now, state: &state)
             case "v2/mfaSignIn:finalize": outcome = finalizeSecondFactorSignIn(request.body, now: now, state: &state)
             case "v2/mfaEnrollment:start": outcome = startEnrollment(request.body, now: now, state: &state)

@@ -79,7 +79,7 @@ public final class FakeFirebase: Sendable {
         /// After this many failed password sign-ins, every password sign-in answers
         /// `TOO_MANY_ATTEMPTS_TRY_LATER`. Nil: never.
         public var maximumFailedSignIns: Int?
-        /// `update` and `delete` need a sign-in at most this many seconds old, else
+        /// `delete` needs a sign-in at most this many seconds old, else
         /// `CREDENTIAL_TOO_OLD_LOGIN_AGAIN` (production: 300). Nil: no limit.
         public var recentSignInWindow: Double?
         /// Extra seconds a successful or rejected refresh (not a fault) is held back: a slow

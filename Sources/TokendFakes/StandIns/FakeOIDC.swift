@@ -67,10 +67,8 @@ public final class FakeOIDC: Sendable {
         var minted: [String: Minted] = [:]
         /// Refresh tokens a rotation replaced: presenting one again is `invalid_grant`.
         var retired: Set<String> = []
-        /// Answers for the token endpoint, used in order; when empty a fresh token is issued.
-        var tokenAnswers: [Answer] = []
-        /// Answers for any path, used in order before its usual answer: a provider that answers
-        /// nonsense (hostile-answer tests script the device endpoint, discovery, JWKS).
+        /// Answers for a path, used in order before its usual answer: a provider that answers
+        /// nonsense (hostile-answer tests script the token and device endpoints, discovery, JWKS).
         var pathAnswers: [String: [Answer]] = [:]
         /// Answers every request it returns an answer for, before anything else: a hostile
         /// provider for the property tests (any path, Firebase's included, with `base` its URL).
@@ -99,7 +97,8 @@ public final class FakeOIDC: Sendable {
     }
 
     public var requests: [Request] { state.withLockedValue { $0.requests } }
-    public func script(_ answers: [Answer]) { state.withLockedValue { $0.tokenAnswers += answers } }
+    /// Answers for the token endpoint, used in order; once they are used up a fresh token is issued.
+    public func script(_ answers: [Answer]) { script(answers, for: "/token") }
     public func respond(with responder: @escaping @Sendable (Request, _ base: String) -> Answer?) {
         state.withLockedValue { $0.responder = responder }
     }
@@ -151,7 +150,6 @@ extension FakeOIDC {
                     "device_authorization_endpoint": base + "/device", "authorization_endpoint": base + "/authorize", "jwks_uri": base + "/jwks",
                 ])
             case "/token":
-                if !state.tokenAnswers.isEmpty { return state.tokenAnswers.removeFirst() }
                 if request.form["grant_type"] == "refresh_token", let refreshToken = request.form["refresh_token"],
                     state.grants[refreshToken] != nil || state.retired.contains(refreshToken)
                 {
