@@ -13,6 +13,15 @@ extension Advice {
         return TokendError(.unknownAccount, "no account named \"\(name)\" is configured")
     }
 
+    /// A login by a method the account's provider does not offer.
+    static func methodNotOffered(_ method: LoginRequest.Method, account: AccountConfiguration) -> TokendError? {
+        let offered = account.provider.base.descriptor.loginMethods
+        guard !offered.contains(method) else { return nil }
+        return TokendError(
+            .badRequest,
+            "\(account.name) is a \(account.kind.rawValue) account, which signs in with method \(offered.map(\.rawValue).joined(separator: " or ")), not \(method.rawValue) (see tokenctl login --help)")
+    }
+
     static func noFreshToken(within timeout: Double, scope: TokenScope? = nil) -> TokendError {
         let seconds = Int(saturating: timeout)
         guard let scope else { return TokendError(.unavailable, "no fresh token within \(seconds) s: the refresh is still running; try again") }

@@ -44,21 +44,10 @@ extension AccountCommands {
         account name: String, _ request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void,
         announce kind: Event.Kind = .signedIn, reason: String? = nil
     ) async -> Result<LoginSummary, TokendError> {
-        let configuration: AccountConfiguration
-        switch await engine.provider(of: name) {
-        case .failure(let error): return .failure(error)
-        case .success(let found): configuration = found.0
-        }
-        let offered = configuration.provider.base.descriptor.loginMethods
-        guard offered.contains(request.method) else {
-            let kind = configuration.kind.rawValue
-            return .failure(TokendError(
-                .badRequest, "\(name) is a \(kind) account, which signs in with method \(offered.map(\.rawValue).joined(separator: " or ")), not \(request.method.rawValue) (see tokenctl login --help)"))
-        }
         // One interactive login at a time: the user answers one browser or device prompt.
         let interactive = request.method.isInteractive
         let issued: IssuedUserAction
-        switch await engine.issueUserAction(name, interactive: interactive) {
+        switch await engine.issueUserAction(name, interactive: interactive, signingInWith: request.method) {
         case .failure(let error): return .failure(error)
         case .success(let action): issued = action
         }
