@@ -54,6 +54,9 @@ SOCKET_BOUND = 10.0
 TOKENCTL_TIMEOUT = 5  # the request's own `timeout`
 TOKENCTL_BOUND = 40.0  # the whole tokenctl run, which the request timeout bounds far below
 SETTLE_BOUND = 90
+# A reload is asynchronous: SIGHUP returns before the daemon has read the file. It may wait for
+# an earlier reload's keyring reads (one at a time), each bounded by GDBus's 25 s call timeout.
+RELOAD_BOUND = 60
 # A keyring verb bounds each of its waits by 45 s itself (private-session); past this it hangs.
 KEYRING_BOUND = 450
 # Clock offsets the daemon's wall clock is stepped to (libfaketime's syntax): forward (a VM
@@ -479,8 +482,23 @@ class World:
         self.write_config(accounts)
         if self.up and self.tokend is not None:
             self.tokend.send_signal(signal.SIGHUP)
+            self.await_reload(accounts)
         with self.lock:
             self.config_generation += 1
+
+    def await_reload(self, accounts):
+        """Until the daemon lists the new accounts a client may still meet the old configuration
+        (an added account is then unknown): the change is in progress until then."""
+        deadline = time.monotonic() + RELOAD_BOUND
+        while time.monotonic() < deadline:
+            try:
+                status = self.status()
+            except subprocess.TimeoutExpired:
+                status = None
+            if status is not None and set(status) == set(accounts):
+                return
+            time.sleep(0.02)
+        self.violate("tokend did not take up accounts %s within %d s of SIGHUP" % (",".join(sorted(accounts)), RELOAD_BOUND))
 
     def step_reimport(self, account):
         if not (self.up and self.keyring_open and account in self.configured):
