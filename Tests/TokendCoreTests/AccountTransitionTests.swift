@@ -107,6 +107,23 @@ import TokendTestClock
         #expect(account.machine.tokens == next)
     }
 
+    /// A rotation's write is in flight while an older session waits to be written back (the
+    /// keyring was locked): the keyring poll must not write the older one meanwhile, or it could
+    /// land last and put back the replaced refresh token (seen in a 30-minute chaos run).
+    @Test func nothingIsWrittenBackWhileARotationIsBeingSaved() throws {
+        var account = account()
+        account.unsaved = true
+        #expect(account.sessionToWriteBack == TokenSet(refreshToken: "rt-1"))
+        let ticket = try started(&account)
+        #expect(account.sessionToWriteBack == nil, "the refresh writes its own outcome")
+        let answer = RefreshOutcome.refreshed(IssuedTokens(refreshToken: "rt-2", expiresIn: 3600))
+        let effects = account.apply(.refreshAnswered(ticket, answer, at: clock.now(), jitterDraw: 0))
+        guard case .save(let next, _, _) = effects.first else { throw Unexpected(effects) }
+        #expect(account.machine.tokens?.refreshToken == "rt-1" && account.sessionToWriteBack == nil)
+        _ = account.apply(.persisted(ticket, answer: answer, next, .failure(KeyringFailure("locked")), at: clock.now(), jitterDraw: 0))
+        #expect(account.sessionToWriteBack == next, "the rotation the keyring refused is the one written back")
+    }
+
     @Test func aRefusalEndsTheSessionAndDeletesOnlyTheRefreshTokenThatFailed() throws {
         var account = account()
         let ticket = try started(&account)

@@ -405,6 +405,23 @@ class World:
             elif stored not in self.issued_refresh_tokens(uid):
                 self.violate("keyring: %s holds a refresh token the fake never issued to %s" % (account, uid))
 
+    def trace_refresh_tokens(self, account, uid, stored, requests):
+        """For a mismatch: the fake's last token requests of the account's user, each token named
+        by its place in the user's history, never printed (the item's own is `stored`)."""
+        names = {}
+        def name(token):
+            if token is None:
+                return "-"
+            if token == stored:
+                names.setdefault(token, "stored")
+            return names.setdefault(token, "t%d" % len(names))
+        mine = [r for r in requests if r.get("uid") == uid and r.get("path", "").endswith("/token")]
+        for r in mine[-8:]:
+            self.log("  %s token request at %.2f: presented %s, issued %s, status %s%s" % (
+                account, r["at"], name(r.get("presented_refresh_token")), name(r.get("issued_refresh_token")),
+                r.get("status"), (", fault " + r["fault"]["fault"]) if r.get("fault") else ""))
+        self.log("  %s tokend says %s" % (account, json.dumps((self.status() or {}).get(account, {}), sort_keys=True)))
+
     def settle(self, final=False):
         """Faults off, keyring unlocked, every account configured and tokend up. Once an account
         is active with nothing unsaved, its item must hold the newest refresh token the fake
@@ -460,6 +477,7 @@ class World:
                 # A refresh may be answered and not yet written: only a mismatch that lasts is one.
                 mismatches[account] += 1
                 if mismatches[account] >= 6:
+                    self.trace_refresh_tokens(account, uid, stored, requests)
                     self.violate("settle: %s is active with nothing unsaved, but its item does not hold the newest refresh token the fake issued (it holds %s)" % (
                         account, "nothing" if stored is None else "the one presented for it" if stored == presented else "an older one"))
                     return

@@ -118,6 +118,15 @@ extension AccountState {
         return false
     }
 
+    /// The held session the keyring lacks, for the keyring poll to write back now. Nil while a
+    /// refresh is in flight: it writes its own outcome (a rotation before it is served), and the
+    /// held session written meanwhile could land after it and put back the refresh token the
+    /// rotation replaced (the keyring queue keeps only the last write of an account).
+    public var sessionToWriteBack: TokenSet? {
+        guard unsaved, !isRefreshing else { return nil }
+        return machine.tokens
+    }
+
     /// Something waits for the keyring: a session to write back, or one to read.
     public var hasKeyringWork: Bool {
         if unsaved, machine.tokens != nil { return true }

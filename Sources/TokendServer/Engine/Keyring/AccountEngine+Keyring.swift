@@ -67,7 +67,7 @@ extension AccountEngine {
     func writeBackUnsaved(_ name: String) async -> Bool? {
         guard let account = accounts[name] else { return false }
         if case .awaitingKeyring = account.machine.phase { return nil }
-        guard account.unsaved, let tokens = account.machine.tokens else { return false }
+        guard let tokens = account.sessionToWriteBack else { return false }
         return await writeHeldSession(name, tokens) == true
     }
 
