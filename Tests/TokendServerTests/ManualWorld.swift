@@ -87,13 +87,18 @@ struct ManualWorld {
 
     /// Stores an hour-long session for each account (issued now), then starts the accounts.
     func start(_ names: [String], lifetime: Double = 3600) async {
+        await store(names, lifetime: lifetime)
+        await engine.apply(Self.configuration(names))
+    }
+
+    /// Stores a session for each account, issued now and living `lifetime` seconds.
+    func store(_ names: [String], lifetime: Double = 3600) async {
         let now = clock.now()
         for name in names {
             let tokens = TokenSet(
                 refreshToken: "rt-\(name)", idToken: "id-\(name)", idTokenExpiresAt: now.addingTimeInterval(lifetime), issuedAt: now)
             _ = await store.save(tokens, account: name)
         }
-        await engine.apply(Self.configuration(names))
     }
 
     /// The instant the account's timer is armed for, if any.

@@ -22,8 +22,10 @@ extension AccountCommands {
     public func refresh(account name: String, timeout: Double) async -> Result<Date?, TokendError> {
         let start = clock.now()
         let deadline = start.addingTimeInterval(timeout)
-        // A scoped grant holding the refresh slot is not this refresh: its outcome is not ours.
-        _ = await waitWhile(name, until: deadline) { $0.scopedTokens.inFlight != nil }
+        // Right after a start (a socket-activated one: this request started it) the stored session
+        // is still being read: wait for it, as `token` does. A scoped grant holding the refresh
+        // slot is not this refresh: its outcome is not ours.
+        _ = await waitWhile(name, until: deadline) { $0.restoring || $0.scopedTokens.inFlight != nil }
         if let refusal = await engine.forceRefresh(name, honouringBackoff: true) { return .failure(refusal) }
         return await refreshOutcome(name, since: start, deadline: deadline)
     }

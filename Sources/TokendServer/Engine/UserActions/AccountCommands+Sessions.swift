@@ -26,6 +26,9 @@ extension AccountCommands {
     /// the provider first where the provider can. A failed revocation is reported, not fatal: the
     /// local session goes either way. Nil outcome: there was no session to revoke.
     public func logout(account name: String) async -> Result<LogoutOutcome, TokendError> {
+        // Right after a start the stored session may still be being read: its refresh token is the
+        // one to revoke. The read ends within the keyring's timeout; the request's default bounds it.
+        _ = await waitWhile(name, until: clock.now().addingTimeInterval(Command.defaultTimeout)) { $0.restoring }
         let provider: any TokenProvider
         switch await engine.provider(of: name) {
         case .failure(let error): return .failure(error)
