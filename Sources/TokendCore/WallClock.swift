@@ -5,4 +5,7 @@
 /// (docs/architecture.md, "Refresh policy"). Not Swift's `Clock`, which measures durations. Tests use a manual one.
 public protocol WallClock: Sendable {
     func now() -> Date
+    /// Seconds on a clock no step of the wall clock moves (CLOCK_BOOTTIME), from any origin: what
+    /// tells a refresh that took long from one the wall clock stepped across (`AccountMachine.finish`).
+    func steadySeconds() -> Double
 }

@@ -12,8 +12,15 @@ public final class ManualClock: WallClock, TimerSource {
 
     private struct State {
         var now: Date
+        /// Follows every forward move of `now` but a `step`'s (`steadySeconds`).
+        var steady: Double = 0
         var timers: [UInt64: Timer] = [:]
         var nextID: UInt64 = 0
+
+        mutating func move(to date: Date, timePasses: Bool) {
+            if timePasses { steady += max(0, date.timeIntervalSince(now)) }
+            now = date
+        }
     }
 
     private let state: Mutex<State>
@@ -28,6 +35,10 @@ public final class ManualClock: WallClock, TimerSource {
         state.withLock { $0.now }
     }
 
+    public func steadySeconds() -> Double {
+        state.withLock { $0.steady }
+    }
+
     /// Moves the clock forward (or back, with a negative amount: a clock jump), firing every
     /// timer that falls due, in deadline order; returns how many fired.
     @discardableResult
@@ -35,20 +46,32 @@ public final class ManualClock: WallClock, TimerSource {
         set(now().addingTimeInterval(seconds))
     }
 
+    /// Steps the wall clock by `seconds` (settimeofday, an NTP step) while no time passes: the
+    /// steady clock stays. Timers due by the new time fire, as `advance` fires them.
+    @discardableResult
+    public func step(by seconds: Double) -> Int {
+        move(to: now().addingTimeInterval(seconds), timePasses: false)
+    }
+
     /// Sets the clock, firing every timer due by `date` in deadline order (timers armed by a
-    /// firing one fire too if due). While a timer fires, the clock reads its deadline.
+    /// firing one fire too if due). While a timer fires, the clock reads its deadline. Forward,
+    /// the steady clock moves with it.
     @discardableResult
     public func set(_ date: Date) -> Int {
+        move(to: date, timePasses: true)
+    }
+
+    private func move(to date: Date, timePasses: Bool) -> Int {
         var fired = 0
         while let fire = state.withLock({ state -> (@Sendable () -> Void)? in
             let due = state.timers.filter { $0.value.deadline <= date }
             // Ties fire in the order they were armed.
             guard let (id, timer) = due.min(by: { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }) else {
-                state.now = date
+                state.move(to: date, timePasses: timePasses)
                 return nil
             }
             state.timers.removeValue(forKey: id)
-            state.now = max(state.now, timer.deadline)
+            state.move(to: max(state.now, timer.deadline), timePasses: timePasses)
             return timer.fire
         }) {
             // Outside the lock: a firing timer may read the clock or arm another timer.

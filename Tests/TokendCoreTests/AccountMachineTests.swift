@@ -209,6 +209,29 @@ import Testing
         #expect(machine.serve(.id, minValid: 3299, at: t0.addingTimeInterval(1), requestStart: t0.addingTimeInterval(0.5)) == .refresh)
     }
 
+    /// A refresh answered after a forward step of the wall clock (half an hour by the wall clock,
+    /// a second by the steady one) brings tokens dead by the stepped clock: no verdict on the
+    /// request that waited for it, which refreshes again instead of being refused with 64 (the
+    /// 30-minute chaos run, seed 5077). A refresh that really took that long stays final.
+    @Test func aRefreshAnsweredAcrossAForwardClockStepIsNoVerdict() {
+        let stepped = t0.addingTimeInterval(1790)
+        var machine = AccountMachine(tokens: session(expiresIn: 20))
+        let ticket = machine.startRefresh(at: t0)!
+        _ = machine.finishPersisting(ticket, .refreshed(issued("id-2", expiresIn: 20)), at: stepped, took: 1)
+        #expect(machine.serve(.id, minValid: 1, at: stepped, requestStart: t0) == .refresh)
+        let next = machine.startRefresh(at: stepped)!
+        _ = machine.finishPersisting(next, .refreshed(issued("id-3", expiresIn: 20)), at: stepped.addingTimeInterval(1), took: 1)
+        #expect(machine.serve(.id, minValid: 1, at: stepped.addingTimeInterval(1), requestStart: t0) == .token("id-3", expiresAt: stepped.addingTimeInterval(20 - TokenSet.lifetimeGranularity)))
+
+        var slow = AccountMachine(tokens: session(expiresIn: 20))
+        let slowTicket = slow.startRefresh(at: t0)!
+        _ = slow.finishPersisting(slowTicket, .refreshed(issued("id-2", expiresIn: 20)), at: stepped, took: 1790)
+        guard case .refuse(let error) = slow.serve(.id, minValid: 1, at: stepped, requestStart: t0) else {
+            Issue.record("expected the slow refresh to be final"); return
+        }
+        #expect(error.code == .badRequest)
+    }
+
     @Test func aSlowRefreshNeverResurrectsALoggedOutSession() {
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
@@ -258,8 +281,8 @@ extension AccountMachineTests {
 extension AccountMachine {
     /// A refresh's outcome as the engine applies it: a `.persist` is written (here: nowhere)
     /// and confirmed at once.
-    mutating func finishPersisting(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date) -> Completion {
-        let completion = finish(ticket, outcome, at: now, jitterDraw: 0)
+    mutating func finishPersisting(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date, took: Double? = nil) -> Completion {
+        let completion = finish(ticket, outcome, at: now, took: took, jitterDraw: 0)
         guard case .persist(let next) = completion else { return completion }
         return persisted(ticket, next, at: now, jitterDraw: 0)
     }

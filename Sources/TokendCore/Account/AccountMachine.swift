@@ -63,6 +63,10 @@ public struct AccountMachine: Sendable {
     /// The provider answered the refresh in flight and its tokens are being written to the
     /// keyring (`.persist`): the held token is served again within its own horizon meanwhile.
     private var persisting = false
+    /// The refresh being persisted, and the one that brought the held tokens, was answered after
+    /// a forward step of the wall clock: what its tokens cannot satisfy, the next refresh may.
+    private var answerCameAcrossAClockStep = false
+    private var tokensCameAcrossAClockStep = false
 
     public init(policy: RefreshPolicy = RefreshPolicy(), tokens: TokenSet? = nil, jitterDraw: Double = 0) {
         self.policy = policy
@@ -119,8 +123,8 @@ public struct AccountMachine: Sendable {
     /// The answer to a `token` request for `kind` that must stay valid for `minValid` seconds,
     /// asked at `now` by a request that began at `requestStart` (if it waited already): tokens from
     /// a refresh sent since the request began that still cannot satisfy it are final. One sent
-    /// before (a refresh in flight across a forward step of the wall clock comes back already dead
-    /// by it; ClockTests) is no answer to this request: it refreshes again.
+    /// before, or answered after a forward step of the wall clock (its tokens come back already
+    /// dead by the stepped clock; ClockTests), is no answer to this request: it refreshes again.
     public func serve(_ kind: TokenKind, minValid: Double, at now: Date, requestStart: Date? = nil) -> ServeDecision {
         switch phase {
         case .needsLogin, .awaitingKeyring: return .refuse(phaseError!)
@@ -141,7 +145,7 @@ public struct AccountMachine: Sendable {
         }
         switch phase {
         case .idle:
-            if let requestStart, let sent = tokens?.issuedAt, sent >= requestStart {
+            if let requestStart, let sent = tokens?.issuedAt, sent >= requestStart, !tokensCameAcrossAClockStep {
                 return .refuse(Self.unsatisfiable(kind: kind, minValid: minValid, tokens: tokens, now: now))
             }
             return .refresh
@@ -251,12 +255,16 @@ public struct AccountMachine: Sendable {
     }
 
     /// Records a refresh's outcome. `jitterDraw` is a fresh random draw in [0, 1) for jitter. New
-    /// tokens are not served yet: the answer is `.persist`, and `persisted` serves them.
-    public mutating func finish(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date, jitterDraw: Double) -> Completion {
+    /// tokens are not served yet: the answer is `.persist`, and `persisted` serves them. `took`:
+    /// how long the refresh took by the steady clock, if measured.
+    public mutating func finish(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date, took: Double? = nil, jitterDraw: Double) -> Completion {
         guard ticket.generation == generation, let presented = ticket.refreshToken, case .refreshing = phase else { return .stale }
         switch outcome {
         case .refreshed(let issued):
             guard let next = tokensAfter(ticket, issued, at: now) else { return .stale }
+            // Their expiry counts from the wall clock's sending instant (ForwardClock: a token may
+            // look older than it is, never younger); a step since makes them look dead on arrival.
+            answerCameAcrossAClockStep = took.map { now.timeIntervalSince(ticket.startedAt ?? now) - $0 > Self.clockStepTolerance } ?? false
             persisting = true
             return .persist(next)
         case .transient(let failure, let retryAfter):
@@ -303,12 +311,18 @@ public struct AccountMachine: Sendable {
         return .refreshed(tokens ?? held)
     }
 
+    /// The wall clock ran this much ahead of the steady clock during a refresh: a step, not a
+    /// slew (adjtime slews at most 0.5 ms a second, so a refresh within its deadlines drifts by
+    /// milliseconds).
+    public static let clockStepTolerance: Double = 1
+
     /// The keyring write of a `.persist` is over (whatever its result: a locked keyring keeps
     /// the session in memory): the new tokens are served from now on, unless the ticket went
     /// stale while the keyring answered.
     public mutating func persisted(_ ticket: AccountTicket, _ next: TokenSet, at now: Date, jitterDraw: Double) -> Completion {
         guard ticket.generation == generation, case .refreshing = phase else { return .stale }
         tokens = next
+        tokensCameAcrossAClockStep = answerCameAcrossAClockStep
         phase = .idle
         persisting = false
         failures = 0
@@ -321,6 +335,7 @@ public struct AccountMachine: Sendable {
     /// A new session from an import or a login: wins over anything in flight.
     public mutating func install(_ tokens: TokenSet, jitterDraw: Double) {
         self.tokens = tokens
+        tokensCameAcrossAClockStep = false
         generation += 1
         phase = .idle
         failures = 0

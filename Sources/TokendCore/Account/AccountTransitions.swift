@@ -8,8 +8,9 @@ public enum AccountInput<Configuration: AccountSettings, Provider: Sendable, Fai
     case refreshWanted(force: Bool, narrowedTo: TokenScope?, requested: Bool, at: Date)
     /// The account's timer fired.
     case woke(at: Date)
-    /// The provider answered the refresh (or narrowed grant) `ticket` started.
-    case refreshAnswered(AccountTicket, RefreshOutcome, at: Date, jitterDraw: Double)
+    /// The provider answered the refresh (or narrowed grant) `ticket` started, `took` seconds
+    /// after it was sent by the steady clock (`WallClock.steadySeconds`; nil: not measured).
+    case refreshAnswered(AccountTicket, RefreshOutcome, at: Date, took: Double? = nil, jitterDraw: Double)
     /// The keyring answered the write of the session that `answer` brought (`.save`).
     case persisted(AccountTicket, answer: RefreshOutcome, TokenSet, Result<Void, Failure>, at: Date, jitterDraw: Double)
     /// The read of the stored session `ticket` started answered.
@@ -108,8 +109,8 @@ extension AccountState {
             scopedTokens.prune(at: now, generation: machine.generation)
             guard let key = scopedTokens.due(at: now, generation: machine.generation, policy: machine.policy).first else { return [.schedule] }
             return startRefresh(force: false, narrowedTo: key, requested: false, at: now)
-        case .refreshAnswered(let ticket, let outcome, let now, let jitterDraw):
-            return refreshAnswered(ticket, outcome, at: now, jitterDraw: jitterDraw)
+        case .refreshAnswered(let ticket, let outcome, let now, let took, let jitterDraw):
+            return refreshAnswered(ticket, outcome, at: now, took: took, jitterDraw: jitterDraw)
         case .persisted(let ticket, let answer, let tokens, let saved, let now, let jitterDraw):
             guard changes(since: ticket).isDisjoint(with: .removed), ticket.isRefresh else { return [] }
             let failed = Self.failure(of: saved)
@@ -210,7 +211,7 @@ extension AccountState {
         return [.disarm, .wakeWaiters, .callProvider(refresh)]
     }
 
-    private mutating func refreshAnswered(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date, jitterDraw: Double) -> [AccountEffect<Failure>] {
+    private mutating func refreshAnswered(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date, took: Double?, jitterDraw: Double) -> [AccountEffect<Failure>] {
         guard changes(since: ticket).isDisjoint(with: .removed), ticket.isRefresh else { return [] }
         if let scope = ticket.narrowedTo {
             if scopedTokens.inFlight == scope { scopedTokens.inFlight = nil }
@@ -232,7 +233,7 @@ extension AccountState {
             outcome = .transient(failure, retryAfter: nil)
         }
         let previous = machine.tokens
-        let completion = machine.finish(ticket, outcome, at: now, jitterDraw: jitterDraw)
+        let completion = machine.finish(ticket, outcome, at: now, took: took, jitterDraw: jitterDraw)
         if case .persist(let next) = completion {
             guard next.refreshToken == ticket.refreshToken else {
                 // A rotated refresh token reaches the keyring before anyone is handed the new

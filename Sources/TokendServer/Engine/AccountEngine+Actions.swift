@@ -51,13 +51,14 @@ extension AccountEngine {
         }
     }
 
-    /// Runs the refresh (or narrowed grant) `ticket` started, in the background.
+    /// Runs the refresh (or narrowed grant) `ticket` started, in the background, timed by the steady clock (`AccountMachine.finish`).
     func callProvider(_ name: String, ticket: AccountTicket) {
         guard let account = accounts[name], let presented = ticket.refreshToken else { return }
         let provider = account.provider
         // The machine as the refresh left it: the answer is merged against its tokens even if
         // the account is gone by then.
         let started = account.machine
+        let sent = clock.steadySeconds()
         tasks.spawn {
             let outcome: RefreshOutcome
             if let scope = ticket.narrowedTo {
@@ -65,7 +66,7 @@ extension AccountEngine {
             } else {
                 outcome = await provider.refresh(refreshToken: presented).bounded
             }
-            if let orphaned = await self.finishRefresh(name, ticket: ticket, outcome: outcome, started: started) {
+            if let orphaned = await self.finishRefresh(name, ticket: ticket, outcome: outcome, started: started, sent: sent) {
                 await self.keyring.saveOrphanedRotation(orphaned, account: name, replacing: presented)
             }
         }

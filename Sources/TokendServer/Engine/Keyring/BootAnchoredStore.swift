@@ -1,5 +1,6 @@
 import TokendCore
 import TokendKeyring
+import TokendSystem
 
 /// The daemon's keyring, with each item's times anchored to the boot clock (`BootAnchor`): a
 /// stored session read back after a restart is dated by how long ago it was really issued, not
@@ -14,7 +15,7 @@ final class BootAnchoredStore: SecretStore {
     let bootID: String
     let bootSeconds: @Sendable () -> Double
 
-    init(_ wrapped: any SecretStore, clock: any WallClock, bootID: String = BootAnchoredStore.currentBootID(), bootSeconds: @escaping @Sendable () -> Double = ForwardClock.bootSeconds) {
+    init(_ wrapped: any SecretStore, clock: any WallClock, bootID: String = BootAnchoredStore.currentBootID(), bootSeconds: @escaping @Sendable () -> Double = SystemWallClock.bootSeconds) {
         self.wrapped = wrapped
         self.clock = clock
         self.bootID = bootID

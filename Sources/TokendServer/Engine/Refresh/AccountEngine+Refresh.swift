@@ -17,7 +17,7 @@ extension AccountEngine {
     /// The provider answered a refresh: the account's transition decides what follows. If a reload
     /// removed the account meanwhile, a rotated refresh token may be the only live one: the
     /// session it makes is returned, for the keyring (`KeyringUpkeep.saveOrphanedRotation`).
-    func finishRefresh(_ name: String, ticket: AccountTicket, outcome: RefreshOutcome, started: AccountMachine) async -> TokenSet? {
+    func finishRefresh(_ name: String, ticket: AccountTicket, outcome: RefreshOutcome, started: AccountMachine, sent: Double) async -> TokenSet? {
         guard let presented = ticket.refreshToken else { return nil }
         let now = clock.now()
         guard account(name, holding: ticket, unless: .removed) != nil else {
@@ -25,7 +25,7 @@ extension AccountEngine {
             // A narrowed grant rotates only the refresh token: its access token is not the session's.
             return ticket.narrowedTo == nil ? started.tokensAfter(ticket, issued, at: now) : started.tokensAfterRotation(ticket, to: rotated)
         }
-        await apply(.refreshAnswered(ticket, outcome, at: now, jitterDraw: drawJitter()), to: name)
+        await apply(.refreshAnswered(ticket, outcome, at: now, took: clock.steadySeconds() - sent, jitterDraw: drawJitter()), to: name)
         return nil
     }
 

@@ -1,8 +1,6 @@
 import Synchronization
 import TokendCore
-#if canImport(Glibc)
-import Glibc
-#endif
+import TokendSystem
 
 /// The daemon's clock: never behind the wall clock, never backwards.
 ///
@@ -24,7 +22,7 @@ public final class ForwardClock: WallClock {
             self.boot = boot
         }
 
-        public static let system = Sources(wall: { Date().timeIntervalSince1970 }, boot: ForwardClock.bootSeconds)
+        public static let system = Sources(wall: { Date().timeIntervalSince1970 }, boot: SystemWallClock.bootSeconds)
     }
 
     private struct Reading {
@@ -51,9 +49,5 @@ public final class ForwardClock: WallClock {
         }
     }
 
-    @Sendable static func bootSeconds() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_BOOTTIME, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1_000_000_000
-    }
+    public func steadySeconds() -> Double { sources.boot() }
 }
