@@ -126,6 +126,8 @@ class World:
         self.offset = "+0"
         self.configured = set(ACCOUNTS)
         self.config_generation = 0
+        # From writing a configuration until the daemon lists its accounts (`await_reload`).
+        self.config_changing = False
         # Per account: its current user, every user it was ever given, and whether the provider
         # revoked the current one (then needs_login is the right answer).
         self.user = {}
@@ -309,8 +311,11 @@ class World:
     # -- clients and probes -------------------------------------------------------------------
 
     def snapshot(self, account):
+        """[3]: configured and no change in progress: a call begun and answered within one change
+        sees one generation, yet may meet either configuration (seed 5077, 29 min)."""
         with self.lock:
-            return (self.epoch, self.up, self.config_generation, account in self.configured, self.revocations[account], account in self.revoked)
+            stable = account in self.configured and not self.config_changing
+            return (self.epoch, self.up, self.config_generation, stable, self.revocations[account], account in self.revoked)
 
     def client(self, index):
         rng = random.Random("%s-client-%d" % (self.args.seed, index))
@@ -497,12 +502,14 @@ class World:
         with self.lock:
             self.configured = set(accounts)
             self.config_generation += 1
+            self.config_changing = True
         self.write_config(accounts)
         if self.up and self.tokend is not None:
             self.tokend.send_signal(signal.SIGHUP)
             self.await_reload(accounts)
         with self.lock:
             self.config_generation += 1
+            self.config_changing = False
 
     def await_reload(self, accounts):
         """Until the daemon lists the new accounts a client may still meet the old configuration
