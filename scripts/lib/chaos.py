@@ -125,9 +125,9 @@ class World:
         self.keyring_open = True  # running and unlocked
         self.offset = "+0"
         self.configured = set(ACCOUNTS)
+        # Bumped on writing a configuration and again once the daemon lists its accounts
+        # (`await_reload`): odd while a change is in progress.
         self.config_generation = 0
-        # From writing a configuration until the daemon lists its accounts (`await_reload`).
-        self.config_changing = False
         # Per account: its current user, every user it was ever given, and whether the provider
         # revoked the current one (then needs_login is the right answer).
         self.user = {}
@@ -314,7 +314,7 @@ class World:
         """[3]: configured and no change in progress: a call begun and answered within one change
         sees one generation, yet may meet either configuration (seed 5077, 29 min)."""
         with self.lock:
-            stable = account in self.configured and not self.config_changing
+            stable = account in self.configured and self.config_generation % 2 == 0
             return (self.epoch, self.up, self.config_generation, stable, self.revocations[account], account in self.revoked)
 
     def client(self, index):
@@ -502,14 +502,12 @@ class World:
         with self.lock:
             self.configured = set(accounts)
             self.config_generation += 1
-            self.config_changing = True
         self.write_config(accounts)
         if self.up and self.tokend is not None:
             self.tokend.send_signal(signal.SIGHUP)
             self.await_reload(accounts)
         with self.lock:
             self.config_generation += 1
-            self.config_changing = False
 
     def await_reload(self, accounts):
         """Until the daemon lists the new accounts a client may still meet the old configuration
