@@ -144,12 +144,12 @@ public final class PrivateKeyring: Sendable {
     /// Locks the login collection, as a screen lock or a headless boot leaves it.
     public func lock() throws { try keyring("lock") }
 
-    /// Unlocks the login collection the way a login does: a new gnome-keyring replaces the
-    /// running one and gets the password on stdin.
+    /// Unlocks the login collection in place, as gnome-keyring's prompt does when the user types
+    /// the password (the daemon serving stays; one the bus activated meanwhile is the one unlocked).
     public func unlock() throws { try keyring("unlock") }
 
-    /// Stops gnome-keyring and starts a fresh, unlocked one: what a crash and restart of the
-    /// keyring daemon looks like to its clients.
+    /// Stops gnome-keyring; a fresh, unlocked one serves: what a crash and restart of the keyring
+    /// daemon, or a login after a lock, looks like to its clients (a new daemon, new sessions).
     public func restart() throws { try keyring("restart") }
 
     /// Stops gnome-keyring only; the bus stays. The bus may D-Bus-activate a new (locked) one

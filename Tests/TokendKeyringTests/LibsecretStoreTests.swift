@@ -214,16 +214,17 @@ struct LibsecretStoreTests {
         #expect(await store.state() == .available)
     }
 
-    /// A login's unlock replaces the running gnome-keyring. The first call after it may be a
-    /// write, and the new daemon hands out session paths of its own (secret-tool opens one here
-    /// first): a secret sent under the old daemon's session must never be stored or refused.
-    @Test func aWriteRightAfterAnUnlockReplacedTheKeyringIsStoredReadable() async throws {
+    /// A login after a lock brings a new gnome-keyring (`gnome-keyring-daemon --unlock
+    /// --replace`), as a restart does. The first call after it may be a write, and the new daemon
+    /// hands out session paths of its own (secret-tool opens one here first): a secret sent under
+    /// the old daemon's session must never be stored or refused.
+    @Test func aWriteRightAfterANewKeyringTookOverIsStoredReadable() async throws {
         let account = TestTokens.account("replaced")
         for round in 0..<5 {
             try await store.save(TestTokens.tokens("before-\(round)"), account: account).get()
             try keyring.lock()
             #expect(await store.state() == .locked)
-            try keyring.unlock()
+            try keyring.restart()
             _ = try keyring.secretTool(["store", "--label=other", "other-client", "\(round)"], stdin: "x").check()
             let after = TestTokens.tokens("after-\(round)")
             try await store.save(after, account: account).get()

@@ -197,7 +197,7 @@ class World:
     def keyring(self, verb):
         """lock, unlock, restart or stop the session's gnome-keyring through the one
         implementation every suite uses (scripts/lib/private-session keyring VERB), which
-        returns once the keyring is so: unlock (as a login does) replaces it with a new one."""
+        returns once the keyring is so: unlock unlocks the serving one in place, as its prompt does."""
         if verb != "unlock":
             self.keyring_open = False  # before: tokend may find it closed at once
         result = self.run([SESSION, "keyring", verb], timeout=KEYRING_BOUND)

@@ -3,12 +3,14 @@
 
 # Packages to build (libsecret and GLib headers).
 BUILD_PACKAGES=(libsecret-1-dev libglib2.0-dev pkg-config)
-# Packages to run tests and the demo: a private session bus, a real gnome-keyring, secret-tool,
-# gdbus (libglib2.0-bin) to lock the keyring, socat for protocol checks, faketime for clock jumps.
-# scripts/test-systemd adds a user manager (systemd), nsenter and runuser (util-linux), gdb for the
-# ptrace check, curl and python3 for the fake's control plane. git is the other tool of the
-# integration tests; man-db and groff-base render tokenctl's man page.
-RUNTIME_PACKAGES=(dbus gnome-keyring libsecret-tools libglib2.0-bin socat faketime procps systemd util-linux gdb curl python3 git man-db groff-base)
+# What scripts/lib/private-session needs: a session bus, a real gnome-keyring, secret-tool, gdbus
+# (libglib2.0-bin) to lock the keyring and python3-dbus to unlock it in place (keyring-unlock).
+SESSION_PACKAGES=(dbus gnome-keyring libsecret-tools libglib2.0-bin python3-dbus)
+# Packages to run tests and the demo: a private session, socat for protocol checks, faketime for
+# clock jumps. scripts/test-systemd adds a user manager (systemd), nsenter and runuser
+# (util-linux), gdb for the ptrace check, curl and python3 for the fake's control plane. git is
+# the other tool of the integration tests; man-db and groff-base render tokenctl's man page.
+RUNTIME_PACKAGES=("${SESSION_PACKAGES[@]}" socat faketime procps systemd util-linux gdb curl python3 git man-db groff-base)
 
 ensure_packages() {
   local missing=()
@@ -90,5 +92,5 @@ ensure_mail_clients() {
 # KeePassXC (FdoSecrets) and KDE's kwalletd5 (libkf5wallet-bin; its Secret Service API needs
 # QCA's plugins), both headless through Qt's offscreen platform.
 ensure_secret_services() {
-  ensure_packages dbus libsecret-tools libglib2.0-bin curl python3 keepassxc libkf5wallet-bin libqca-qt5-2-plugins
+  ensure_packages "${SESSION_PACKAGES[@]}" curl python3 keepassxc libkf5wallet-bin libqca-qt5-2-plugins
 }
