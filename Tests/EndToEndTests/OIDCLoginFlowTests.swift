@@ -8,9 +8,10 @@ import TokendTestSupport
 /// against oidc-provider-mock, with the provider's form driven over HTTP as a browser would.
 @Suite(.serialized) struct OIDCLoginFlowTests {
     @Test func browserLoginRefusesAWrongStateThenSignsIn() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokend-oidc-login-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let mock = try await OIDCProviderMock.start(directory: directory)
+        // The mock's request log lives here; removed after the mock has stopped.
+        let directory = try TemporaryDirectory(prefix: "tokend-oidc-login")
+        defer { try? directory.remove() }
+        let mock = try await OIDCProviderMock.start(directory: directory.url)
         let transport = HTTPTransport(environment: [:])
         do {
             let provider = OIDCProvider(
@@ -63,9 +64,10 @@ import TokendTestSupport
     }
 
     @Test func aLoginNotFinishedInTimeTimesOut() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokend-oidc-timeout-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let mock = try await OIDCProviderMock.start(directory: directory)
+        // The mock's request log lives here; removed after the mock has stopped.
+        let directory = try TemporaryDirectory(prefix: "tokend-oidc-timeout")
+        defer { try? directory.remove() }
+        let mock = try await OIDCProviderMock.start(directory: directory.url)
         let transport = HTTPTransport(environment: [:])
         let provider = OIDCProvider(settings: .init(issuer: mock.issuer, clientID: "c", clientSecret: "s"), transport: transport)
         var failure: LoginFailure?
