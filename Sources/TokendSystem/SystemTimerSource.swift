@@ -71,8 +71,8 @@ public final class TimerThread: Sendable {
     /// Calls `fire` on the timer thread once `delay` seconds have passed on either clock.
     public func schedule(after delay: Double, _ fire: @escaping @Sendable () -> Void) -> TimerHandle {
         let nanoseconds = Int64(max(0, min(delay.isNaN ? 0 : delay, Self.longestDelay)) * 1_000_000_000)  // conversion: bounded above
-        let wall = Self.now(CLOCK_REALTIME) + nanoseconds
-        let monotonic = Self.now(CLOCK_MONOTONIC) + nanoseconds
+        let wall = clockNanoseconds(CLOCK_REALTIME) + nanoseconds
+        let monotonic = clockNanoseconds(CLOCK_MONOTONIC) + nanoseconds
         let id = state.withLock { state in
             let id = state.nextID
             state.nextID += 1
@@ -100,8 +100,8 @@ public final class TimerThread: Sendable {
             var expirations: UInt64 = 0
             _ = read(wallTimer, &expirations, 8)
             _ = read(monotonicTimer, &expirations, 8)
-            let wall = Self.now(CLOCK_REALTIME)
-            let monotonic = Self.now(CLOCK_MONOTONIC)
+            let wall = clockNanoseconds(CLOCK_REALTIME)
+            let monotonic = clockNanoseconds(CLOCK_MONOTONIC)
             let due = state.withLock { state in
                 var due: [@Sendable () -> Void] = []
                 while let top = state.byWall.top, top.deadline <= wall {
@@ -154,12 +154,6 @@ public final class TimerThread: Sendable {
             value.it_value = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))  // conversion: Int64 to Int on 64-bit Linux
         }
         timerfd_settime(timer, flags, &value, nil)
-    }
-
-    private static func now(_ clock: clockid_t) -> Int64 {
-        var time = timespec()
-        clock_gettime(clock, &time)
-        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)  // conversion: Int to Int64; a clock reading (seconds below 2^33)
     }
 }
 

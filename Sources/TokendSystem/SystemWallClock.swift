@@ -11,9 +11,5 @@ public struct SystemWallClock: WallClock {
     public func steadySeconds() -> Double { Self.bootSeconds() }
 
     /// CLOCK_BOOTTIME: counts through a suspend, unlike CLOCK_MONOTONIC, and no wall-clock step moves it.
-    @Sendable public static func bootSeconds() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_BOOTTIME, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1_000_000_000
-    }
+    @Sendable public static func bootSeconds() -> Double { clockSeconds(CLOCK_BOOTTIME) }
 }

@@ -73,7 +73,7 @@ enum HookProcess {
         }
         running.insert(pid)
         defer { running.remove(pid) }
-        let (output, timedOut) = collect(from: pipeEnds[0], pid: pid, deadline: monotonicNow() + timeout)
+        let (output, timedOut) = collect(from: pipeEnds[0], pid: pid, deadline: clockSeconds(CLOCK_MONOTONIC) + timeout)
         close(pipeEnds[0])
         if timedOut {
             kill(-pid, SIGKILL)
@@ -97,7 +97,7 @@ enum HookProcess {
                 if open { drain(fd, into: &output, buffer: &buffer) }
                 return (output, false)
             }
-            let remaining = deadline - monotonicNow()
+            let remaining = deadline - clockSeconds(CLOCK_MONOTONIC)
             if remaining <= 0 { return (output, true) }
             // 100 ms at most between looks at the process: how late an exit is noticed when a
             // background child keeps the pipe open.
@@ -137,11 +137,5 @@ enum HookProcess {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         return status
-    }
-
-    private static func monotonicNow() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 }
