@@ -143,14 +143,17 @@ import Glibc
                 #expect(try await connection.response(timeout: Patience.seconds).id == .number(Double(index)))
             }
             let during = try descriptorCount(pid)
-            // Less one or two: the baseline may still have counted the harness's start-up connection.
-            #expect(during >= baseline + 498, "the daemon holds the 500 (\(baseline) -> \(during) descriptors)")
             let rssDuring = try residentBytes(pid)
             #expect(try await world.call(Request(op: "hello", id: .string("501st"))).id == .string("501st"))
             held.removeAll()  // closes all 500
             try await poll(timeout: Patience.seconds, "descriptors back to \(baseline)") { try descriptorCount(pid) <= baseline }
+            let after = try descriptorCount(pid)
+            // Against the lower count, before or after: either may include a connection on its way
+            // out (the status poll's, the harness's start-up one; 3 once: 25 -> 522 -> 23), and
+            // less two for one the probe or the 501st may have open then.
+            #expect(during >= min(baseline, after) + 498, "the daemon holds the 500 (\(baseline) -> \(during) -> \(after) descriptors)")
             #expect(try await world.call(Request(op: "list")).ok)
-            print("500 connections: descriptors \(baseline) -> \(during) -> \(try descriptorCount(pid)); VmRSS \(rssBefore / 1024) KiB -> \(rssDuring / 1024) KiB")
+            print("500 connections: descriptors \(baseline) -> \(during) -> \(after); VmRSS \(rssBefore / 1024) KiB -> \(rssDuring / 1024) KiB")
             await probe.finish()
         }
     }
