@@ -232,6 +232,46 @@ struct LibsecretStoreTests {
         }
     }
 
+    /// The keyring verbs every suite drives hold while a client keeps calling the Secret
+    /// Service, as tokend polls a locked keyring: each call while no daemon serves has the bus
+    /// activate a locked one. CI once lost an unlock to such a keyring (the verb replaced the
+    /// daemon then, and the activated one took the name during the hand-over).
+    @Test func lockUnlockStopAndRestartHoldWhileAClientPolls() async throws {
+        let account = TestTokens.account("polled")
+        let tokens = TestTokens.tokens("polled")
+        try await store.save(tokens, account: account).get()
+        // Two clients calling back to back, each on its own libsecret connection to the bus.
+        let pollers = (0..<2).map { _ in
+            Task.detached {
+                let client = LibsecretStore(timeout: 1)
+                var calls = 0
+                while !Task.isCancelled {
+                    _ = await client.state()
+                    calls += 1
+                }
+                return calls
+            }
+        }
+        for round in 0..<6 {
+            try keyring.lock()
+            #expect(await store.state() == .locked, "round \(round)")
+            switch round % 3 {
+            case 0: try keyring.unlock()
+            case 1: try keyring.restart()
+            default:
+                keyring.stopKeyring()
+                try keyring.unlock()
+            }
+            #expect(try await store.load(account: account).get() == tokens, "round \(round)")
+        }
+        var calls = 0
+        for poller in pollers {
+            poller.cancel()
+            calls += await poller.value
+        }
+        #expect(calls > 0, "the clients called the Secret Service")
+    }
+
     @Test func aKeyringThatDiedComesBackLockedThroughBusActivation() async throws {
         let account = TestTokens.account("died")
         let tokens = TestTokens.tokens("died")
