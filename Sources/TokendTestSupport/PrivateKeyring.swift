@@ -56,7 +56,8 @@ public final class PrivateKeyring: Sendable {
     /// machine has two shared cores, and a keyring restarted mid-suite took over 20 s there.
     static let readyTimeout: Double = 45
     /// A keyring verb's bound: it bounds each of its own waits by the same 45 s, and a restart
-    /// may wait for two stops and three hand-overs of two waits each; past this it hangs.
+    /// may wait for a stop (its reaps, the name's release) and a start of a few waits; past this
+    /// it hangs.
     static let verbTimeout: Double = readyTimeout * 10
     /// Between two readiness probes: each runs `gdbus`, a few milliseconds.
     static let pollInterval: Double = 0.02

@@ -201,7 +201,7 @@ class World:
         if verb != "unlock":
             self.keyring_open = False  # before: tokend may find it closed at once
         result = self.run([SESSION, "keyring", verb], timeout=KEYRING_BOUND)
-        for line in result.stderr.splitlines():  # a hand-over lost to a bus-activated keyring
+        for line in result.stderr.splitlines():  # a start a bus-activated keyring won, or why it failed
             self.log("keyring %s: %s" % (verb, line))
         if result.returncode != 0:
             raise RuntimeError("private-session keyring %s exited %d: %s" % (verb, result.returncode, result.stderr.strip()))
