@@ -86,11 +86,12 @@ extension TokenctlError {
             } else {
                 self.init(.temporary, said, next: Self.saysWhen(said) ? "" : "then try again")
             }
-        case .configError where said.hasPrefix("API_KEY_") && said.contains("api_key is restricted"):
-            // A key restriction is fixed in the Cloud console, not the file; the session is kept,
-            // and the next token request that needs a fresh token tries the key again.
+        case .configError where RefreshFailure.apiKeyRefusals.keys.contains(where: { said.hasPrefix($0 + ": ") }):
+            // A key restriction (or the key's project) is fixed in the Cloud console, not the
+            // file; the session is kept, and the next token request that needs a fresh token
+            // tries the key again.
             let command = account.map { "tokenctl token \($0)" } ?? "tokenctl token ACCOUNT"
-            self.init(.configuration, "the API key is refused\(detail)", next: "fix the key in the Google Cloud console (the session is kept), then: \(command)")
+            self.init(.configuration, "the API key is refused\(detail)", next: "fix the key or its project in the Google Cloud console as said (the session is kept), then: \(command)")
         case .configError:
             self.init(
                 .configuration, "tokend's configuration is wrong\(detail)",

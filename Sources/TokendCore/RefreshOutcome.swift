@@ -104,13 +104,49 @@ extension TokenSet {
 }
 
 extension RefreshFailure {
-    /// Google's `ErrorInfo.reason`s for an API key whose restrictions (Google Cloud console,
-    /// Credentials) refuse the call, with the restriction in words: answered 403
-    /// `PERMISSION_DENIED` on refresh and sign-in alike. The key, not the session, is wrong: the
-    /// session is kept, and a later request tries it again once the key is fixed.
-    public static let apiKeyRestrictions: [String: String] = [
-        "API_KEY_HTTP_REFERRER_BLOCKED": "to HTTP referrers, and tokend sends none",
-        "API_KEY_IP_ADDRESS_BLOCKED": "to IP addresses that do not include this machine's",
-        "API_KEY_SERVICE_BLOCKED": "to APIs that do not include this one",
+    /// What Google refuses the key (or its project) for, and the fix.
+    public struct KeyRefusal: Sendable, Equatable {
+        public var what: String
+        public var fix: String
+    }
+
+    /// The fix for a key whose restrictions refuse tokend (Google Cloud console, Credentials).
+    static let restrictionFix = "use a key with no application restriction whose API restrictions allow the Identity Toolkit API and the Token Service API (Google Cloud console, APIs & Services, Credentials)"
+
+    /// The fix for a key of a mobile app: the project's Web API key has no app restriction.
+    static let appKeyFix = "use the project's Web API key (Firebase console, Project settings, General), or another key with no application restriction whose API restrictions allow the Identity Toolkit API and the Token Service API"
+
+    /// Every `google.rpc.ErrorInfo.reason` (googleapis `google/api/error_reason.proto`,
+    /// `ErrorReason`) that refuses the API key or the Google Cloud project it belongs to, not the
+    /// session: answered 403 on refresh and sign-in alike. The session is kept, and a later
+    /// request tries it again once the key or project is fixed in the console, which tokend cannot
+    /// see. `API_KEY_INVALID` is not here: a wrong key is fixed in config.toml. Quota reasons are
+    /// transient (`RefreshClassifier.googleTransientReasons`).
+    public static let apiKeyRefusals: [String: KeyRefusal] = [
+        "API_KEY_HTTP_REFERRER_BLOCKED": KeyRefusal(what: "the account's api_key is restricted to HTTP referrers, and tokend sends none", fix: restrictionFix),
+        "API_KEY_IP_ADDRESS_BLOCKED": KeyRefusal(what: "the account's api_key is restricted to IP addresses that do not include this machine's", fix: restrictionFix),
+        "API_KEY_SERVICE_BLOCKED": KeyRefusal(what: "the account's api_key is restricted to APIs that do not include this one", fix: restrictionFix),
+        // The key of an app's google-services.json / GoogleService-Info.plist: what users paste.
+        "API_KEY_ANDROID_APP_BLOCKED": KeyRefusal(
+            what: "the account's api_key is restricted to Android apps (the key of an app's google-services.json), and tokend is none",
+            fix: appKeyFix),
+        "API_KEY_IOS_APP_BLOCKED": KeyRefusal(
+            what: "the account's api_key is restricted to iOS apps (the key of an app's GoogleService-Info.plist), and tokend is none",
+            fix: appKeyFix),
+        "SERVICE_DISABLED": KeyRefusal(
+            what: "the API is disabled in the Google Cloud project of the account's api_key",
+            fix: "enable the Identity Toolkit API and the Token Service API there (Google Cloud console, APIs & Services, Library), or use the Web API key of the account's own Firebase project"),
+        "BILLING_DISABLED": KeyRefusal(
+            what: "the billing account of the api_key's Google Cloud project is disabled",
+            fix: "the project's owner must enable billing again (Google Cloud console, Billing)"),
+        "CONSUMER_SUSPENDED": KeyRefusal(
+            what: "the api_key's Google Cloud project is suspended",
+            fix: "the project's owner must settle the suspension (Google Cloud console)"),
+        "CONSUMER_INVALID": KeyRefusal(
+            what: "the api_key's Google Cloud project does not exist (deleted, or the key is not a project's)",
+            fix: "copy the Web API key of the account's Firebase project (Project settings, General) into config.toml"),
     ]
+
+    /// This failure is one of `apiKeyRefusals`, whose code is its reason.
+    public var isAPIKeyRefusal: Bool { Self.apiKeyRefusals[code] != nil }
 }

@@ -9,10 +9,35 @@ public enum RefreshClassifier {
     /// Firebase codes that mean a rate limit or a spent quota, not a verdict: whatever call
     /// answers them, a later try can succeed (an account's refresh is never parked on them).
     public static let firebaseTransient: Set<String> = ["TOO_MANY_ATTEMPTS_TRY_LATER", "QUOTA_EXCEEDED", "RESET_PASSWORD_EXCEED_LIMIT"]
-    /// What a restricted key's refusal tells the user to do.
-    static func apiKeyRestrictionAdvice(_ restriction: String, said message: String) -> String {
-        "the account's api_key is restricted \(restriction)" + (message.isEmpty ? "" : " (\(message))")
-            + "; use a key with no application restriction whose API restrictions allow the Identity Toolkit API and the Token Service API (Google Cloud console, APIs & Services, Credentials)"
+    /// Legacy `errors[].reason`s (answers without `ErrorInfo`) as the reason they stand for:
+    /// firebase-ios-sdk `AuthBackend.swift` still reads `keyInvalid` and `ipRefererBlocked`;
+    /// `accessNotConfigured` is a disabled API's (firebase/firebaseui-web#217).
+    static let legacyReasons = ["keyInvalid": "API_KEY_INVALID", "ipRefererBlocked": "API_KEY_HTTP_REFERRER_BLOCKED", "accessNotConfigured": "SERVICE_DISABLED"]
+
+    /// Google's `ErrorInfo.reason`s for a spent rate or resource quota (`error_reason.proto`):
+    /// a later try can succeed, whatever the status.
+    public static let googleTransientReasons: Set<String> = ["RATE_LIMIT_EXCEEDED", "RESOURCE_QUOTA_EXCEEDED"]
+    /// What a refused key's answer tells the user: the refusal, Google's own words, the fix.
+    /// Google's text is quoted whole up to `maximumQuote` characters, else its first sentence
+    /// (`SERVICE_DISABLED`'s runs to ~330 with a console URL), so that the fix fits in
+    /// `RefreshFailure.maximumMessageBytes`.
+    static func apiKeyRefusalAdvice(_ refusal: RefreshFailure.KeyRefusal, said message: String) -> String {
+        var quote = message
+        if quote.count > maximumQuote, let end = quote.firstRange(of: ". ") {
+            quote = String(quote[..<end.lowerBound]) + "."
+        }
+        if quote.count > maximumQuote { quote = String(quote.prefix(maximumQuote)) + "…" }
+        return refusal.what + (quote.isEmpty ? "" : " (\(quote))") + "; " + refusal.fix
+    }
+
+    /// Google's refusal texts this long are quoted whole (the IP restriction's is ~150).
+    static let maximumQuote = 200
+
+    /// Whether `code` reads as a Firebase code (`TOKEN_EXPIRED`): the part of a message before
+    /// its first ':' is one only then; an English sentence ("Requests from this Android client
+    /// application <empty> are blocked.") never becomes a code.
+    static func isCode(_ code: String) -> Bool {
+        !code.isEmpty && code.count <= 100 && code.unicodeScalars.allSatisfy { ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }
     }
 
     /// OAuth codes (RFC 6749 §5.2) that say the server, not the session, has trouble.
@@ -38,18 +63,22 @@ public enum RefreshClassifier {
         }
         let message = envelope?.error.message ?? ""
         // The code is `message` up to the first ':', trimmed ("TOKEN_EXPIRED : detail").
-        let code = message.split(separator: ":", maxSplits: 1).first.map(\.trimmed) ?? ""
-        let reasons = envelope?.error.details?.compactMap(\.reason) ?? []
-        let failure = RefreshFailure(code: code.isEmpty ? "http_\(status)" : code, message: message.isEmpty ? "HTTP \(status)" : message)
-        if isTransientStatus(status) || firebaseTransient.contains(code) {
+        // ErrorInfo reasons, then the legacy `errors[].reason`s older answers carry alone.
+        let reasons = ((envelope?.error.details?.compactMap(\.reason) ?? []) + (envelope?.error.errors?.compactMap { $0.reason.flatMap { legacyReasons[$0] } } ?? []))
+            .filter(isCode)
+        let prefix = message.split(separator: ":", maxSplits: 1).first.map(\.trimmed) ?? ""
+        // Not a code: Google's reason says what it is, else the status.
+        let code = isCode(prefix) ? prefix : reasons.first ?? "http_\(status)"
+        let failure = RefreshFailure(code: code, message: message.isEmpty ? "HTTP \(status)" : message)
+        if isTransientStatus(status) || firebaseTransient.contains(code) || reasons.contains(where: googleTransientReasons.contains) {
             return .transient(failure, retryAfter: retryAfter)
         }
         if firebaseNeedsLogin.contains(code) { return .needsLogin(failure) }
         if reasons.contains("API_KEY_INVALID") || message.hasPrefix("API key not valid") {
             return .misconfigured(RefreshFailure(code: "API_KEY_INVALID", message: message))
         }
-        if let reason = reasons.first(where: { RefreshFailure.apiKeyRestrictions[$0] != nil }), let restriction = RefreshFailure.apiKeyRestrictions[reason] {
-            return .misconfigured(RefreshFailure(code: reason, message: apiKeyRestrictionAdvice(restriction, said: message)))
+        if let reason = reasons.first(where: { RefreshFailure.apiKeyRefusals[$0] != nil }), let refusal = RefreshFailure.apiKeyRefusals[reason] {
+            return .misconfigured(RefreshFailure(code: reason, message: apiKeyRefusalAdvice(refusal, said: message)))
         }
         // PROJECT_NUMBER_MISMATCH, INVALID_GRANT_TYPE, MISSING_REFRESH_TOKEN, a missing key (403) and
         // any 4xx we do not know: repeating the same request cannot help, and "log in again" would
@@ -140,6 +169,7 @@ public enum RefreshClassifier {
             var message: String?
             var status: String?
             var details: [Detail]?
+            var errors: [Detail]?
         }
         struct Detail: Decodable { var reason: String? }
         var error: Body

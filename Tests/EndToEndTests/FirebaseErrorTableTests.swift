@@ -197,15 +197,27 @@ import TokendTestSupport
         "refresh work | `TOKEN_EXPIRED` (sessions revoked, or the password changed elsewhere)": Scenario { world, _ in
             world.fake.revokeTokens(try await FirebaseAccountTests().signUp(world, "ned@example.com", password: password))
         },
-        "refresh work | 403 `API_KEY_SERVICE_BLOCKED` (the key is restricted to other APIs)": Scenario(
+        "login work --email ada@example.com | 403 `API_KEY_IOS_APP_BLOCKED` (the key of an iOS app's `GoogleService-Info.plist`)": Scenario(stdin: password) { world, _ in
+            world.fake.update { $0.restrictedAPIKeys["test-api-key"] = .iosApp }
+        },
+        "refresh work | 403 `API_KEY_ANDROID_APP_BLOCKED` (the key of an Android app's `google-services.json`)": Scenario(
             arrange: { world, _ in
                 try await signedIn(world, "pat@example.com")
-                world.fake.update { $0.restrictedAPIKeys["test-api-key"] = .service }
+                world.fake.update { $0.restrictedAPIKeys["test-api-key"] = .androidApp }
             },
             check: { world in
                 // The key, not the session, is refused: the session stays stored.
                 let stored = try await world.storedSession()
                 #expect(stored != nil, "a refresh refused for the key's restriction lost the session")
+            }),
+        "refresh work | 403 `SERVICE_DISABLED` (the Token Service API is off in the key's project)": Scenario(
+            arrange: { world, _ in
+                try await signedIn(world, "pia@example.com")
+                world.fake.update { $0.restrictedAPIKeys["test-api-key"] = .serviceDisabled }
+            },
+            check: { world in
+                let stored = try await world.storedSession()
+                #expect(stored != nil, "a refresh refused for a disabled API lost the session")
             }),
         "refresh work | `QUOTA_EXCEEDED`": Scenario(
             arrange: { world, _ in

@@ -262,7 +262,7 @@ import TokendTestSupport
     /// A daemon world whose account signs in with `id` through the stand-in's hosted handler,
     /// the project trusting `issuers` for tokens issued to `clientID`.
     static func withHostedHandler(
-        _ id: String, issuers: Set<String>, clientID: String, _ body: (DaemonHarness, FirebaseHostedStandIn) async throws -> Void
+        _ id: String, issuers: Set<String>, clientID: String, table extra: String = "", _ body: (DaemonHarness, FirebaseHostedStandIn) async throws -> Void
     ) async throws {
         try await withWorld(accounts: [], startDaemon: false) { world in
             let fake = world.fake
@@ -277,7 +277,7 @@ import TokendTestSupport
                     [account.work.idp."\(id)"]
                     auth_domain = "\(standIn.authDomain)"
                     firebase_sdk = "\(standIn.sdk)"
-                    """)
+                    """ + extra)
                 try await world.startDaemon()
                 try await body(world, standIn)
             }

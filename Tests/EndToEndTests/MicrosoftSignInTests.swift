@@ -62,4 +62,55 @@ import TokendTestSupport
             #expect(exchange.status == 200)
         }
     }
+
+    /// Issue 44, item 2: a Microsoft app of one tenant (Azure's default registration) is refused
+    /// at `/common` (AADSTS50194); `custom_parameters = { tenant = … }` reaches the SDK's
+    /// `setCustomParameters`, and the sign-in goes through.
+    @Test func aSingleTenantMicrosoftAppSignsInWithTheTenantCustomParameter() async throws {
+        let issuers: Set<String> = ["https://login.microsoftonline.com/{tenantid}/v2.0"]
+        let table = "\ncustom_parameters = { tenant = \"\(FederatedStandIn.tenant)\", prompt = \"select_account\", login_hint = \"mia@contoso.example\" }\n"
+        try await SignInWithAppleTests.withHostedHandler("microsoft.com", issuers: issuers, clientID: Self.clientID, table: table) { world, standIn in
+            standIn.registerMicrosoftAppInOneTenant(FederatedStandIn.tenant)
+            standIn.approveNext(as: .init(id: "AAAAms-tenant-1", email: "mia@contoso.example"))
+            var page = ""
+            let login = try await OIDCMockTests.tokenctlSigningIn(world, ["login", "work", "--idp", "microsoft.com"], url: { $0.hasPrefix("http://localhost:") }) { url in
+                page = try await HeadlessChromium.clickThroughHostedPage(at: url, home: world.keyring.root)
+            }
+            #expect(login.status == 0, "\(login.output)")
+            #expect(page.hasPrefix("Signed in. tokend has your session."), "the page ended on: \(page)")
+            #expect(standIn.customParametersSeen == [["tenant": FederatedStandIn.tenant, "prompt": "select_account", "login_hint": "mia@contoso.example"]])
+            let token = try await world.tokenctl(["token", "work"])
+            #expect(token.status == 0, "\(token.stderr)")
+        }
+    }
+
+    /// Custom parameters are checked when the configuration is read: only known keys, each
+    /// where it belongs, of plain characters; the error names the key's line.
+    @Test(arguments: [
+        (#"custom_parameters = { client_id = "x" }"#, "is not a custom parameter tokend passes"),
+        (#"custom_parameters = { tenant = "a&redirect_uri=https://evil.example" }"#, "must be a string of 1 to 256 letters"),
+        (#"custom_parameters = { prompt = "always" }"#, "must be one or more of consent, login, none, select_account"),
+        (#"custom_parameters = "tenant""#, "must be a table"),
+    ])
+    func badCustomParametersAreRefusedWhenTheConfigurationIsRead(line: String, says: String) async throws {
+        try await withWorld(accounts: [], startDaemon: false) { world in
+            // Lines 1-4: the account; 6: the idp table, 7: auth_domain, 8: the parameters.
+            try world.writeConfig(world.firebaseAccount("work") + "\n\n[account.work.idp.\"microsoft.com\"]\nauth_domain = \"demo-tokend.firebaseapp.com\"\n\(line)\n")
+            try await world.startDaemon()
+            let run = try await world.tokenctl(["login", "work", "--idp", "microsoft.com", "--no-browser"])
+            #expect(run.status == 78, "\(run.stderr)")
+            #expect(run.stderr.contains("custom_parameters") && run.stderr.contains(says), "\(run.stderr)")
+        }
+    }
+
+    /// `tenant` is Microsoft's: refused for Apple.
+    @Test func aTenantParameterIsRefusedForAnotherProvider() async throws {
+        try await withWorld(accounts: [], startDaemon: false) { world in
+            try world.writeConfig(world.firebaseAccount("work") + "\n\n[account.work.idp.\"apple.com\"]\nauth_domain = \"demo-tokend.firebaseapp.com\"\ncustom_parameters = { tenant = \"contoso.example\" }\n")
+            try await world.startDaemon()
+            let run = try await world.tokenctl(["login", "work", "--idp", "apple.com", "--no-browser"])
+            #expect(run.status == 78, "\(run.stderr)")
+            #expect(run.stderr.contains("is Microsoft's, not Apple's"), "\(run.stderr)")
+        }
+    }
 }

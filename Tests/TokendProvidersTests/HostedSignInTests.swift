@@ -24,4 +24,17 @@ import Testing
         #expect(page.contains(#""emulator": "http://127.0.0.1:9099""#))
         #expect(HostedSignIn.json("\u{1}") == #""\u0001""#)
     }
+
+    /// Issue 44, item 2: the configured custom parameters reach `setCustomParameters`.
+    @Test func customParametersGoToTheSDK() throws {
+        let parameters = try HostedSignIn.parseCustomParameters(
+            id: "microsoft.com", .table(["tenant": .string("contoso.onmicrosoft.com"), "prompt": .string("login consent")]), key: "k")
+        let page = HostedSignIn(authDomain: "p.firebaseapp.com", scopes: [], customParameters: parameters)
+            .page(apiKey: "k", providerID: "microsoft.com", emulatorHost: nil, state: "s")
+        #expect(page.contains(#"const customParameters = {"prompt": "login consent", "tenant": "contoso.onmicrosoft.com"};"#))
+        #expect(page.contains("provider.setCustomParameters(customParameters)"))
+        #expect(throws: ProviderConfigError.self) {
+            try HostedSignIn.parseCustomParameters(id: "microsoft.com", .table(["login_hint": .string("a b")]), key: "k")
+        }
+    }
 }

@@ -106,11 +106,12 @@ extension AccountState {
         if changingPassword { passwordChangesInFlight -= 1 }
     }
 
-    /// The last refresh was refused for the API key's restrictions (RefreshClassifier): a
-    /// configuration error the config file cannot fix, with the session kept.
+    /// The last refresh was refused for the API key's restrictions or its project
+    /// (`RefreshFailure.apiKeyRefusals`): a configuration error the config file cannot fix, with
+    /// the session kept.
     public var isBlockedByKeyRestriction: Bool {
-        guard case .misconfigured = machine.phase, let code = machine.lastError?.code else { return false }
-        return RefreshFailure.apiKeyRestrictions[code] != nil
+        guard case .misconfigured = machine.phase, let failure = machine.lastError else { return false }
+        return failure.isAPIKeyRefusal
     }
 
     public var isRefreshing: Bool {

@@ -125,7 +125,7 @@ extension FakeFirebase.Backend {
             return .failure(.firebase("The Auth Emulator does not support \(providerID) sign-in with credentials.", status: 501))
         }
         let federated: FederatedClaims
-        switch Self.federatedClaims(form, provider: configured, now: now) {
+        switch Self.federatedClaims(form, provider: configured, id: providerID, projectNumber: state.options.projectNumber, now: now) {
         case .failure(let rejection): return .failure(rejection)
         case .success(let claims): federated = claims
         }
@@ -155,18 +155,22 @@ extension FakeFirebase.Backend {
         } else if state.options.oneAccountPerEmail, let owner {
             guard federated.emailVerified else {
                 // emulator `handleIdpSigninEmailRequired`: the owner's providers, password and
-                // phone left out; none listed means the owner signs in with its password.
+                // phone left out; an empty list means the owner signs in with its password.
                 let verified = owner.federated.keys.sorted()
                 return .success(ToolkitAnswer(
                     reply: .json(200, NeedConfirmation(
                         providerId: providerID, localId: owner.uid, email: owner.email ?? "", federatedId: federatedID,
-                        verifiedProvider: verified.isEmpty ? nil : verified)),
+                        verifiedProvider: verified)),
                     uid: nil))
             }
             // The provider vouches for the address: the user is the provider's now. An unverified
-            // owner loses its password and its sessions (someone else may have set them).
+            // owner loses every provider and its sessions (someone else may have set them up;
+            // emulator `handleIdpSigninEmailRequired`, `deleteProviders`).
             if !owner.emailVerified {
-                _ = state.ledger.change(owner.uid) { $0.password = nil }
+                _ = state.ledger.change(owner.uid) {
+                    $0.password = nil
+                    $0.federated = [:]
+                }
                 _ = state.ledger.revokeTokens(of: owner.uid, now: now)
             }
             uid = owner.uid
@@ -196,6 +200,7 @@ extension FakeFirebase.Backend {
         answer.federatedId = federatedID
         answer.emailVerified = state.ledger.users[uid]?.emailVerified
         answer.isNewUser = isNewUser ? true : nil
+        answer.tenantId = state.ledger.tenant
         return .success(ToolkitAnswer(reply: .json(200, answer), uid: uid, minted: minted))
     }
 
@@ -212,7 +217,9 @@ extension FakeFirebase.Backend {
     /// whose SHA-256 (hex) it is (firebase-js-sdk `OAuthCredentialOptions.rawNonce`; the code
     /// is the js-sdk map's `MISSING_OR_INVALID_NONCE`). An access token: JSON or a JWT
     /// (emulator), else whatever the provider's user API says of it (production).
-    static func federatedClaims(_ form: [String: String], provider: FakeFirebase.IdentityProvider, now: Date) -> Result<FederatedClaims, FirebaseRejection> {
+    static func federatedClaims(
+        _ form: [String: String], provider: FakeFirebase.IdentityProvider, id: String, projectNumber: String, now: Date
+    ) -> Result<FederatedClaims, FirebaseRejection> {
         if let idToken = form["id_token"], !idToken.isEmpty {
             guard let claims = Self.idpClaims(idToken), let subject = claims.sub, !subject.isEmpty else {
                 return .failure(.firebase("INVALID_IDP_RESPONSE : Unable to parse id_token"))
@@ -224,11 +231,18 @@ extension FakeFirebase.Backend {
                 return .failure(.firebase("INVALID_IDP_RESPONSE : The supplied auth credential is malformed or has expired."))
             }
             if !provider.clientIDs.isEmpty, !provider.clientIDs.contains(claims.aud ?? "") {
-                return .failure(.firebase("INVALID_IDP_RESPONSE : The audience of the id_token is not a client of this project."))
+                // Production's words for Google (fidelity round 4); other providers' are not recorded.
+                let name = id == "google.com" ? "Google" : id
+                return .failure(.firebase(
+                    "INVALID_IDP_RESPONSE : Invalid Idp Response: the \(name) id_token is not allowed to be used with this application. Its audience (OAuth 2.0 client ID) is \(claims.aud ?? ""), which is not authorized to be used in the project with project_number: \(projectNumber)."))
             }
             if let nonce = claims.nonce {
-                guard let raw = form["nonce"], Self.sha256Hex(raw) == nonce else {
-                    return .failure(.firebase("MISSING_OR_INVALID_NONCE : Duplicate credential received. Please try again with a new credential."))
+                // Production's texts: firebase-js-sdk#7957, flutterfire#6594 (missing);
+                // firebase-ios-sdk#10462 (a mismatch, both values quoted).
+                guard let raw = form["nonce"] else { return .failure(.firebase("MISSING_OR_INVALID_NONCE : Nonce is missing in the request.")) }
+                guard Self.sha256Hex(raw) == nonce else {
+                    return .failure(.firebase(
+                        "MISSING_OR_INVALID_NONCE : The nonce in ID Token \"\(nonce)\" does not match the SHA256 hash of the raw nonce \"\(raw)\" in the request."))
                 }
             }
             return .success(FederatedClaims(sub: subject, email: claims.email, emailVerified: claims.email_verified == true))
@@ -263,7 +277,7 @@ extension FakeFirebase.Backend {
         var localId: String
         var email: String
         var federatedId: String
-        var verifiedProvider: [String]?
+        var verifiedProvider: [String]
         var needConfirmation = true
     }
 

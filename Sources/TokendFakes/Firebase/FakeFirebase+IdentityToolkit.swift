@@ -13,9 +13,10 @@ import TokendCore
 /// | endpoint | condition | answer | source |
 /// | --- | --- | --- | --- |
 /// | any | key in `invalidAPIKeys` / no key | 400 `API key not valid` (reason `API_KEY_INVALID`) / 403 | prod: docs/architecture.md "Firebase: refreshing" |
-/// | any (and Secure Token `token`) | key in `restrictedAPIKeys` | 403 `PERMISSION_DENIED`, `ErrorInfo.reason` `API_KEY_HTTP_REFERRER_BLOCKED` ("Requests from referer <empty> are blocked.") / `API_KEY_IP_ADDRESS_BLOCKED` / `API_KEY_SERVICE_BLOCKED`, metadata `service` | prod only (Google's API front end, not the emulator): djerik/dagen-ha#14 quotes the whole referrer answer to `signInWithPassword`; firebase-js-sdk#5657 (the SDK sends no referrer); Google Cloud "Add API key restrictions" |
-/// | any | `tenantId` in the body | the call works among that tenant's users only: sign-ins and sign-ups find and make users there, their ID tokens carry `firebase.tenant`, refreshes keep it | emulator `TenantProjectState` (one per `tenantId`); js-sdk `_addTidIfNecessary` |
-/// | lookup, delete, signUp/signInWithIdp + idToken | a tenant's ID token with another (or no) `tenantId` / a project user's token with a `tenantId` | `TENANT_ID_MISMATCH` / `USER_NOT_FOUND` | emulator `parseIdToken` |
+/// | any (and Secure Token `token`) | key in `restrictedAPIKeys` | 403 `PERMISSION_DENIED`, `errors[0].reason` `forbidden`, `ErrorInfo.reason` `API_KEY_HTTP_REFERRER_BLOCKED` ("Requests from referer <empty> are blocked.") / `API_KEY_IP_ADDRESS_BLOCKED` ("The provided API key has an IP address restriction. …") / `API_KEY_SERVICE_BLOCKED` ("Requests to this API identitytoolkit method google.firebase.auth.v1.IdentityIdaasAuthenticationService.SignInWithIdp are blocked."; for methods whose RPC no answer records, "Requests to this API SERVICE are blocked.", a decision: the reason, not the text, is what clients read) / `API_KEY_ANDROID_APP_BLOCKED` ("Requests from this Android client application <empty> are blocked.") / `API_KEY_IOS_APP_BLOCKED` ("Requests from this ios client application <empty> are blocked.") / `SERVICE_DISABLED` ("Identity Toolkit API has not been used in project N before or it is disabled. Enable it by visiting … then retry. …"), metadata `service` and `consumer`. No `LocalizedMessage` or `Help` detail (decision: no client reads them) | prod only (Google's API front end, not the emulator): djerik/dagen-ha#14 quotes the whole referrer answer to `signInWithPassword` (the SDK now sends its page's referrer, js-sdk `api/index.ts` `referrerPolicy`; tokend sends none, so production answers `<empty>`); firebase/quickstart-android#1008 (IP); firebase-ios-sdk#1941 (API, with the RPC); firebase-android-sdk#5915, flutterfire#17591 (Android); GoogleCloudPlatform/ios-docs-samples#11 (iOS); hashicorp/terraform-provider-google#16520 (`SERVICE_DISABLED` for identitytoolkit, the text; "Token Service API" is securetoken's title in the console); reasons: googleapis `google/api/error_reason.proto`. `BILLING_DISABLED`, `CONSUMER_SUSPENDED`, `CONSUMER_INVALID` are not played: no recorded Firebase answer gives their text (tokend's classifier knows them from the proto) |
+/// | any | `tenantId` in the body | the call works among that tenant's users only: sign-ins and sign-ups find and make users there, their ID tokens carry `firebase.tenant`, refreshes keep it. Any tenant id is taken, with the project's settings | emulator `TenantProjectState` (one per `tenantId`); js-sdk `_addTidIfNecessary`. Decision: like the emulator, which auto-creates a tenant with everything enabled and says production differs (its tenants start with providers off, `state.ts`); tests set what a tenant needs |
+/// | any with an `idToken` | no `tenantId` in the body | the tenant is the token's `firebase.tenant` | emulator `server.ts` (`targetTenantId = targetTenantId \|\| decoded.payload.firebase.tenant`, 01f8c7b5 and HEAD L545–548) |
+/// | lookup, delete, signUp/signInWithIdp + idToken | a tenant's ID token with another `tenantId` / a project user's token with a `tenantId` | `TENANT_ID_MISMATCH` / `USER_NOT_FOUND` | emulator `parseIdToken` |
 /// | any | `productionRefusals[method]` | that message and status (quota, App Check 401) | prod: js-sdk error map (`QUOTA_EXCEEDED`, `RESET_PASSWORD_EXCEED_LIMIT`); App Check: apps' reports |
 /// | any other method (`update`, …) | tokend never calls it (it links with `signUp`, docs/architecture.md) | 404, Google's envelope: the fake fakes only what tokend calls | prod: an unknown method of a Google API is 404 |
 /// | signUp | nothing given, anonymous off or `adminOnlySignUp` | `ADMIN_ONLY_OPERATION` | emulator `signUp` (`enableAnonymousUser`) |
@@ -43,22 +44,26 @@ import TokendCore
 /// | mfaEnrollment:withdraw | no such enrollment of the user | `MFA_ENROLLMENT_NOT_FOUND` | js-sdk error map (`multi-factor-info-not-found`) |
 /// | signInWithCustomToken | missing / not a uid or JWT with one / user disabled | `MISSING_CUSTOM_TOKEN` / `INVALID_CUSTOM_TOKEN` / `USER_DISABLED` | emulator `signInWithCustomToken` |
 /// | signInWithIdp | `requestUri` missing / not absolute | `MISSING_REQUEST_URI` / `INVALID_REQUEST_URI` | emulator `getNormalizedUri` |
-/// | signInWithIdp | no `providerId` / not a provider id / not enabled (`identityProviders`) or switched off | `INVALID_CREDENTIAL_OR_PROVIDER_ID` / `INVALID_PROVIDER_ID` / `OPERATION_NOT_ALLOWED` | emulator `signInWithIdp` (any id, lower-cased); the last prod |
+/// | signInWithIdp | no `providerId` / not a provider id (no `.`) / not enabled (`identityProviders`) or switched off | `INVALID_CREDENTIAL_OR_PROVIDER_ID` / `INVALID_PROVIDER_ID` / `OPERATION_NOT_ALLOWED` | emulator `signInWithIdp` for the first (it takes any other id, lower-cased); `INVALID_PROVIDER_ID` is js-sdk `ServerError.INVALID_PROVIDER_ID` (→ `auth/invalid-provider-id`), when production sends it unrecorded: a decision, so that a typo in `--idp` fails as a bad id; the last prod |
 /// | signInWithIdp | a provider in `clientCredentialsRefused` (`microsoft.com`), `requestUri` not the hosted handler's | `INVALID_CREDENTIAL_OR_PROVIDER_ID : Invalid IdP response/credential: http://localhost?id_token=…&providerId=microsoft.com` | prod only: firebase-js-sdk#5802, #8913; react-native-firebase#4731; flutterfire#16598; flutterfire#10865 (the emulator accepts it) |
-/// | signInWithIdp | ID token unreadable or without `sub`; issuer not the provider's (Microsoft's `{tenantid}` with `tid`), expired, audience not the project's | 400 `INVALID_IDP_RESPONSE : …` (never a 200) | emulator `parseClaims`; issuer, expiry and audience prod |
-/// | signInWithIdp | ID token with a `nonce`: raw `nonce` missing, or its SHA-256 hex not the claim | `MISSING_OR_INVALID_NONCE` | prod: js-sdk `OAuthCredentialOptions.rawNonce`, error map |
+/// | signInWithIdp | ID token unreadable or without `sub`; issuer not the provider's (Microsoft's `{tenantid}` with `tid`), expired, audience not the project's | 400 `INVALID_IDP_RESPONSE : …` (never a 200); the audience text is production's for Google, "Invalid Idp Response: the Google id_token is not allowed to be used with this application. Its audience (OAuth 2.0 client ID) is AUD, which is not authorized to be used in the project with project_number: N." | emulator `parseClaims`; issuer, expiry and audience prod (the audience text as apps quote it, fidelity round 4; other providers' wording is not recorded and takes Google's form with their name) |
+/// | signInWithIdp | ID token with a `nonce`: raw `nonce` missing / its SHA-256 hex not the claim | `MISSING_OR_INVALID_NONCE : Nonce is missing in the request.` / `MISSING_OR_INVALID_NONCE : The nonce in ID Token "HASH" does not match the SHA256 hash of the raw nonce "RAW" in the request.`; "Duplicate credential received…" is production's replay answer, which the fake plays only as `productionRefusals` | prod: js-sdk `OAuthCredentialOptions.rawNonce`, error map; texts: firebase-js-sdk#7957, flutterfire#6594 (missing), firebase-ios-sdk#10462 (mismatch) |
 /// | signInWithIdp | `access_token` only: JSON or a JWT / opaque (GitHub) | claims read from it / the provider's user API (`userInfo`), refused: `INVALID_IDP_RESPONSE` | emulator `parseClaims` / prod (the emulator answers "not supported") |
 /// | signInWithIdp | `answersAsAuthEmulator`, an access token that is neither JSON nor a JWT | 501 `The Auth Emulator does not support github.com sign-in with credentials.` | emulator `parseClaims` (NotImplementedError) |
 /// | signInWithIdp | `email_verified` as the string `"true"` (Apple) | the address counts as verified | Sign in with Apple REST API, "Authenticating users" |
 /// | signInWithIdp | `federatedId` | `https://accounts.google.com/SUB` for Google, the provider's id for the others | emulator `fakeFetchUserInfoFromIdp` |
 /// | signInWithIdp + idToken | the provider's id linked anywhere / address owned by another user | `FEDERATED_USER_ID_ALREADY_LINKED` / `EMAIL_EXISTS`: 200 `errorMessage` with `returnIdpCredential`, else 400 | emulator `signInWithIdp`, `handleLinkIdp` |
-/// | signInWithIdp | another user has the provider's address (`oneAccountPerEmail`): verified / not | that user, taken over (an unverified owner loses password and sessions) / 200 `needConfirmation`, no tokens, `verifiedProvider`: the owner's providers but password and phone | emulator `handleIdpSigninEmailRequired` |
+/// | signInWithIdp | another user has the provider's address (`oneAccountPerEmail`): verified / not | that user, taken over (an unverified owner loses every provider, password and other IdPs alike, and its sessions) / 200 `needConfirmation`, no tokens, `verifiedProvider`: the owner's providers but password and phone (`[]` for a password-only owner) | emulator `handleIdpSigninEmailRequired` (`deleteProviders`: all of the owner's, `validSince`) |
+/// | signInWithIdp | signed in | the answer echoes the request's `tenantId` | schema `SignInWithIdpResponse.tenantId`; emulator `signInWithIdp` (HEAD L1771–1772) |
 /// | signInWithIdp | the user is disabled | `USER_DISABLED`, after the link is recorded | emulator `signInWithIdp` |
 /// | sendOobCode | PASSWORD_RESET for an unknown address | protection on: 200, nothing sent; off: `EMAIL_NOT_FOUND` | emulator `sendOobCode` |
 /// | lookup, delete | as `parseIdToken`; `adminOnlyDelete` | …; `ADMIN_ONLY_OPERATION` | emulator `lookup`, `deleteAccount`; the last prod |
 /// | delete | sign-in older than `recentSignInWindow` | `CREDENTIAL_TOO_OLD_LOGIN_AGAIN` | prod: js-sdk map (`requires-recent-login`) |
 extension FakeFirebase.Backend {
     static let identityToolkitService = "identitytoolkit.googleapis.com"
+    /// The RPC an API restriction's text names, by method, where a production answer records it
+    /// (firebase-ios-sdk#1941).
+    static let recordedRPC = ["signInWithIdp": "google.firebase.auth.v1.IdentityIdaasAuthenticationService.SignInWithIdp"]
     /// Firebase refuses passwords shorter than 6 characters (`WEAK_PASSWORD`).
     static let minimumPasswordLength = 6
     /// Firebase uids are at most 128 characters; a custom token's uid longer than that is refused.
@@ -89,6 +94,8 @@ extension FakeFirebase.Backend {
         var providerId: String?
         var federatedId: String?
         var emailVerified: Bool?
+        /// signInWithIdp: the request's `tenantId`, echoed.
+        var tenantId: String?
     }
 
     /// What one Identity Toolkit method answered: the reply, and what the log should record.
@@ -104,15 +111,24 @@ extension FakeFirebase.Backend {
     ) -> Decision {
         let now = state.options.clock.now()
         var entry = FakeFirebase.Request(at: now, method: request.method, path: request.path)
-        // Identity Platform: the body's `tenantId` picks the user namespace the call works in.
-        struct TenantField: Decodable { var tenantId: String? }
-        entry.tenantID = (try? FakeJSON.decode(TenantField.self, from: request.body))?.tenantId
+        // Identity Platform: the body's `tenantId` picks the user namespace the call works in;
+        // without one, an ID token's `firebase.tenant` does (emulator server.ts, `targetTenantId`).
+        struct TenantField: Decodable {
+            var tenantId: String?
+            var idToken: String?
+        }
+        struct TokenTenant: Decodable {
+            struct Firebase: Decodable { var tenant: String? }
+            var firebase: Firebase?
+        }
+        let fields = try? FakeJSON.decode(TenantField.self, from: request.body)
+        entry.tenantID = fields?.tenantId ?? fields?.idToken.flatMap { JWTClaims.decode(TokenTenant.self, from: $0)?.firebase?.tenant }
         state.ledger.tenant = entry.tenantID
         defer { state.ledger.tenant = nil }
         let outcome: Result<ToolkitAnswer, FirebaseRejection>
         if request.method != "POST" {
             outcome = .failure(.http(404))
-        } else if let rejection = state.options.rejectAPIKey(request.apiKey, service: Self.identityToolkitService) {
+        } else if let rejection = state.options.rejectAPIKey(request.apiKey, service: Self.identityToolkitService, rpc: Self.recordedRPC[method]) {
             outcome = .failure(rejection)
         } else if let refusal = state.options.productionRefusals[method] {
             outcome = .failure(.firebase(refusal.message, status: refusal.status))

@@ -57,9 +57,9 @@ struct SecureTokenResponse: Encodable {
 extension FakeFirebase.Options {
     /// Google's frontend checks the key before the service sees the request: missing → 403,
     /// listed as invalid → 400 `API_KEY_INVALID`, anything else passes (like the emulator).
-    func rejectAPIKey(_ key: String?, service: String) -> FirebaseRejection? {
+    func rejectAPIKey(_ key: String?, service: String, rpc: String? = nil) -> FirebaseRejection? {
         guard let key, !key.isEmpty else { return .missingAPIKey }
-        if let restriction = restrictedAPIKeys[key] { return .apiKeyBlocked(restriction, service: service) }
+        if let restriction = restrictedAPIKeys[key] { return .apiKeyBlocked(restriction, service: service, rpc: rpc, projectNumber: projectNumber) }
         return invalidAPIKeys.contains(key) ? .apiKeyInvalid(service: service) : nil
     }
 }

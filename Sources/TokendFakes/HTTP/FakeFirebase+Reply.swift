@@ -40,6 +40,8 @@ struct FirebaseRejection: Error, Sendable, Equatable {
     var errorInfoReason: String?
     /// `details[0].metadata.service`.
     var service: String?
+    /// `details[0].metadata.consumer` (`projects/NUMBER`), where production names the key's project.
+    var consumer: String? = nil
 
     /// A short code for the request log (never sent): the Firebase code, the ErrorInfo reason,
     /// or the status name.
@@ -59,21 +61,29 @@ struct FirebaseRejection: Error, Sendable, Equatable {
             errorInfoReason: "API_KEY_INVALID", service: service, code: "API_KEY_INVALID")
     }
 
-    /// A key whose restriction blocks the call: 403 `PERMISSION_DENIED` with Google's wording and
-    /// the restriction's reason (djerik/dagen-ha#14 quotes a whole referrer refusal from
-    /// `accounts:signInWithPassword`; the IP and API wordings are Google Cloud's, "API keys",
-    /// "Add API key restrictions").
-    static func apiKeyBlocked(_ restriction: FakeFirebase.APIKeyRestriction, service: String) -> FirebaseRejection {
+    /// A key whose restriction (or project) refuses the call: 403 `PERMISSION_DENIED` with
+    /// Google's wording and the `ErrorInfo.reason` (djerik/dagen-ha#14 quotes a whole referrer
+    /// refusal from `accounts:signInWithPassword`; the rest, FakeFirebase+IdentityToolkit.swift's
+    /// table). `rpc` is the method production names in an API restriction's text.
+    static func apiKeyBlocked(_ restriction: FakeFirebase.APIKeyRestriction, service: String, rpc: String? = nil, projectNumber: String) -> FirebaseRejection {
         let message: String
         switch restriction {
         case .httpReferrer: message = "Requests from referer <empty> are blocked."
         case .ipAddress: message = "The provided API key has an IP address restriction. The originating IP address of the call (127.0.0.1) violates this restriction."
-        // Production names the RPC method after the API; the fake names the API only.
-        case .service: message = "Requests to this API \(service) are blocked."
+        // firebase-ios-sdk#1941: "Requests to this API identitytoolkit method google.firebase.auth.v1.
+        // IdentityIdaasAuthenticationService.SignInWithIdp are blocked."; other methods' names are not recorded.
+        case .service:
+            let short = service.split(separator: ".").first.map(String.init) ?? service
+            message = rpc.map { "Requests to this API \(short) method \($0) are blocked." } ?? "Requests to this API \(service) are blocked."
+        case .androidApp: message = "Requests from this Android client application <empty> are blocked."
+        case .iosApp: message = "Requests from this ios client application <empty> are blocked."
+        case .serviceDisabled:
+            let title = service == "securetoken.googleapis.com" ? "Token Service API" : "Identity Toolkit API"
+            message = "\(title) has not been used in project \(projectNumber) before or it is disabled. Enable it by visiting https://console.developers.google.com/apis/api/\(service)/overview?project=\(projectNumber) then retry. If you enabled this API recently, wait a few minutes for the action to propagate to our systems and retry."
         }
         return FirebaseRejection(
             status: 403, message: message, legacyReason: "forbidden", errorInfoReason: restriction.rawValue, service: service,
-            code: restriction.rawValue)
+            consumer: "projects/\(projectNumber)", code: restriction.rawValue)
     }
 
     /// No `key` parameter at all: Google's frontend answers 403 before the service sees it.
@@ -122,7 +132,7 @@ struct GoogleErrorEnvelope: Encodable {
 
     init(_ rejection: FirebaseRejection) {
         let details = rejection.errorInfoReason.map { reason in
-            [ErrorInfo(reason: reason, metadata: rejection.service.map { ["service": $0] })]
+            [ErrorInfo(reason: reason, metadata: rejection.service.map { service in ["service": service].merging(rejection.consumer.map { ["consumer": $0] } ?? [:]) { $1 } })]
         }
         error = Body(
             code: rejection.status, message: rejection.message,
@@ -165,13 +175,18 @@ enum OAuthErrorText {
 }
 
 extension FakeFirebase {
-    /// An API key restriction that refuses tokend's requests (Google Cloud console, APIs &
-    /// Services, Credentials): tokend sends no `Referer` and runs from any address, and a key
-    /// limited to other APIs lacks the Identity Toolkit or Token Service API. Raw values are
-    /// production's `ErrorInfo.reason`s.
+    /// An API key restriction (or the key's project) that refuses tokend's requests (Google
+    /// Cloud console, APIs & Services, Credentials): tokend sends no `Referer`, runs from any
+    /// address and is no Android or iOS app, and a key limited to other APIs lacks the Identity
+    /// Toolkit or Token Service API. Raw values are production's `ErrorInfo.reason`s
+    /// (googleapis `google/api/error_reason.proto`).
     public enum APIKeyRestriction: String, Sendable, Equatable, CaseIterable {
         case httpReferrer = "API_KEY_HTTP_REFERRER_BLOCKED"
         case ipAddress = "API_KEY_IP_ADDRESS_BLOCKED"
         case service = "API_KEY_SERVICE_BLOCKED"
+        case androidApp = "API_KEY_ANDROID_APP_BLOCKED"
+        case iosApp = "API_KEY_IOS_APP_BLOCKED"
+        /// The API is off in the key's project.
+        case serviceDisabled = "SERVICE_DISABLED"
     }
 }

@@ -14,7 +14,10 @@ import TokendCore
 ///
 /// | part | behaviour | source |
 /// | --- | --- | --- |
-/// | SDK | `initializeApp`, `initializeAuth`, `connectAuthEmulator`, `OAuthProvider.addScope`, `signInWithPopup` resolving to `{user: {refreshToken}}` or rejecting with `{code}` | firebase.google.com JS reference (`signInWithPopup`, `User.refreshToken`, `AuthError.code`) |
+/// | SDK | `initializeApp`, `initializeAuth`, `connectAuthEmulator`, `OAuthProvider.addScope`, `OAuthProvider.setCustomParameters`, `signInWithPopup` resolving to `{user: {refreshToken}}` or rejecting with `{code, message}` | firebase.google.com JS reference (`signInWithPopup`, `User.refreshToken`, `AuthError.code`, `setCustomParameters`) |
+/// | SDK | a server refusal becomes `auth/` + the js-sdk map's code (`INVALID_IDP_RESPONSE` → `invalid-credential`, `USER_DISABLED` → `user-disabled`, `ADMIN_ONLY_OPERATION` → `admin-restricted-operation`, `TOO_MANY_ATTEMPTS_TRY_LATER` → `too-many-requests`, `TENANT_ID_MISMATCH` → `tenant-id-mismatch`), else the server's code or sentence lower-cased with `_` and spaces as `-` (`auth/requests-from-referer-<empty>-are-blocked.`); message `Firebase: DETAIL (auth/CODE).`, or `Firebase: Error (auth/CODE).` without a detail | js-sdk `api/errors.ts` `SERVER_ERROR_MAP`, `api/index.ts` `_performFetchWithErrorHandling` (split at " : ", unknown codes hyphenated), `core/util/assert.ts` (message form); firebase-js-sdk#5657 (the referrer code) |
+/// | SDK | `failNext(code:message:)`: the next popup fails so at once (`auth/network-request-failed`, which no server answer can cause) | js-sdk `core/errors.ts` |
+/// | Microsoft | an app of one tenant (`singleTenant`): a sign-in without that `tenant` custom parameter shows AADSTS50194 in the popup, which the user closes (`auth/popup-closed-by-user`) | JohnCoene/firebase#33, firebase/firebaseui-web#833 (AADSTS50194 at `/common`); Firebase Microsoft guide (`tenant`) |
 /// | SDK | served as JavaScript modules with `Access-Control-Allow-Origin: *`, as gstatic serves them | browsers' module-script rules |
 /// | handler | opens the provider with itself as the return URL and a hashed nonce; takes the provider's form post; calls `signInWithIdp` with the ID token and the raw nonce; hands the session to the opener | Firebase's Apple setup (the handler is the registered return URL); js-sdk `OAuthCredentialOptions.rawNonce` |
 /// | Microsoft | played like Apple at the same `/auth/authorize` (Microsoft also posts a form with `response_mode=form_post`); ID token `iss` the user's tenant's issuer, with `tid`; the handler's `signInWithIdp` carries the handler's own `requestUri`, which production takes for Microsoft where it refuses a client's own token | Microsoft identity platform, "OpenID Connect" (form_post); firebase-js-sdk#5802 |
@@ -29,6 +32,12 @@ public final class FirebaseHostedStandIn: Sendable {
         var pending: [String: (rawNonce: String, apiKey: String, providerID: String)] = [:]
         var issued: [String] = []
         var requests: [String] = []
+        /// The custom parameters of every sign-in the handler started, in order.
+        var customParameters: [[String: String]] = []
+        /// The next popup's failure, `(code, message)`.
+        var nextFailure: (code: String, message: String)?
+        /// The tenant the Microsoft app is registered in, when it is an app of one tenant.
+        var singleTenant: String?
     }
 
     /// The Services ID the project's Apple provider is configured with.
@@ -60,7 +69,16 @@ public final class FirebaseHostedStandIn: Sendable {
     public static let appleIssuer = "https://appleid.apple.com"
 
     /// The next sign-in at Apple is approved as `user`; without one Apple answers `user_cancelled_authorize`.
-    public func approveNext(as user: User) { state.withLockedValue { $0.nextUser = user } }
+    public func approveNext(as user: User?) { state.withLockedValue { $0.nextUser = user } }
+
+    /// The next popup fails at once with `code` and `message`.
+    public func failNext(code: String, message: String) { state.withLockedValue { $0.nextFailure = (code, message) } }
+
+    /// The project's Microsoft app is registered in `tenant` only (Azure's default).
+    public func registerMicrosoftAppInOneTenant(_ tenant: String?) { state.withLockedValue { $0.singleTenant = tenant } }
+
+    /// The custom parameters each sign-in at the handler carried.
+    public var customParametersSeen: [[String: String]] { state.withLockedValue { $0.customParameters } }
 
     /// Every code, ID token and Firebase refresh token that passed through: canaries.
     public var issuedSecrets: [String] { state.withLockedValue { $0.issued } }
@@ -94,6 +112,17 @@ public final class FirebaseHostedStandIn: Sendable {
     func startAtProvider(_ query: [String: String]) -> Reply {
         guard let providerID = query["providerId"], Self.hostedProviders.contains(providerID), let apiKey = query["apiKey"], !apiKey.isEmpty else {
             return Self.toOpener(["error": "auth/operation-not-allowed"])
+        }
+        let custom = (query["customParameters"].flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.utf8)) }) ?? [:]
+        let (failure, singleTenant) = state.withLockedValue { state in
+            state.customParameters.append(custom)
+            defer { state.nextFailure = nil }
+            return (state.nextFailure, state.singleTenant)
+        }
+        if let failure { return Self.toOpener(["error": failure.code, "message": failure.message]) }
+        if providerID == "microsoft.com", let singleTenant, custom["tenant"] != singleTenant {
+            // Microsoft shows AADSTS50194 in the popup and goes no further; the user closes it.
+            return Self.toOpener(["error": "auth/popup-closed-by-user", "message": "Firebase: Error (auth/popup-closed-by-user)."])
         }
         let signInState = FederatedStandIn.random("st")
         let rawNonce = FederatedStandIn.random("n")
@@ -164,11 +193,28 @@ public final class FirebaseHostedStandIn: Sendable {
         }
         let session = try? JSONDecoder().decode(Session.self, from: Data(answer.body))
         guard answer.status == 200, let refreshToken = session?.refreshToken else {
-            let message = session?.errorMessage ?? session?.error?.message ?? "internal-error"
-            return Self.toOpener(["error": "auth/" + message.lowercased().replacing("_", with: "-").prefix { $0 != " " }])
+            let (code, message) = Self.sdkError(serverMessage: session?.errorMessage ?? session?.error?.message ?? "INTERNAL_ERROR")
+            return Self.toOpener(["error": code, "message": message])
         }
         state.withLockedValue { $0.issued.append(refreshToken) }
         return Self.toOpener(["refreshToken": refreshToken])
+    }
+
+    /// The js-sdk's server codes with a client code of their own (`api/errors.ts`), of those
+    /// the handler's `signInWithIdp` can meet.
+    static let serverErrorMap = [
+        "INVALID_IDP_RESPONSE": "invalid-credential", "USER_DISABLED": "user-disabled", "ADMIN_ONLY_OPERATION": "admin-restricted-operation",
+        "TOO_MANY_ATTEMPTS_TRY_LATER": "too-many-requests", "TENANT_ID_MISMATCH": "tenant-id-mismatch", "OPERATION_NOT_ALLOWED": "operation-not-allowed",
+    ]
+
+    /// A server refusal as the SDK reports it: `(code, message)` (js-sdk `api/index.ts`: split at
+    /// " : ", mapped, else lower-cased with runs of `_` and white space as `-`).
+    static func sdkError(serverMessage: String) -> (String, String) {
+        let parts = serverMessage.components(separatedBy: " : ")
+        let server = parts[0]
+        let code = "auth/" + (serverErrorMap[server] ?? server.lowercased().replacing(/[_\s]+/, with: "-"))
+        let detail = parts.count > 1 ? parts.dropFirst().joined(separator: " : ") : "Error"
+        return (code, "Firebase: \(detail) (\(code)).")
     }
 
     // MARK: - Pages
@@ -208,13 +254,15 @@ public final class FirebaseHostedStandIn: Sendable {
         export function initializeAuth(app, deps) { return { app, deps, emulator: null }; }
         export function connectAuthEmulator(auth, url) { auth.emulator = url; }
         export class OAuthProvider {
-          constructor(providerId) { this.providerId = providerId; this.scopes = []; }
+          constructor(providerId) { this.providerId = providerId; this.scopes = []; this.customParameters = {}; }
           addScope(scope) { this.scopes.push(scope); return this; }
+          setCustomParameters(parameters) { this.customParameters = parameters; return this; }
         }
         export function signInWithPopup(auth, provider) {
           const options = auth.app.options;
           const handler = "http://" + options.authDomain + "/__/auth/handler?apiKey=" + encodeURIComponent(options.apiKey)
-            + "&providerId=" + encodeURIComponent(provider.providerId) + "&scopes=" + encodeURIComponent(provider.scopes.join(","));
+            + "&providerId=" + encodeURIComponent(provider.providerId) + "&scopes=" + encodeURIComponent(provider.scopes.join(","))
+            + "&customParameters=" + encodeURIComponent(JSON.stringify(provider.customParameters));
           return new Promise((resolve, reject) => {
             const popup = window.open(handler, "firebaseAuthPopup", "width=500,height=600");
             if (!popup) { reject({ code: "auth/popup-blocked" }); return; }
@@ -222,7 +270,7 @@ public final class FirebaseHostedStandIn: Sendable {
               if (!event.data || event.data.standIn !== "firebase-auth") return;
               window.removeEventListener("message", listener);
               if (event.data.refreshToken) resolve({ user: { refreshToken: event.data.refreshToken } });
-              else reject({ code: event.data.error || "auth/internal-error" });
+              else reject({ code: event.data.error || "auth/internal-error", message: event.data.message || "Firebase: Error (" + (event.data.error || "auth/internal-error") + ")." });
             });
           });
         }

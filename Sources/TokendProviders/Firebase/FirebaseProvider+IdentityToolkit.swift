@@ -109,7 +109,7 @@ extension FirebaseProvider {
         switch RefreshClassifier.firebase(status: status, body: body, retryAfter: nil) {
         case .misconfigured(let refresh) where refresh.code == "API_KEY_INVALID":
             failure = LoginFailure(.misconfigured, code: refresh.code, message: "Firebase rejects the account's api_key; copy the Web API key from the project settings into config.toml")
-        case .misconfigured(let refresh) where RefreshFailure.apiKeyRestrictions[refresh.code] != nil:
+        case .misconfigured(let refresh) where refresh.isAPIKeyRefusal:
             failure = LoginFailure(.misconfigured, code: refresh.code, message: refresh.message)
         case .misconfigured(let refresh) where refresh.message.lowercased().contains("app check"):
             failure = Self.failure(code: "APP_CHECK", detail: refresh.message, call: call)

@@ -141,10 +141,12 @@ extension FirebaseProvider {
         }
         guard let refreshToken = redirect.refreshToken else {
             let code = redirect.error ?? "failed"
-            if let failure = HostedSignIn.failure(code: code, name: name, authDomain: hosted.authDomain) {
-                return .failure(LoginFailure(failure.kind, code: code, message: failure.advice))
+            // What the page said, already bounded and cleaned by the listener.
+            let said = HostedSignIn.detail(redirect.errorDescription, code: code).map { " (the page said: \($0))" } ?? ""
+            if let failure = hosted.failure(code: code, id: id) {
+                return .failure(LoginFailure(failure.kind, code: code, message: failure.advice + said))
             }
-            return .failure(LoginFailure(.denied, code: code, message: "the sign-in with \(name) did not finish in the browser (\(code)); try again"))
+            return .failure(LoginFailure(.denied, code: code, message: "the sign-in with \(name) did not finish in the browser (\(code))\(said); try again"))
         }
         // The page's session is checked the way every session is: one refresh.
         switch await refresh(refreshToken: refreshToken) {

@@ -16,6 +16,8 @@ public struct HostedSignIn: Sendable, Equatable {
     /// Where the page loads Firebase's JavaScript SDK from: `firebase-app.js` and
     /// `firebase-auth.js` under it.
     public var sdk: String
+    /// What the page passes to `OAuthProvider.setCustomParameters` (HostedSignIn+CustomParameters.swift).
+    public var customParameters: [String: String]
 
     /// The SDK release the page loads: the modular build Google serves for `<script type=module>`
     /// (firebase.google.com, "Add Firebase to your JavaScript project", CDN). Pinned, so that
@@ -23,12 +25,13 @@ public struct HostedSignIn: Sendable, Equatable {
     public static let defaultSDK = "https://www.gstatic.com/firebasejs/10.14.1"
 
     /// Keys of a hosted `idp` table.
-    static let keys: Set<String> = ["auth_domain", "scopes", "firebase_sdk"]
+    static let keys: Set<String> = ["auth_domain", "scopes", "firebase_sdk", "custom_parameters"]
 
-    public init(authDomain: String, scopes: [String], sdk: String = defaultSDK) {
+    public init(authDomain: String, scopes: [String], sdk: String = defaultSDK, customParameters: [String: String] = [:]) {
         self.authDomain = authDomain
         self.scopes = scopes
         self.sdk = sdk
+        self.customParameters = customParameters
     }
 
     static func parse(id: String, _ values: [String: ProviderConfigValue], prefix: String, allowPlainHTTP: Bool) throws(ProviderConfigError) -> HostedSignIn {
@@ -52,13 +55,14 @@ public struct HostedSignIn: Sendable, Equatable {
         }
         let scopes: [String]
         let sdk: String
+        let customParameters = try parseCustomParameters(id: id, values["custom_parameters"], key: "\(prefix).custom_parameters")
         do {
             scopes = try read.strings("scopes") ?? (id == "apple.com" ? ["email", "name"] : [])
             sdk = try read.url("firebase_sdk") ?? defaultSDK
         } catch {
             throw ProviderConfigError(key: error.key.map { "\(prefix).\($0)" } ?? prefix, error.message)
         }
-        return HostedSignIn(authDomain: authDomain, scopes: scopes, sdk: sdk.hasSuffix("/") ? String(sdk.dropLast()) : sdk)
+        return HostedSignIn(authDomain: authDomain, scopes: scopes, sdk: sdk.hasSuffix("/") ? String(sdk.dropLast()) : sdk, customParameters: customParameters)
     }
 
     /// The page tokend serves at `/`. Every value is JSON-encoded into the script, `<` escaped,
@@ -72,11 +76,12 @@ public struct HostedSignIn: Sendable, Equatable {
         ]
         let values = settings.map { name, value in "\(Self.json(name)): \(value.map(Self.json) ?? "null")" }.joined(separator: ", ")
         let scopes = "[" + self.scopes.map(Self.json).joined(separator: ", ") + "]"
+        let custom = "{" + customParameters.sorted { $0.key < $1.key }.map { Self.json($0.key) + ": " + Self.json($0.value) }.joined(separator: ", ") + "}"
         let name = IdentityProvider.displayName(providerID)
         // The same words tokenctl prints for each failure (HostedSignIn+Failures.swift).
         var entries: [String] = []
         for code in Self.adviceCodes {
-            guard let failure = Self.failure(code: code, name: name, authDomain: authDomain) else { continue }
+            guard let failure = failure(code: code, id: providerID) else { continue }
             entries.append(Self.json(code) + ": " + Self.json(failure.advice))
         }
         let advice = "{" + entries.joined(separator: ", ") + "}"
@@ -93,6 +98,7 @@ public struct HostedSignIn: Sendable, Equatable {
             import { initializeAuth, inMemoryPersistence, browserPopupRedirectResolver, connectAuthEmulator, signInWithPopup, OAuthProvider } from \(Self.json(sdk + "/firebase-auth.js"));
             const settings = { \(values) };
             const scopes = \(scopes);
+            const customParameters = \(custom);
             const advice = \(advice);
             const status = document.getElementById("status");
             const app = initializeApp({ apiKey: settings.apiKey, authDomain: settings.authDomain });
@@ -107,14 +113,18 @@ public struct HostedSignIn: Sendable, Equatable {
               status.textContent = "Signing in…";
               const provider = new OAuthProvider(settings.providerId);
               for (const scope of scopes) provider.addScope(scope);
+              if (Object.keys(customParameters).length > 0) provider.setCustomParameters(customParameters);
               try {
                 const result = await signInWithPopup(auth, provider);
                 const kept = await report({ refresh_token: result.user.refreshToken });
                 status.textContent = kept ? "Signed in. tokend has your session. You can close this tab." : "tokend did not take the session; tokenctl says why.";
               } catch (error) {
-                await report({ error: String(error && error.code || "failed") }).catch(() => false);
+                // The SDK's message says why (an expired client secret's AADSTS text): tokend
+                // bounds and cleans it, and keeps no token that may be in it.
+                await report({ error: String(error && error.code || "failed"), message: String(error && error.message || "").slice(0, 2000) }).catch(() => false);
                 const code = String(error && error.code || error);
-                status.textContent = "Sign-in failed (" + code + "): " + (advice[code] || "try again") + ".";
+                const key = code.startsWith(\(Self.json(Self.refererBlocked))) ? \(Self.json(Self.refererBlocked)) : code;
+                status.textContent = "Sign-in failed (" + code + "): " + (advice[key] || "try again") + ".";
               }
             });
             </script>

@@ -230,25 +230,18 @@ private final class RedirectHandler: ChannelInboundHandler {
             var state: String?
             var refresh_token: String?
             var error: String?
+            var message: String?
         }
         guard let posted = try? JSONDecoder().decode(Posted.self, from: Data(body)), posted.state == state else {
             return respond(400, Page.wrongState, context: context)
         }
         let token = posted.refresh_token.flatMap { $0.isEmpty ? nil : $0 }
         let redirect = LoopbackRedirectListener.Redirect(
-            code: nil, error: token == nil ? Self.sdkError(posted.error) : nil, errorDescription: nil, refreshToken: token)
+            code: nil, error: token == nil ? PageMessage.code(posted.error) : nil,
+            errorDescription: token == nil ? PageMessage.clean(posted.message) : nil, refreshToken: token)
         respond(token == nil ? 400 : 200, "{}", contentType: "application/json", context: context)
         continuation.yield(redirect)
         continuation.finish()
-    }
-
-    /// The SDK's error code as the page sent it (`auth/popup-closed-by-user`), kept only when
-    /// it looks like one: it goes into a message.
-    static func sdkError(_ code: String?) -> String {
-        guard let code, !code.isEmpty, code.count <= 100, code.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "/-_".contains($0)) }) else {
-            return "failed"
-        }
-        return code
     }
 
     private func respond(_ status: Int, _ page: String, contentType: String = "text/html; charset=utf-8", context: ChannelHandlerContext) {
