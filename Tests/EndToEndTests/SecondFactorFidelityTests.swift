@@ -38,19 +38,13 @@ import TokendTestSupport
         }
     }
 
-    /// Item 6: the factor carries a display name (`--name`, else "tokend on HOST"); sessions
-    /// from a custom token (or anonymous) cannot enroll; a sign-in older than about 5 minutes
-    /// is refused with what to do.
+    /// Item 6: the factor carries a display name (`--name`; the default "tokend on HOST" is
+    /// SecondFactorTests' enrollment); sessions from a custom token (or anonymous) cannot
+    /// enroll; a sign-in older than about 5 minutes is refused with what to do. And a second
+    /// TOTP factor is refused (a recording of production, row 25).
     @Test func enrollmentIsNamedAndNeedsARecentPasswordOrProviderSignIn() async throws {
         try await withWorld { world in
             let uid = try await SecondFactorTests.verifiedUser(world, "pia@example.com")
-            let named = try await SecondFactorTests.enroll(world, name: "work laptop")
-            #expect(named.status == 0, "\(named.output)")
-            let unnamed = try await SecondFactorTests.enroll(world)
-            #expect(unnamed.status == 0, "\(unnamed.output)")
-            let listed = try await world.tokenctl(["account", "mfa", "list", "work"])
-            #expect(listed.stdout.contains("  totp  work laptop  "), "\(listed.stdout)")
-            #expect(listed.stdout.contains("  totp  tokend on \(ProcessInfo.processInfo.hostName)  "), "\(listed.stdout)")
             let bad = try await world.tokenctl(["account", "mfa", "enroll", "work", "--totp", "--name", ""])
             #expect(bad.status == 64, "\(bad.stderr)")
 
@@ -62,6 +56,13 @@ import TokendTestSupport
             #expect(stale.stderr.contains("tokenctl login work") && stale.stderr.contains("tokenctl account mfa enroll work --totp"), "\(stale.stderr)")
             world.fake.update { $0.enrollmentRecentSignInWindow = 300 }
 
+            let named = try await SecondFactorTests.enroll(world, name: "work laptop")
+            #expect(named.status == 0, "\(named.output)")
+            let listed = try await world.tokenctl(["account", "mfa", "list", "work"])
+            #expect(listed.stdout.contains("  totp  work laptop  "), "\(listed.stdout)")
+            let second = try await world.tokenctl(["account", "mfa", "enroll", "work", "--totp"], stdin: "123456\n")
+            #expect(second.status == 64 && second.stderr.contains("SECOND_FACTOR_LIMIT_EXCEEDED"), "\(second.stderr)")
+
             // The same user through a custom token: Firebase skips its factors at sign-in but
             // will not let such a session enroll one.
             #expect(try await world.tokenctl(["login", "work", "--custom-token"], stdin: uid + "\n").status == 0)
@@ -69,7 +70,7 @@ import TokendTestSupport
             #expect(custom.status == 64, "\(custom.stderr)")
             #expect(custom.stderr.contains("UNSUPPORTED_FIRST_FACTOR") && custom.stderr.contains("email and password or an identity provider"), "\(custom.stderr)")
             #expect(!custom.stderr.contains("from a --custom-token session"), "\(custom.stderr)")
-            #expect(world.fake.secondFactors(of: uid).count == 2)
+            #expect(world.fake.secondFactors(of: uid).count == 1)
         }
     }
 
@@ -81,18 +82,21 @@ import TokendTestSupport
             let uid = try await SecondFactorTests.verifiedUser(world, "ray@example.com")
             let spare = try await world.tokenctl(["login", "spare", "--email", "ray@example.com"], stdin: "\(Self.password)\n")
             #expect(spare.status == 0, "\(spare.stderr)")
-            let first = try await SecondFactorTests.enroll(world, name: "first")
-            #expect(first.status == 0, "\(first.output)")
+            // An SMS factor added elsewhere first, then the TOTP one here: the newest.
+            let sms = world.fake.enrollSecondFactor(uid)
+            let enrolled = try await SecondFactorTests.enroll(world, name: "authenticator")
+            #expect(enrolled.status == 0, "\(enrolled.output)")
             let refreshed = try await world.tokenctl(["refresh", "spare"])
             #expect(refreshed.status == 0, "the enrollment ended another session of the user: \(refreshed.stderr)")
 
-            let second = try await SecondFactorTests.enroll(world, name: "second")
-            #expect(second.status == 0, "\(second.output)")
-            let older = try #require(world.fake.secondFactors(of: uid).first)
-            let removed = try await world.tokenctl(["account", "mfa", "remove", "work", older])
+            let removed = try await world.tokenctl(["account", "mfa", "remove", "work", sms])
             #expect(removed.status == 0, "\(removed.stderr)")
             #expect(world.fake.secondFactors(of: uid).count == 1)
             #expect(try await world.status().state == "active")
+            // The renewed session keeps the second factor it was signed in with (a recording).
+            let token = try await world.tokenctl(["token", "work"]).stdout.trimmingCharacters(in: .newlines)
+            let claims = try #require(JWTClaims.decode(SecondFactorTests.SecondFactorClaim.self, from: token))
+            #expect(claims.firebase?.sign_in_second_factor == "totp" && claims.firebase?.second_factor_identifier == world.fake.secondFactors(of: uid).first)
         }
     }
 

@@ -215,11 +215,14 @@ extension FakeFirebase.Backend {
         }
         if !state.options.totpEnabled { return .failure(.firebase("OPERATION_NOT_ALLOWED : TOTP based MFA not enabled.")) }
         // emulator `MFA_INELIGIBLE_PROVIDER`, read from the session's sign-in method.
-        if let provider = Self.signInProvider(of: request.idToken), Self.ineligibleForSecondFactors.contains(provider) {
+        if let provider = Self.session(of: request.idToken)?.sign_in_provider, Self.ineligibleForSecondFactors.contains(provider) {
             return .failure(.firebase("UNSUPPORTED_FIRST_FACTOR : MFA is not available for the given first factor."))
         }
         guard request.totpEnrollmentInfo != nil else { return .failure(Self.invalidArgument) }
         guard user.emailVerified else { return .failure(.firebase("UNVERIFIED_EMAIL : Need to verify email first before enrolling second factors.")) }
+        // A recording of production: a second TOTP factor, or a sixth factor, is refused.
+        let hasTOTP = user.factors.contains { if case .totp = $0.kind { true } else { false } }
+        if hasTOTP || user.factors.count >= Self.maximumFactors { return .failure(.firebase("SECOND_FACTOR_LIMIT_EXCEEDED")) }
         if let window = state.options.enrollmentRecentSignInWindow, let authTime = claims.auth_time, now.timeIntervalSince1970 - authTime > window {
             return .failure(.firebase("CREDENTIAL_TOO_OLD_LOGIN_AGAIN"))
         }
@@ -232,6 +235,9 @@ extension FakeFirebase.Backend {
             sessionInfo: sessionInfo, finalizeEnrollmentTime: expiresAt.formatted(.iso8601)))
         return .success(ToolkitAnswer(reply: .json(200, answer), uid: user.uid))
     }
+
+    /// Factors a user may have: a recording of production refuses the sixth (t-k/fireemu).
+    static let maximumFactors = 5
 
     /// Sign-in methods whose sessions cannot enroll a second factor (emulator
     /// `MFA_INELIGIBLE_PROVIDER`: anonymous, phone, custom token, Game Center).
@@ -287,16 +293,26 @@ extension FakeFirebase.Backend {
             _ = state.ledger.revokeTokens(of: user.uid, now: now)
             return .success(ToolkitAnswer(reply: .json(200, WithdrawnSignedOut()), uid: user.uid))
         }
-        return .success(renewed(user.uid, idToken: request.idToken ?? "", secondFactor: nil, revoking: true, now: now, state: &state))
+        // The new session keeps the asking session's second factor, that one still enrolled
+        // (a recording of production).
+        var kept: (kind: String, id: String)?
+        if let asked = Self.session(of: request.idToken), let kind = asked.sign_in_second_factor, let id = asked.second_factor_identifier,
+            id != request.mfaEnrollmentId {
+            kept = (kind, id)
+        }
+        return .success(renewed(user.uid, idToken: request.idToken ?? "", secondFactor: kept, revoking: true, now: now, state: &state))
     }
 
-    /// The ID token's `firebase.sign_in_provider`: how the session signed in.
-    static func signInProvider(of idToken: String?) -> String? {
-        struct SignInClaim: Decodable {
-            struct Firebase: Decodable { var sign_in_provider: String? }
-            var firebase: Firebase?
-        }
-        return idToken.flatMap { JWTClaims.decode(SignInClaim.self, from: $0)?.firebase?.sign_in_provider }
+    struct SessionClaims: Decodable {
+        var sign_in_provider: String?
+        var sign_in_second_factor: String?
+        var second_factor_identifier: String?
+    }
+
+    /// The ID token's `firebase` claim: how the session signed in, with which second factor.
+    static func session(of idToken: String?) -> SessionClaims? {
+        struct Claims: Decodable { var firebase: SessionClaims? }
+        return idToken.flatMap { JWTClaims.decode(Claims.self, from: $0)?.firebase }
     }
 
     /// `WithdrawMfaResponse` with neither of its (optional) tokens.
@@ -306,7 +322,7 @@ extension FakeFirebase.Backend {
     /// (a withdrawal, as a recording of production has it; not an enrollment).
     private func renewed(_ uid: String, idToken: String, secondFactor: (kind: String, id: String)?, revoking: Bool, now: Date, state: inout State) -> ToolkitAnswer {
         if revoking { _ = state.ledger.revokeTokens(of: uid, now: now) }
-        let provider = Self.signInProvider(of: idToken) ?? "password"
+        let provider = Self.session(of: idToken)?.sign_in_provider ?? "password"
         return finalized(state.ledger.signIn(uid: uid, provider: provider, secondFactor: secondFactor, now: now, options: state.options))
     }
 }

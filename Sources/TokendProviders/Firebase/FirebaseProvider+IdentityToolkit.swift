@@ -237,7 +237,7 @@ extension FirebaseProvider {
         case "SECOND_FACTOR_EXISTS":
             return make(.badRequest, "the user already has this second factor")
         case "SECOND_FACTOR_LIMIT_EXCEEDED":
-            return make(.badRequest, "the user has as many second factors as Firebase allows; remove one first: tokenctl account mfa remove ACCOUNT ID")
+            return make(.badRequest, "the user has as many second factors as Firebase allows (one TOTP factor, five in all); remove one first: tokenctl account mfa remove ACCOUNT ID (the ids: tokenctl account mfa list ACCOUNT)")
         case "UNSUPPORTED_FIRST_FACTOR":
             return make(.badRequest, "Firebase does not allow a second factor for a session signed in this way (anonymous, custom token or phone); sign in with the user's email and password or an identity provider, then enroll: tokenctl account mfa enroll ACCOUNT --totp")
         case "PROJECT_DISABLED":
