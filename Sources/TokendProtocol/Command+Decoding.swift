@@ -206,7 +206,8 @@ private struct FieldReader {
             guard let code = request.secret?.trimmed, SecondFactor.isPlausibleCode(code) else {
                 throw failure("secret", "(the code: 4 to 10 digits) is required with handle")
             }
-            return .finishSecondFactorEnrollment(handle: handle, code: code, timeout: try timeout())
+            if let name = request.name, let problem = SecondFactor.displayNameProblem(name) { throw failure("name", problem) }
+            return .finishSecondFactorEnrollment(handle: handle, code: code, name: request.name, timeout: try timeout())
         case .mfaRemove:
             guard let factor = try factor(for: .email) else { throw failure("factor", "(the enrollment id) is required for mfa_remove") }
             return .removeSecondFactor(factor, timeout: try timeout())

@@ -87,9 +87,10 @@ extension AccountArgs.Action {
             request.timeout = timeout
         case .startSecondFactorEnrollment(let timeout):
             request.timeout = timeout
-        case .finishSecondFactorEnrollment(let handle, let code, let timeout):
+        case .finishSecondFactorEnrollment(let handle, let code, let name, let timeout):
             request.handle = handle
             request.secret = code
+            request.name = name
             request.timeout = timeout
         case .removeSecondFactor(let factor, let timeout):
             request.factor = factor

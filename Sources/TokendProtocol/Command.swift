@@ -235,8 +235,9 @@ public struct AccountArgs: Sendable, Equatable {
         case delete(confirmed: Bool, timeout: Double)
         /// `mfa_enroll` without a handle: start a TOTP enrollment.
         case startSecondFactorEnrollment(timeout: Double)
-        /// `mfa_enroll` with the handle and the code.
-        case finishSecondFactorEnrollment(handle: String, code: String, timeout: Double)
+        /// `mfa_enroll` with the handle, the code and the factor's display name (nil: the
+        /// daemon's default).
+        case finishSecondFactorEnrollment(handle: String, code: String, name: String?, timeout: Double)
         /// `mfa_remove`: withdraw the factor of this enrollment id.
         case removeSecondFactor(String, timeout: Double)
 

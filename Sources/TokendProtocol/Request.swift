@@ -53,6 +53,9 @@ public struct Request: Codable, Sendable, Equatable {
     /// `login` `second_factor`, `account` `mfa_enroll`: the daemon's handle for the pending
     /// sign-in or enrollment, from the first step's answer. Single use.
     public var handle: String?
+    /// `account` `mfa_enroll` with `handle`: the factor's display name (Firebase's
+    /// `displayName`); absent: the daemon's default, `tokend on HOST`.
+    public var name: String?
 
     public init(
         op: String, id: RequestID? = nil, account: String? = nil, minValid: Double? = nil, kind: TokenKind? = nil,
@@ -73,7 +76,7 @@ public struct Request: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case op, id, account, kind, timeout, method, idp, device, email, create, secret, scopes, action, confirm, profile, scope, audience
-        case factor, handle
+        case factor, handle, name
         case minValid = "min_valid"
         case refreshToken = "refresh_token"
         case idToken = "id_token"

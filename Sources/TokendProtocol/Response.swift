@@ -297,6 +297,25 @@ public struct SecondFactor: Codable, Sendable, Equatable {
         (4...10).contains(code.count) && code.allSatisfy { $0.isASCII && $0.isNumber }
     }
 
+    /// Firebase documents no limit for `displayName`; 64 characters name a device or an app
+    /// and keep `mfa list` and the factor summaries on one line.
+    public static let maximumDisplayNameLength = 64
+
+    /// Why `name` cannot be a factor's display name, nil when it can: 1 to 64 characters, no
+    /// control characters (it is printed in listings and messages).
+    public static func displayNameProblem(_ name: String) -> String? {
+        guard !name.isEmpty, name.count <= maximumDisplayNameLength else { return "must be 1 to \(maximumDisplayNameLength) characters" }
+        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return "must not contain control characters" }
+        return nil
+    }
+
+    /// The display name an enrollment gets when the user names none: what enrolled it, and
+    /// where, so that `mfa list` tells this factor from one added in an app.
+    public static func defaultDisplayName(host: String) -> String {
+        let name = "tokend on \(host.isEmpty ? "this host" : host)"
+        return String(name.prefix(maximumDisplayNameLength))
+    }
+
     enum CodingKeys: String, CodingKey {
         case id, kind, phone
         case displayName = "display_name"

@@ -144,6 +144,9 @@ public struct LoginFailure: Error, Sendable, Equatable {
     /// Firebase answered the first factor with `mfaPendingCredential`: what continues the
     /// sign-in. A secret: never in a message, a log line or on the wire.
     var pendingSecondFactor: PendingSecondFactor? = nil
+    /// The provider ended the session it was asked to change (Firebase's withdrawal of the
+    /// newest second factor): the held session is dead and is to be forgotten, not kept.
+    public var sessionEnded = false
 
     public init(_ kind: Kind, code: String, message: String) {
         self.kind = kind

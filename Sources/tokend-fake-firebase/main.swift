@@ -35,6 +35,9 @@ struct FakeFirebaseCommand: AsyncParsableCommand {
     @Option(help: "Seconds to hold back every Firebase answer.")
     var latency: Double = 0
 
+    @Flag(help: "Enable TOTP second factors for the project (off by default, as in every new Firebase project).")
+    var totpEnabled = false
+
     @Flag(help: "Create a user at start and print its REFRESH_TOKEN and UID.")
     var createUser = false
 
@@ -66,6 +69,7 @@ struct FakeFirebaseCommand: AsyncParsableCommand {
         options.rotate = rotate
         options.revokePrevious = revokePrevious
         options.latency = latency
+        options.totpEnabled = totpEnabled
         let fake = try await FakeFirebase.start(host: host, port: port, options: options)
         fake.onRequest { request in
             FileHandle.standardError.write(Data((RequestLogLine(request).text + "\n").utf8))

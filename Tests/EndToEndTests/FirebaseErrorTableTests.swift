@@ -58,11 +58,25 @@ import TokendTestSupport
         guard run.status == 0 else { throw HarnessError("anonymous sign-in failed: \(run.stderr)") }
     }
 
-    /// A user `email` with an SMS factor (`sms-1`) and a TOTP one (`totp-1`).
-    static func twoFactors(_ world: DaemonHarness, _ email: String) {
+    /// A user `email` with an SMS factor (`sms-1`) and a TOTP one (`totp-1`); its uid.
+    @discardableResult
+    static func twoFactors(_ world: DaemonHarness, _ email: String) -> String {
         let uid = world.fake.createUser(email: email, password: password).uid
         world.fake.enrollSecondFactor(uid, id: "sms-1")
         _ = world.fake.enrollTOTP(uid, displayName: "phone app", id: "totp-1")
+        return uid
+    }
+
+    /// A user `email` with two TOTP factors (`totp-1` "phone app", `totp-2` "tablet") and an SMS one.
+    static func twoTOTPFactors(_ world: DaemonHarness, _ email: String) {
+        _ = world.fake.enrollTOTP(twoFactors(world, email), displayName: "tablet", id: "totp-2")
+    }
+
+    /// A user `email` with a verified address signed in on `work`, in a project with TOTP on.
+    static func readyToEnroll(_ world: DaemonHarness, _ email: String) async throws {
+        world.fake.update { $0.totpEnabled = true }
+        try await signedIn(world, email)
+        world.fake.confirmEmailVerification(try require(world.fake.requests.last { $0.path.hasSuffix("accounts:signUp") }?.uid))
     }
 
     static let policy = FakeFirebase.PasswordPolicy(minimumLength: 8, requireUppercase: true, requireNumeric: true)
@@ -95,8 +109,8 @@ import TokendTestSupport
         "login work --email di@example.com | `mfaPendingCredential`, an SMS factor only": Scenario(stdin: password) { world, _ in
             world.fake.enrollSecondFactor(world.fake.createUser(email: "di@example.com", password: password).uid, id: "sms-1")
         },
-        "login work --email dj@example.com | `mfaPendingCredential`, two factors and no `--factor`": Scenario(stdin: password) { world, _ in
-            twoFactors(world, "dj@example.com")
+        "login work --email dj@example.com | `mfaPendingCredential`, two TOTP factors (and an SMS one) and no `--factor`": Scenario(stdin: password) { world, _ in
+            twoTOTPFactors(world, "dj@example.com")
         },
         "login work --email dk@example.com --factor nope | `mfaPendingCredential`, no factor `nope`": Scenario(stdin: password) { world, _ in
             twoFactors(world, "dk@example.com")
@@ -104,6 +118,14 @@ import TokendTestSupport
         // A 4-digit code passes tokenctl's check and can never be the fake's 6-digit one.
         "login work --email dl@example.com | `INVALID_CODE` (a wrong TOTP code)": Scenario(stdin: password + "\n0000") { world, _ in
             _ = world.fake.enrollTOTP(world.fake.createUser(email: "dl@example.com", password: password).uid)
+        },
+        "login work --email dm@example.com | `TOTP_CHALLENGE_TIMEOUT` (the code came after the pending credential expired)": Scenario(stdin: password + "\n000000") { world, _ in
+            _ = world.fake.enrollTOTP(world.fake.createUser(email: "dm@example.com", password: password).uid)
+            world.fake.update { $0.pendingCredentialLifetime = -1 }
+        },
+        "login work --email dn@example.com | `INVALID_PENDING_TOKEN` (Firebase does not know the pending credential)": Scenario(stdin: password + "\n000000") { world, _ in
+            _ = world.fake.enrollTOTP(world.fake.createUser(email: "dn@example.com", password: password).uid)
+            world.fake.update { $0.productionRefusals["v2/mfaSignIn:finalize"] = FakeFirebase.Refusal(message: "INVALID_PENDING_TOKEN") }
         },
         "login work --email ada@example.com | `API_KEY_INVALID`": Scenario(stdin: password) { world, _ in
             world.fake.update { $0.invalidAPIKeys = ["test-api-key"] }
@@ -128,6 +150,8 @@ import TokendTestSupport
             world.fake.update { $0.disabledProviders = ["anonymous"] }
         },
         "login work --custom-token | `INVALID_CUSTOM_TOKEN`": Scenario(stdin: "not a custom token!"),
+        "login work --custom-token | `TENANT_ID_MISMATCH` (the token was minted for a tenant, the account has none)": Scenario(
+            stdin: SecondFactorFidelityTests.customToken(uid: "svc-1", tenant: "acme-x1y2z")),
         "login work --google | `needConfirmation` (one account per email)": Scenario(googleUser: "fay") { world, mock in
             _ = world.fake.createUser(email: "fay@example.com", password: password)
             try await mock.setClaims(of: "fay", #"{"email": "fay@example.com", "email_verified": false}"#)
@@ -180,16 +204,38 @@ import TokendTestSupport
             // Any sign-in is too old for a window below zero.
             world.fake.update { $0.recentSignInWindow = -1 }
         },
+        "account mfa enroll work --totp | `OPERATION_NOT_ALLOWED` (TOTP not enabled: every project's default)": Scenario { world, _ in
+            try await signedIn(world, "va@example.com")
+        },
         "account mfa enroll work --totp | `UNVERIFIED_EMAIL`": Scenario { world, _ in
+            world.fake.update { $0.totpEnabled = true }
             try await signedIn(world, "vi@example.com")
         },
+        "account mfa enroll work --totp | `UNSUPPORTED_FIRST_FACTOR` (a custom-token session)": Scenario { world, _ in
+            world.fake.update { $0.totpEnabled = true }
+            let run = try await world.tokenctl(["login", "work", "--custom-token"], stdin: "service-7\n")
+            guard run.status == 0 else { throw HarnessError("custom-token sign-in failed: \(run.stderr)") }
+        },
+        "account mfa enroll work --totp | `CREDENTIAL_TOO_OLD_LOGIN_AGAIN` (signed in more than about 5 minutes ago)": Scenario { world, _ in
+            try await readyToEnroll(world, "vo@example.com")
+            // Any sign-in is too old for a window below zero.
+            world.fake.update { $0.enrollmentRecentSignInWindow = -1 }
+        },
         "account mfa enroll work --totp | `INVALID_CODE` (a wrong code)": Scenario(stdin: "0000") { world, _ in
-            try await signedIn(world, "wu@example.com")
-            world.fake.confirmEmailVerification(try require(world.fake.requests.last { $0.path.hasSuffix("accounts:signUp") }?.uid))
+            try await readyToEnroll(world, "wu@example.com")
         },
         "account mfa remove work nope | `MFA_ENROLLMENT_NOT_FOUND`": Scenario { world, _ in
             try await signedIn(world, "xi@example.com")
         },
+        "account mfa remove work totp-1 | 200 without tokens (the newest factor withdrawn)": Scenario(
+            arrange: { world, _ in
+                // Enrolled elsewhere while work holds the session: the newest (and only) factor.
+                _ = world.fake.enrollTOTP(try await FirebaseAccountTests().signUp(world, "xo@example.com", password: password), id: "totp-1")
+            },
+            check: { world in
+                let stored = try await world.storedSession()
+                #expect(stored == nil, "the session Firebase ended was kept")
+            }),
         "account show work | `INVALID_ID_TOKEN`": Scenario { world, _ in
             try await signedIn(world, "mo@example.com")
             world.fake.update { $0.projectID = "another-project" }

@@ -22,8 +22,10 @@ import Glibc
         return try #require(TOTP.code(base32Secret: secret, at: Date()))
     }
 
-    /// A user `email` signed in on `work`, its address verified (Firebase enrolls no factor before).
+    /// A user `email` signed in on `work`, its address verified (Firebase enrolls no factor
+    /// before), in a project whose administrator enabled TOTP (off in every new project).
     static func verifiedUser(_ world: DaemonHarness, _ email: String) async throws -> String {
+        world.fake.update { $0.totpEnabled = true }
         let uid = try await FirebaseAccountTests().signUp(world, email, password: password)
         world.fake.confirmEmailVerification(uid)
         return uid
@@ -31,8 +33,8 @@ import Glibc
 
     /// `tokenctl account mfa enroll work --totp`, answered as a user does: the URI read from its
     /// output, the code computed and written to its stdin. `wrong` answers a code that cannot match.
-    static func enroll(_ world: DaemonHarness, wrong: Bool = false) async throws -> (status: Int32, output: String, uri: String) {
-        let run = try await Interactive.start(world, ["account", "mfa", "enroll", "work", "--totp"])
+    static func enroll(_ world: DaemonHarness, wrong: Bool = false, name: String? = nil) async throws -> (status: Int32, output: String, uri: String) {
+        let run = try await Interactive.start(world, ["account", "mfa", "enroll", "work", "--totp"] + (name.map { ["--name", $0] } ?? []))
         let uri = try await run.line { $0.hasPrefix("otpauth://") }
         try run.answer(wrong ? "0000" : try code(fromURI: uri))
         let status = try await run.wait()
@@ -61,7 +63,7 @@ import Glibc
 
             // `account show` and `mfa list` list it.
             let shown = try await world.tokenctl(["account", "show", "work"])
-            #expect(shown.stdout.contains("second factors") && shown.stdout.contains("\(factor) (TOTP)"), "\(shown.stdout)")
+            #expect(shown.stdout.contains("second factors") && shown.stdout.contains("\(factor) (TOTP \"tokend on \(ProcessInfo.processInfo.hostName)\")"), "\(shown.stdout)")
             let listed = try await world.tokenctl(["account", "mfa", "list", "work"])
             #expect(listed.status == 0 && listed.stdout.hasPrefix("\(factor)  totp"), "\(listed.stdout) \(listed.stderr)")
 
@@ -80,21 +82,27 @@ import Glibc
             let token = try await world.tokenctl(["token", "work"])
             let signedIn = try #require(JWTClaims.decode(SecondFactorClaim.self, from: token.stdout.trimmingCharacters(in: .newlines)))
             #expect(signedIn.firebase?.sign_in_second_factor == "totp")
+            // Issue 44, item 9: and which factor (the emulator's `generateJwt`, as production).
+            #expect(signedIn.firebase?.second_factor_identifier == factor)
             #expect(signedIn.user_id == uid)
             // The pending credential never reached the client or the log.
             let pending = try #require(world.fake.requests.last { $0.path.hasSuffix("mfaSignIn:finalize") })
             #expect(pending.status == 200)
             #expect(!world.daemonLog.contains("mfa-pending-"), "the pending credential was logged")
 
-            // Removal: the factor goes, the session is renewed, sign-in needs no code again.
+            // Removal of the newest (here the only) factor: Firebase answers 200 without tokens,
+            // the factor is gone and the session ended (issue 44, item 5): 77, nothing kept.
             let removed = try await world.tokenctl(["account", "mfa", "remove", "work", factor])
-            #expect(removed.status == 0, "\(removed.stderr)")
-            _ = try await watcher.first("user_changed, second_factor_removed") { $0.event == .userChanged && $0.reason == "second_factor_removed" }
+            #expect(removed.status == 77, "\(removed.stderr)")
+            #expect(removed.stderr.contains("the factor was withdrawn and Firebase ended the session; sign in again: tokenctl login work"), "\(removed.stderr)")
+            _ = try await watcher.first("signed_out, second_factor_removed") { $0.event == .signedOut && $0.reason == "second_factor_removed" }
             #expect(world.fake.secondFactors(of: uid).isEmpty)
-            let none = try await world.tokenctl(["account", "mfa", "list", "work"])
-            #expect(none.stdout == "work: no second factors\n", "\(none.stdout)")
+            #expect(try await world.storedSession() == nil, "the dead session was kept")
+            #expect(try await world.status().state == "needs_login")
             let plain = try await world.tokenctl(["login", "work", "--email", "tia@example.com"], stdin: "\(Self.password)\n")
             #expect(plain.status == 0, "\(plain.stderr)")
+            let none = try await world.tokenctl(["account", "mfa", "list", "work"])
+            #expect(none.stdout == "work: no second factors\n", "\(none.stdout)")
         }
     }
 
@@ -115,7 +123,10 @@ import Glibc
     }
 
     struct SecondFactorClaim: Decodable {
-        struct Firebase: Decodable { var sign_in_second_factor: String? }
+        struct Firebase: Decodable {
+            var sign_in_second_factor: String?
+            var second_factor_identifier: String?
+        }
         var user_id: String?
         var firebase: Firebase?
     }
@@ -126,10 +137,20 @@ import Glibc
             let phone = world.fake.enrollSecondFactor(uid)
             let totp = world.fake.enrollTOTP(uid, displayName: "phone app")
 
-            // Two factors and no --factor: 64, listing both.
+            // Issue 44, item 7: SMS first, an authenticator app later. The TOTP factor is the
+            // only one a terminal can answer: used without --factor.
+            let beside = try await world.tokenctl(
+                ["login", "work", "--email", "two@example.com"], stdin: "\(Self.password)\n\(try #require(TOTP.code(base32Secret: totp.secret, at: Date())))\n")
+            #expect(beside.status == 0, "\(beside.stderr)")
+            #expect(try await world.storedSession() != nil)
+            #expect(try await world.tokenctl(["logout", "work"]).status == 0)
+
+            // Two TOTP factors and no --factor: 64, each named by its display name too.
+            let other = world.fake.enrollTOTP(uid, displayName: "tablet")
             let ambiguous = try await world.tokenctl(["login", "work", "--email", "two@example.com"], stdin: "\(Self.password)\n")
             #expect(ambiguous.status == 64, "\(ambiguous.stderr)")
-            #expect(ambiguous.stderr.contains(phone) && ambiguous.stderr.contains(totp.id) && ambiguous.stderr.contains("--factor"), "\(ambiguous.stderr)")
+            #expect(ambiguous.stderr.contains("\(totp.id) (TOTP \"phone app\"), \(other.id) (TOTP \"tablet\")") && ambiguous.stderr.contains("--factor"), "\(ambiguous.stderr)")
+            #expect(!ambiguous.stderr.contains(phone), "the SMS factor, which cannot be chosen, was offered: \(ambiguous.stderr)")
             // An unknown one: 64.
             let unknown = try await world.tokenctl(["login", "work", "--email", "two@example.com", "--factor", "nope"], stdin: "\(Self.password)\n")
             #expect(unknown.status == 64, "\(unknown.stderr)")
@@ -179,6 +200,7 @@ import Glibc
     /// Issue 33, item 6 with item 5: every second-factor call names the account's tenant.
     @Test func aTenantUserEnrolsAndSignsInWithTOTP() async throws {
         try await withWorld(accounts: [], startDaemon: false) { world in
+            world.fake.update { $0.totpEnabled = true }
             try world.writeConfig(world.firebaseAccount("work") + "\ntenant_id = \"\(TenantTests.tenant)\"\n")
             try await world.startDaemon()
             let uid = try await Self.verifiedUser(world, "ten@example.com")

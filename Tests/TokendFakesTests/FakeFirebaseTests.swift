@@ -638,6 +638,60 @@ struct FakeFirebaseTests {
         }
     }
 
+    // MARK: - Second factors (issue 44, item 9)
+
+    /// Production's codes where the fake used invented ones: finalize without a pending
+    /// credential (emulator `mfaSignInFinalize`: `MISSING_CREDENTIAL`), a start without
+    /// `totpEnrollmentInfo` and an enrollment finalize without `displayName` (a recording of
+    /// production: `Request contains an invalid argument.`, `MISSING_DISPLAY_NAME`).
+    @Test func secondFactorCallsAnswerProductionsCodes() async throws {
+        try await withFake({ $0.totpEnabled = true }) { fake in
+            let v2 = "/identitytoolkit.googleapis.com/v2/accounts/"
+            let missing = try await post(fake, v2 + "mfaSignIn:finalize", body: "{}", contentType: "application/json").answer()
+            #expect(try errorMessage(missing) == "MISSING_CREDENTIAL : Please set MFA Pending Credential.")
+
+            let session = fake.createUser(email: "mo@example.com", password: "secret-1")
+            fake.confirmEmailVerification(session.uid)
+            let bare = try await post(fake, v2 + "mfaEnrollment:start", body: #"{"idToken":"\#(session.idToken)"}"#, contentType: "application/json").answer()
+            #expect(try errorMessage(bare) == "Request contains an invalid argument.")
+            let started = try await post(
+                fake, v2 + "mfaEnrollment:start", body: #"{"idToken":"\#(session.idToken)","totpEnrollmentInfo":{}}"#, contentType: "application/json"
+            ).answer().object()
+            let info = try #require(started["totpSessionInfo"] as? [String: Any])
+            let secret = try #require(info["sharedSecretKey"] as? String)
+            let sessionInfo = try #require(info["sessionInfo"] as? String)
+            let code = try #require(TOTP.code(base32Secret: secret, at: Date()))
+            let unnamed = try await post(
+                fake, v2 + "mfaEnrollment:finalize",
+                body: #"{"idToken":"\#(session.idToken)","totpVerificationInfo":{"sessionInfo":"\#(sessionInfo)","verificationCode":"\#(code)"}}"#,
+                contentType: "application/json"
+            ).answer()
+            #expect(try errorMessage(unnamed) == "MISSING_DISPLAY_NAME")
+            #expect(fake.secondFactors(of: session.uid).isEmpty)
+        }
+    }
+
+    /// Identity Platform's `adjacentIntervals` defaults to 5: a code 4 steps old still signs in,
+    /// one 7 steps old does not (a step either way of slack for the test's own timing).
+    @Test(arguments: [(-120.0, true), (-210.0, false), (120.0, true)])
+    func totpCodesAreAcceptedWithinAdjacentIntervals(_ offset: Double, _ accepted: Bool) async throws {
+        try await withFake { fake in
+            let uid = fake.createUser(email: "ada@example.com", password: "secret-1").uid
+            let totp = fake.enrollTOTP(uid)
+            let first = try await post(
+                fake, identityPath("signInWithPassword"), body: #"{"email":"ada@example.com","password":"secret-1"}"#, contentType: "application/json"
+            ).answer().object()
+            let pending = try #require(first["mfaPendingCredential"] as? String)
+            let code = try #require(TOTP.code(base32Secret: totp.secret, at: Date().addingTimeInterval(offset)))
+            let answer = try await post(
+                fake, "/identitytoolkit.googleapis.com/v2/accounts/mfaSignIn:finalize",
+                body: #"{"mfaPendingCredential":"\#(pending)","mfaEnrollmentId":"\#(totp.id)","totpVerificationInfo":{"verificationCode":"\#(code)"}}"#,
+                contentType: "application/json"
+            ).answer()
+            #expect(answer.status == (accepted ? 200 : 400), "\(String(decoding: answer.body, as: UTF8.self))")
+        }
+    }
+
     // MARK: - Control plane
 
     @Test func controlPlaneDrivesUsersOptionsAndFaults() async throws {
@@ -652,8 +706,10 @@ struct FakeFirebaseTests {
             let newest = try await control(fake, "GET", "/_fake/users/\(uid)/refresh_token").answer().object()
             #expect(newest["refresh_token"] as? String == refreshToken)
 
-            let options = try await control(fake, "POST", "/_fake/options", #"{"rotate":true,"lifetime":120}"#).answer()
+            let options = try await control(fake, "POST", "/_fake/options", #"{"rotate":true,"lifetime":120,"totp_enabled":true}"#).answer()
             #expect(try options.object()["rotate"] as? Bool == true)
+            #expect(try options.object()["totp_enabled"] as? Bool == true)
+            #expect(fake.options.totpEnabled)
             #expect(fake.options.lifetime == 120)
             let rotated = try await refresh(fake, refreshToken).answer().object()
             #expect(rotated["expires_in"] as? String == "120")

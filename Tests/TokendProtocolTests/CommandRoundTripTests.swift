@@ -40,7 +40,7 @@ import TokendCore
         .account(AccountArgs(account: "fb", action: .delete(confirmed: false, timeout: 30))),
         .account(AccountArgs(account: "fb", action: .delete(confirmed: true, timeout: 30))),
         .account(AccountArgs(account: "fb", action: .startSecondFactorEnrollment(timeout: 30))),
-        .account(AccountArgs(account: "fb", action: .finishSecondFactorEnrollment(handle: "handle-canary", code: "654321", timeout: 30))),
+        .account(AccountArgs(account: "fb", action: .finishSecondFactorEnrollment(handle: "handle-canary", code: "654321", name: "tokend on canary", timeout: 30))),
         .account(AccountArgs(account: "fb", action: .removeSecondFactor("totp-1", timeout: 30))),
         .logout(LogoutArgs(account: "work")),
         .watch(WatchArgs()),

@@ -15,6 +15,8 @@ import TokendProtocol
         (#"{"op":"login","id":"t","account":"w","method":"email","email":"a@example.com","secret":"pw","factor":"a b"}"#, #"login: "factor""#),
         (#"{"op":"account","id":"t","account":"w","action":"mfa_enroll","handle":"h","secret":"123"}"#, #"account: "secret""#),
         (#"{"op":"account","id":"t","account":"w","action":"mfa_remove"}"#, #"account: "factor""#),
+        (#"{"op":"account","id":"t","account":"w","action":"mfa_enroll","handle":"h","secret":"123456","name":""}"#, #"account: "name""#),
+        (#"{"op":"account","id":"t","account":"w","action":"mfa_enroll","handle":"h","secret":"123456","name":"a\u001bb"}"#, #"account: "name""#),
         (#"{"op":"login","id":"t","account":"w","handle":1}"#, "handle"),
     ])
     func aSecondFactorFieldThatBreaksTheRulesIsNamed(_ line: String, _ field: String) async {
@@ -23,11 +25,11 @@ import TokendProtocol
 
     @Test func aSecondFactorStepReachesTheEngineWithItsHandleAndCode() async {
         let stub = StubbedHandler()
-        _ = await stub.respond(#"{"op":"account","id":"t","account":"w","action":"mfa_enroll","handle":"h","secret":" 123456 "}"#)
+        _ = await stub.respond(#"{"op":"account","id":"t","account":"w","action":"mfa_enroll","handle":"h","secret":" 123456 ","name":"laptop"}"#)
         _ = await stub.respond(#"{"op":"account","id":"t","account":"w","action":"mfa_remove","factor":"f1"}"#)
         _ = await stub.respond(#"{"op":"account","id":"t","account":"w","action":"mfa_enroll"}"#)
         #expect(stub.engine.calls == [
-            .finishSecondFactorEnrollment(account: "w", handle: "h", code: "123456", timeout: Command.defaultTimeout),
+            .finishSecondFactorEnrollment(account: "w", handle: "h", code: "123456", displayName: "laptop", timeout: Command.defaultTimeout),
             .removeSecondFactor(account: "w", factor: "f1", timeout: Command.defaultTimeout),
             .startSecondFactorEnrollment(account: "w", timeout: Command.defaultTimeout),
         ])

@@ -27,7 +27,7 @@ final class StubEngine: EngineServices {
         case describeDeletion(account: String)
         case deleteUser(account: String, timeout: Double)
         case startSecondFactorEnrollment(account: String, timeout: Double)
-        case finishSecondFactorEnrollment(account: String, handle: String, code: String, timeout: Double)
+        case finishSecondFactorEnrollment(account: String, handle: String, code: String, displayName: String?, timeout: Double)
         case removeSecondFactor(account: String, factor: String, timeout: Double)
     }
 
@@ -167,8 +167,8 @@ final class StubEngine: EngineServices {
         record(.startSecondFactorEnrollment(account: account, timeout: timeout)) { $0.enrollment }
     }
 
-    func finishSecondFactorEnrollment(account: String, handle: String, code: String, timeout: Double) async -> Result<LoginSummary, TokendError> {
-        record(.finishSecondFactorEnrollment(account: account, handle: handle, code: code, timeout: timeout)) { $0.signIn }
+    func finishSecondFactorEnrollment(account: String, handle: String, code: String, displayName: String?, timeout: Double) async -> Result<LoginSummary, TokendError> {
+        record(.finishSecondFactorEnrollment(account: account, handle: handle, code: code, displayName: displayName, timeout: timeout)) { $0.signIn }
     }
 
     func removeSecondFactor(account: String, factor: String, timeout: Double) async -> Result<LoginSummary, TokendError> {

@@ -22,7 +22,10 @@ extension Tokenctl.Account {
                     Prints the otpauth:// URI (and a QR code when stdout is a terminal and qrencode is \
                     installed) to add to an authenticator app, then reads the code the app shows: a \
                     prompt on a terminal, else the first line of stdin. The session is renewed (same \
-                    user). Firebase enrolls only users with a verified email address.
+                    user). Firebase enrolls only users with a verified email address who signed in \
+                    with a password or an identity provider (not a custom token, not anonymously) \
+                    within about 5 minutes, and only once an administrator has enabled TOTP for the \
+                    project (Admin SDK or REST API; the console has no switch for it).
                     """)
 
             @Argument(help: "The account, as named in config.toml.", completion: .custom(AccountCompletion.names))
@@ -31,11 +34,17 @@ extension Tokenctl.Account {
             @Flag(help: "A TOTP factor (an authenticator app); the only kind a command-line client can enroll.")
             var totp = false
 
+            @Option(help: ArgumentHelp(
+                "How Firebase lists the factor (1 to \(SecondFactor.maximumDisplayNameLength) characters).",
+                discussion: "Default: \"tokend on HOST\", HOST being the daemon's host name.", valueName: "name"))
+            var name: String?
+
             @OptionGroup var connection: ConnectionOptions
 
             func validate() throws {
                 try validateAccount(account)
                 guard totp else { throw ValidationError("say which factor: --totp (SMS needs reCAPTCHA, which a command-line client cannot give)") }
+                if let name, let problem = SecondFactor.displayNameProblem(name) { throw ValidationError("--name \(problem)") }
             }
 
             func execute(_ context: CommandContext) throws(TokenctlError) {
@@ -49,7 +58,7 @@ extension Tokenctl.Account {
                     context.console.writeError("tokenctl: add the otpauth:// URI above to an authenticator app (on a terminal with qrencode installed, a QR code shows here), then give the code it shows\n")
                 }
                 let code = try readCode(SecretInput(context.console), prompt: "Code from the authenticator app: ")
-                let finish = AccountArgs.Action.finishSecondFactorEnrollment(handle: enrollment.handle, code: code, timeout: connection.timeout)
+                let finish = AccountArgs.Action.finishSecondFactorEnrollment(handle: enrollment.handle, code: code, name: name, timeout: connection.timeout)
                 _ = try Tokenctl.Account.call(finish, account: account, verb: "mfa enroll", connection: connection, context: context)
                 try context.console.write("\(Text.singleLine(account)): TOTP second factor enrolled; the session was renewed (same user)\n")
             }

@@ -39,6 +39,7 @@ extension FakeFirebase.Backend {
                 if let rotate = change.rotate { options.rotate = rotate }
                 if let revokePrevious = change.revoke_previous { options.revokePrevious = revokePrevious }
                 if let latency = change.latency { options.latency = latency }
+                if let totpEnabled = change.totp_enabled { options.totpEnabled = totpEnabled }
             }
             return .json(200, ControlWire.Options(options))
         case ("faults", 1):

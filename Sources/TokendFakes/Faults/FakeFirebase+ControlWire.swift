@@ -26,6 +26,8 @@ enum ControlWire {
         var rotate: Bool?
         var revoke_previous: Bool?
         var latency: Double?
+        /// TOTP second factors enabled for the project (off by default, as in production).
+        var totp_enabled: Bool?
     }
 
     struct Options: Encodable {
@@ -35,6 +37,7 @@ enum ControlWire {
         var latency: Double
         var project_id: String
         var project_number: String
+        var totp_enabled: Bool
 
         init(_ options: FakeFirebase.Options) {
             lifetime = options.lifetime
@@ -43,6 +46,7 @@ enum ControlWire {
             latency = options.latency
             project_id = options.projectID
             project_number = options.projectNumber
+            totp_enabled = options.totpEnabled
         }
     }
 

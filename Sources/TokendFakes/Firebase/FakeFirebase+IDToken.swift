@@ -17,6 +17,8 @@ enum IDTokenMinter {
             var tenant: String?
             /// `totp` or `phone` after a sign-in (or enrollment) with a second factor.
             var sign_in_second_factor: String?
+            /// The enrollment id of that factor (emulator `generateJwt`).
+            var second_factor_identifier: String?
         }
 
         var iss: String
@@ -48,6 +50,8 @@ enum IDTokenMinter {
         var tenant: String?
         /// `firebase.sign_in_second_factor`, carried forward by every refresh.
         var secondFactor: String?
+        /// `firebase.second_factor_identifier`, likewise.
+        var secondFactorIdentifier: String?
     }
 
     /// The token and its expiry. `iat` is whole seconds (JWT NumericDate), so `exp - iat` is
@@ -61,7 +65,8 @@ enum IDTokenMinter {
             iss: "https://securetoken.google.com/\(projectID)", aud: projectID, auth_time: subject.authTime,
             user_id: subject.uid, sub: subject.uid, iat: iat, exp: exp,
             email: subject.email, email_verified: subject.email.map { _ in subject.emailVerified },
-            firebase: .init(identities: identities, sign_in_provider: subject.provider, tenant: subject.tenant, sign_in_second_factor: subject.secondFactor),
+            firebase: .init(identities: identities, sign_in_provider: subject.provider, tenant: subject.tenant, sign_in_second_factor: subject.secondFactor,
+                second_factor_identifier: subject.secondFactorIdentifier),
             jti: FakeIdentifiers.nonce())
         let token = segment(Header()) + "." + segment(claims) + "."
         return (token, Date(timeIntervalSince1970: Double(exp)))

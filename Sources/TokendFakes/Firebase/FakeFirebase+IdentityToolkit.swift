@@ -33,16 +33,20 @@ import TokendCore
 /// | signInWithPassword | `maximumFailedSignIns` reached | `TOO_MANY_ATTEMPTS_TRY_LATER : …` | prod: docs/architecture.md "Firebase: refreshing", js-sdk map |
 /// | signInWithPassword | unknown email / disabled / wrong password | protection on: `INVALID_LOGIN_CREDENTIALS`, `USER_DISABLED`, `INVALID_LOGIN_CREDENTIALS`; off: `EMAIL_NOT_FOUND`, `USER_DISABLED`, `INVALID_PASSWORD` | emulator `signInWithPassword` (disabled before the password) |
 /// | signInWithPassword, signInWithIdp | the user has second factors | 200 `mfaPendingCredential` (5 min), `mfaInfo` (`totpInfo` or masked `phoneInfo`), no tokens | emulator `signInWithPassword` (`mfaInfo` from the user's enrollments); js-sdk `api/authentication/mfa.ts` `IdTokenMfaResponse` |
-/// | v2 any | TOTP at all | — | the emulator has no TOTP (firebase-tools auth emulator: phone factors only); every v2 shape follows js-sdk `api/account_management/mfa.ts`, `api/authentication/mfa.ts`, `mfa/assertions/totp.ts` (issue 33, item 5) |
-/// | mfaSignIn:finalize | credential missing / unknown, expired or of another tenant / enrollment not the user's | `MISSING_MFA_PENDING_CREDENTIAL` / `INVALID_MFA_PENDING_CREDENTIAL` / `MFA_ENROLLMENT_NOT_FOUND` | js-sdk error map (`missing-multi-factor-session`, `invalid-multi-factor-session`, `multi-factor-info-not-found`) |
-/// | mfaSignIn:finalize | a TOTP code not the one of the current 30 s step or one each side | `INVALID_CODE : Invalid TOTP verification code.` (the credential stays usable) | RFC 6238 (HMAC-SHA1, 30 s, 6 digits; §5.2 one step of drift); Identity Platform `totpProviderConfig.adjacentIntervals`; js-sdk map `INVALID_CODE` |
-/// | mfaSignIn:finalize | right code | `idToken`, `refreshToken` (no `expiresIn`); the ID token's `firebase.sign_in_second_factor` is `totp` | js-sdk `FinalizeMfaResponse`; Firebase ID token reference (`sign_in_second_factor`) |
-/// | mfaEnrollment:start | ID token as `parseIdToken` / no email or anonymous / email not verified / no `totpEnrollmentInfo` | as lookup / `UNSUPPORTED_FIRST_FACTOR` / `UNVERIFIED_EMAIL : Need to verify email first before enrolling second factors.` / `MISSING_PHONE_NUMBER` (a phone enrollment without its fields) | js-sdk error map (`unsupported-first-factor`, `unverified-email`); Firebase "TOTP MFA" guide (verified email required) |
-/// | mfaEnrollment:start | TOTP | `totpSessionInfo` {`sharedSecretKey` (base32, 160 bits), `verificationCodeLength` 6, `hashingAlgorithm` SHA1, `periodSec` 30, `sessionInfo`, `finalizeEnrollmentTime` +5 min} | js-sdk `StartTotpMfaEnrollmentResponse`; RFC 4226 §4 (160-bit secret) |
-/// | mfaEnrollment:finalize | session unknown, expired or another user's / wrong code | `INVALID_SESSION_INFO` / `INVALID_CODE : Invalid TOTP verification code.` | js-sdk error map (`invalid-verification-id`, `invalid-verification-code`) |
-/// | mfaEnrollment:finalize, withdraw | done | `idToken`, `refreshToken` of the same uid; the user's older tokens void (`validSince`) | js-sdk `MultiFactorUserImpl.enroll`/`unenroll` install the answer's tokens (`_updateTokensIfNecessary`), the old session is signed out |
-/// | mfaEnrollment:withdraw | no such enrollment of the user | `MFA_ENROLLMENT_NOT_FOUND` | js-sdk error map (`multi-factor-info-not-found`) |
-/// | signInWithCustomToken | missing / not a uid or JWT with one / user disabled | `MISSING_CUSTOM_TOKEN` / `INVALID_CUSTOM_TOKEN` / `USER_DISABLED` | emulator `signInWithCustomToken` |
+/// | v2 any | TOTP at all | — | the emulator has no TOTP (firebase-tools auth emulator: phone factors only); every v2 shape follows js-sdk `api/account_management/mfa.ts`, `api/authentication/mfa.ts`, `mfa/assertions/totp.ts` (issue 33, item 5). Where no first-party source gives production's answer, a recording of production by another emulator (t-k/fireemu CHANGELOG, "measured against a real Identity Platform project", 2026-09) is followed and named "recording" |
+/// | mfaSignIn:finalize | no pending credential | `MISSING_CREDENTIAL : Please set MFA Pending Credential.` | emulator `mfaSignInFinalize` ("matches production behavior") |
+/// | mfaSignIn:finalize | credential unknown / of another tenant / older than `pendingCredentialLifetime` (300 s) | `INVALID_PENDING_TOKEN` / `INVALID_PROJECT_ID : Project ID does not match MFA pending credential.` / `TOTP_CHALLENGE_TIMEOUT : TOTP challenge timeout, provide first factor again.` | recording (unknown, expired at ~302 s); emulator `parsePendingCredential` (tenant). Decision: the js-sdk map's `INVALID_MFA_PENDING_CREDENTIAL` is not used, no source says finalize sends it for TOTP |
+/// | mfaSignIn:finalize | enrollment not the user's / a phone factor or no `totpVerificationInfo` | `MFA_ENROLLMENT_NOT_FOUND` / `Request contains an invalid argument.` | emulator `mfaSignInStart` (decision: the recording's `INVALID_MFA_ENROLLMENT_ID` is not followed; tokend only sends ids Firebase listed); recording (a request missing a field: plain `INVALID_ARGUMENT`) |
+/// | mfaSignIn:finalize | a TOTP code not the one of the current 30 s step or of `totpAdjacentIntervals` (5) steps each side | `INVALID_CODE : Invalid TOTP verification code.` (the credential stays usable) | RFC 6238 (HMAC-SHA1, 30 s, 6 digits); Identity Platform "Enable TOTP MFA" and the Firebase TOTP guide: `adjacentIntervals` 0 to 10, default 5; js-sdk map `INVALID_CODE` and its TOTP integration test against production |
+/// | mfaSignIn:finalize | right code | `idToken`, `refreshToken` (no `expiresIn`); the ID token's `firebase.sign_in_second_factor` is `totp`, `firebase.second_factor_identifier` the enrollment id | js-sdk `FinalizeMfaResponse`; emulator `generateJwt` (both claims) |
+/// | mfaEnrollment:start | ID token as `parseIdToken` / TOTP not enabled (`totpEnabled`, off by default) / session signed in anonymously, by phone, custom token or Game Center / no `totpEnrollmentInfo` / email not verified / a TOTP factor already, or 5 factors / sign-in older than `enrollmentRecentSignInWindow` (300 s) | as lookup / `OPERATION_NOT_ALLOWED : TOTP based MFA not enabled.` / `UNSUPPORTED_FIRST_FACTOR : MFA is not available for the given first factor.` / `Request contains an invalid argument.` / `UNVERIFIED_EMAIL : Need to verify email first before enrolling second factors.` / `SECOND_FACTOR_LIMIT_EXCEEDED` / `CREDENTIAL_TOO_OLD_LOGIN_AGAIN` | TOTP off in new projects: Firebase TOTP guide, Identity Platform "Enable TOTP MFA" (Admin SDK or REST only); the text: recording (the emulator's SMS analogue reads `SMS based MFA not enabled.`); emulator `mfaEnrollmentStart` (`MFA_INELIGIBLE_PROVIDER`, `UNVERIFIED_EMAIL`, its order); recording (missing info; the second TOTP and the sixth factor; 293 s accepted, 303 s refused: no first-party source speaks). The test helpers `enrollSecondFactor`/`enrollTOTP` ("enrolled elsewhere") are not held to the limit |
+/// | mfaEnrollment:start | TOTP | `totpSessionInfo` {`sharedSecretKey` (base32, 160 bits), `verificationCodeLength` 6, `hashingAlgorithm` SHA1, `periodSec` 30, `sessionInfo`, `finalizeEnrollmentTime` +5 min} | js-sdk `StartTotpMfaEnrollmentResponse`; RFC 4226 §4 (160-bit secret). Decision: the recording's 900 s session life is not followed (unverified, and tokend's handle lasts 300 s) |
+/// | mfaEnrollment:finalize | session unknown, expired or another user's / no `displayName` / wrong code | `INVALID_SESSION_INFO` / `MISSING_DISPLAY_NAME` / `INVALID_CODE : Invalid TOTP verification code.` | js-sdk error map (`invalid-verification-id`, `invalid-verification-code`); recording (the session, then the name, then the code). Decision: the recording's `SESSION_EXPIRED` and `TOO_MANY_ENROLLMENT_ATTEMPTS` are not modelled (tokend spends a session on its first code) |
+/// | mfaEnrollment:finalize | done | `idToken`, `refreshToken` of the same uid, `second_factor_identifier` the new factor; the user's other sessions stay valid | schema `FinalizeMfaEnrollmentResponse`; emulator `mfaEnrollmentFinalize` (no `validSince`); recording ("a TOTP enrollment does not" end earlier sessions) |
+/// | mfaEnrollment:withdraw | no such enrollment of the user | `MFA_ENROLLMENT_NOT_FOUND` | emulator `mfaEnrollmentWithdraw`; js-sdk error map (`multi-factor-info-not-found`) |
+/// | mfaEnrollment:withdraw | the most recently enrolled factor | 200 `{}`: no tokens, and every session of the user ends (`validSince`) | js-sdk `mfa_user.ts` `unenroll` ("the tokenResponse may be empty"); firebase-js-sdk PR #6973 (withdrawing the most recently enrolled factor logs the user out); firebase-ios-sdk#14663 (nil tokens) |
+/// | mfaEnrollment:withdraw | another factor | `idToken`, `refreshToken` of the same uid, keeping the asking session's `sign_in_second_factor` unless that factor was the one withdrawn; the user's older sessions end | recording ("a factor withdrawal ends every session before it"; the kept factor); the emulator ends none (decision: the recording, production's) |
+/// | signInWithCustomToken | missing / not a uid or JWT with one / a JWT whose `tenant_id` is not the request's `tenantId` (either absent counts) / user disabled | `MISSING_CUSTOM_TOKEN` / `INVALID_CUSTOM_TOKEN` / `TENANT_ID_MISMATCH` / `USER_DISABLED` | emulator `signInWithCustomToken` (in a tenant); a tenant's token at the project: js-sdk `auth/tenant-id-mismatch` "does not match the Auth instance's tenant ID" (decision). A bare uid, the fake's shorthand, is taken in any tenant |
 /// | signInWithIdp | `requestUri` missing / not absolute | `MISSING_REQUEST_URI` / `INVALID_REQUEST_URI` | emulator `getNormalizedUri` |
 /// | signInWithIdp | no `providerId` / not a provider id (no `.`) / not enabled (`identityProviders`) or switched off | `INVALID_CREDENTIAL_OR_PROVIDER_ID` / `INVALID_PROVIDER_ID` / `OPERATION_NOT_ALLOWED` | emulator `signInWithIdp` for the first (it takes any other id, lower-cased); `INVALID_PROVIDER_ID` is js-sdk `ServerError.INVALID_PROVIDER_ID` (→ `auth/invalid-provider-id`), when production sends it unrecorded: a decision, so that a typo in `--idp` fails as a bad id; the last prod |
 /// | signInWithIdp | a provider in `clientCredentialsRefused` (`microsoft.com`), `requestUri` not the hosted handler's | `INVALID_CREDENTIAL_OR_PROVIDER_ID : Invalid IdP response/credential: http://localhost?id_token=…&providerId=microsoft.com` | prod only: firebase-js-sdk#5802, #8913; react-native-firebase#4731; flutterfire#16598; flutterfire#10865 (the emulator accepts it) |
@@ -280,6 +284,13 @@ extension FakeFirebase.Backend {
         guard let request = try? FakeJSON.decode(CustomToken.self, from: body) else { return .failure(.invalidJSONPayload) }
         guard let token = request.token, !token.isEmpty else { return .failure(.firebase("MISSING_CUSTOM_TOKEN")) }
         guard let uid = Self.customTokenUID(token) else { return .failure(.firebase("INVALID_CUSTOM_TOKEN")) }
+        // A JWT minted by a tenant's `TenantAwareAuth` names it in `tenant_id`: it signs in to
+        // that tenant only (emulator `signInWithCustomToken`; js-sdk `auth/tenant-id-mismatch`,
+        // "does not match the Auth instance's tenant ID"). A bare uid, the fake's shorthand, is
+        // taken in any namespace.
+        if let claims = Self.customTokenClaims(token), claims.tenant_id != state.ledger.tenant {
+            return .failure(.firebase("TENANT_ID_MISMATCH"))
+        }
         let isNewUser = state.ledger.users[uid] == nil
         if isNewUser {
             _ = state.ledger.addUser(email: nil, password: nil, uid: uid, now: now)
@@ -294,12 +305,18 @@ extension FakeFirebase.Backend {
 
     private struct CustomTokenClaims: Decodable {
         var uid: String?
+        var tenant_id: String?
+    }
+
+    /// The claims of a custom token that is a JWT; nil for a bare uid.
+    private static func customTokenClaims(_ token: String) -> CustomTokenClaims? {
+        guard token.split(separator: ".", omittingEmptySubsequences: false).count == 3 else { return nil }
+        return JWTClaims.decode(CustomTokenClaims.self, from: token)
     }
 
     static func customTokenUID(_ token: String) -> String? {
         if token.split(separator: ".", omittingEmptySubsequences: false).count == 3 {
-            guard let uid = JWTClaims.decode(CustomTokenClaims.self, from: token)?.uid, !uid.isEmpty, uid.count <= maximumUIDLength
-            else { return nil }
+            guard let uid = customTokenClaims(token)?.uid, !uid.isEmpty, uid.count <= maximumUIDLength else { return nil }
             return uid
         }
         let allowed = token.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }

@@ -118,11 +118,12 @@ struct Ledger: Sendable {
     }
 
     /// A new session for an existing user: a fresh refresh token and ID token, `auth_time` now.
-    mutating func signIn(uid: String, provider: String, secondFactor: String? = nil, now: Date, options: FakeFirebase.Options) -> Minted {
+    mutating func signIn(uid: String, provider: String, secondFactor: (kind: String, id: String)? = nil, now: Date, options: FakeFirebase.Options) -> Minted {
         var subject = IDTokenMinter.Subject(
             uid: uid, email: users[uid]?.email, provider: provider,
             authTime: Int(saturating: now.timeIntervalSince1970.rounded(.down)))
-        subject.secondFactor = secondFactor
+        subject.secondFactor = secondFactor?.kind
+        subject.secondFactorIdentifier = secondFactor?.id
         if let user = users[uid] {
             subject.tenant = user.tenant
             subject.emailVerified = user.emailVerified

@@ -44,11 +44,12 @@ public enum TOTP {
         return String(repeating: "0", count: max(0, digits - text.count)) + text
     }
 
-    /// Whether `code` is the one of `time`'s step or of one step either side (RFC 6238 §5.2:
-    /// allow for a step of drift and delay; Identity Platform's `adjacentIntervals`).
-    static func accepts(_ code: String, secret: [UInt8], at time: Date) -> Bool {
+    /// Whether `code` is the one of `time`'s step or of `adjacent` steps either side (RFC 6238
+    /// §5.2: allow for drift and delay; Identity Platform's `adjacentIntervals`, 0 to 10).
+    static func accepts(_ code: String, secret: [UInt8], at time: Date, adjacent: Int) -> Bool {
         let step = Int64(saturating: (time.timeIntervalSince1970 / period).rounded(.down))
-        return (step - 1...step + 1).contains { $0 >= 0 && Self.code(secret: secret, step: UInt64($0), digits: digits) == code }  // conversion: checked non-negative
+        let drift = Int64(min(max(adjacent, 0), 10))  // conversion: clamped to 0...10
+        return (step - drift...step + drift).contains { $0 >= 0 && Self.code(secret: secret, step: UInt64($0), digits: digits) == code }  // conversion: checked non-negative
     }
 
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".utf8)
@@ -88,7 +89,8 @@ public enum TOTP {
 }
 
 extension FakeFirebase.Backend {
-    /// The pending credential's and the enrollment session's life (production: 5 minutes).
+    /// The enrollment session's life (production: 5 minutes; the pending credential's is
+    /// `Options.pendingCredentialLifetime`).
     static let secondFactorLifetime: Double = 300
 
     /// One `mfaInfo` entry (js-sdk `MfaEnrollment`; `enrolledAt` a Timestamp in RFC 3339).
@@ -126,7 +128,7 @@ extension FakeFirebase.Backend {
         guard !user.factors.isEmpty else { return nil }
         let credential = "mfa-pending-" + FakeIdentifiers.nonce()
         state.ledger.pendingSignIns[credential] = Ledger.PendingSignIn(
-            uid: user.uid, provider: provider, tenant: state.ledger.tenant, expiresAt: now.addingTimeInterval(Self.secondFactorLifetime))
+            uid: user.uid, provider: provider, tenant: state.ledger.tenant, expiresAt: now.addingTimeInterval(state.options.pendingCredentialLifetime))
         let answer = Pending(kind: kind, localId: user.uid, email: user.email, mfaPendingCredential: credential, mfaInfo: user.factors.map(MFAInfo.init))
         return ToolkitAnswer(reply: .json(200, answer), uid: user.uid)
     }
@@ -149,6 +151,14 @@ extension FakeFirebase.Backend {
     }
 
     private static let invalidCode = FirebaseRejection.firebase("INVALID_CODE : Invalid TOTP verification code.")
+    /// A request without a field the call needs, as a recording of production answers it (a
+    /// plain `INVALID_ARGUMENT`, no Identity Toolkit code).
+    private static let invalidArgument = FirebaseRejection.firebase("Request contains an invalid argument.")
+
+    private func acceptsCode(_ code: String?, secret: [UInt8], now: Date, state: State) -> Bool {
+        guard let code else { return false }
+        return TOTP.accepts(code, secret: secret, at: now, adjacent: state.options.totpAdjacentIntervals)
+    }
 
     private func finalized(_ minted: Ledger.Minted) -> ToolkitAnswer {
         ToolkitAnswer(reply: .json(200, Finalized(idToken: minted.idToken, refreshToken: minted.refreshToken)), uid: minted.uid, minted: minted)
@@ -157,18 +167,23 @@ extension FakeFirebase.Backend {
     /// `v2/accounts/mfaSignIn:finalize` with a TOTP code.
     func finalizeSecondFactorSignIn(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
         guard let request = try? FakeJSON.decode(SignInFinalize.self, from: body) else { return .failure(.invalidJSONPayload) }
-        guard let credential = request.mfaPendingCredential, !credential.isEmpty else { return .failure(.firebase("MISSING_MFA_PENDING_CREDENTIAL")) }
-        guard let pending = state.ledger.pendingSignIns[credential], pending.expiresAt > now, pending.tenant == state.ledger.tenant,
-            let user = state.ledger.users[pending.uid]
-        else { return .failure(.firebase("INVALID_MFA_PENDING_CREDENTIAL")) }
+        guard let credential = request.mfaPendingCredential, !credential.isEmpty else {
+            return .failure(.firebase("MISSING_CREDENTIAL : Please set MFA Pending Credential."))
+        }
+        guard let pending = state.ledger.pendingSignIns[credential], let user = state.ledger.users[pending.uid] else {
+            return .failure(.firebase("INVALID_PENDING_TOKEN"))
+        }
+        guard pending.tenant == state.ledger.tenant else { return .failure(.firebase("INVALID_PROJECT_ID : Project ID does not match MFA pending credential.")) }
+        guard pending.expiresAt > now else { return .failure(.firebase("TOTP_CHALLENGE_TIMEOUT : TOTP challenge timeout, provide first factor again.")) }
         guard let factor = user.factors.first(where: { $0.id == request.mfaEnrollmentId }) else { return .failure(.firebase("MFA_ENROLLMENT_NOT_FOUND")) }
-        guard case .totp(let secret) = factor.kind else { return .failure(.firebase("MISSING_PHONE_NUMBER")) }
-        guard let code = request.totpVerificationInfo?.verificationCode, TOTP.accepts(code, secret: secret, at: now) else {
+        guard case .totp(let secret) = factor.kind, request.totpVerificationInfo != nil else { return .failure(Self.invalidArgument) }
+        guard acceptsCode(request.totpVerificationInfo?.verificationCode, secret: secret, now: now, state: state) else {
             return .failure(Self.invalidCode)
         }
         state.ledger.pendingSignIns[credential] = nil
         if user.disabled { return .failure(.firebase("USER_DISABLED")) }
-        return .success(finalized(state.ledger.signIn(uid: user.uid, provider: pending.provider, secondFactor: "totp", now: now, options: state.options)))
+        let minted = state.ledger.signIn(uid: user.uid, provider: pending.provider, secondFactor: ("totp", factor.id), now: now, options: state.options)
+        return .success(finalized(minted))
     }
 
     private struct EnrollStart: Decodable {
@@ -193,14 +208,24 @@ extension FakeFirebase.Backend {
     /// `v2/accounts/mfaEnrollment:start` with `totpEnrollmentInfo`.
     func startEnrollment(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
         guard let request = try? FakeJSON.decode(EnrollStart.self, from: body) else { return .failure(.invalidJSONPayload) }
-        let user: Ledger.User
+        let (user, claims): (Ledger.User, TokenClaims)
         switch self.user(of: request.idToken, now: now, state: state) {
         case .failure(let rejection): return .failure(rejection)
-        case .success(let (found, _)): user = found
+        case .success(let found): (user, claims) = found
         }
-        guard request.totpEnrollmentInfo != nil else { return .failure(.firebase("MISSING_PHONE_NUMBER")) }
-        guard user.email != nil else { return .failure(.firebase("UNSUPPORTED_FIRST_FACTOR : MFA is not available for the given first factor.")) }
+        if !state.options.totpEnabled { return .failure(.firebase("OPERATION_NOT_ALLOWED : TOTP based MFA not enabled.")) }
+        // emulator `MFA_INELIGIBLE_PROVIDER`, read from the session's sign-in method.
+        if let provider = Self.session(of: request.idToken)?.sign_in_provider, Self.ineligibleForSecondFactors.contains(provider) {
+            return .failure(.firebase("UNSUPPORTED_FIRST_FACTOR : MFA is not available for the given first factor."))
+        }
+        guard request.totpEnrollmentInfo != nil else { return .failure(Self.invalidArgument) }
         guard user.emailVerified else { return .failure(.firebase("UNVERIFIED_EMAIL : Need to verify email first before enrolling second factors.")) }
+        // A recording of production: a second TOTP factor, or a sixth factor, is refused.
+        let hasTOTP = user.factors.contains { if case .totp = $0.kind { true } else { false } }
+        if hasTOTP || user.factors.count >= Self.maximumFactors { return .failure(.firebase("SECOND_FACTOR_LIMIT_EXCEEDED")) }
+        if let window = state.options.enrollmentRecentSignInWindow, let authTime = claims.auth_time, now.timeIntervalSince1970 - authTime > window {
+            return .failure(.firebase("CREDENTIAL_TOO_OLD_LOGIN_AGAIN"))
+        }
         let secret = TOTP.newSecret()
         let sessionInfo = "totp-session-" + FakeIdentifiers.nonce()
         let expiresAt = now.addingTimeInterval(Self.secondFactorLifetime)
@@ -210,6 +235,13 @@ extension FakeFirebase.Backend {
             sessionInfo: sessionInfo, finalizeEnrollmentTime: expiresAt.formatted(.iso8601)))
         return .success(ToolkitAnswer(reply: .json(200, answer), uid: user.uid))
     }
+
+    /// Factors a user may have: a recording of production refuses the sixth (t-k/fireemu).
+    static let maximumFactors = 5
+
+    /// Sign-in methods whose sessions cannot enroll a second factor (emulator
+    /// `MFA_INELIGIBLE_PROVIDER`: anonymous, phone, custom token, Game Center).
+    static let ineligibleForSecondFactors: Set<String> = ["anonymous", "phone", "custom", "gc.apple.com"]
 
     private struct EnrollFinalize: Decodable {
         var idToken: String?
@@ -228,13 +260,15 @@ extension FakeFirebase.Backend {
         guard let sessionInfo = request.totpVerificationInfo?.sessionInfo, let session = state.ledger.enrollmentSessions[sessionInfo],
             session.uid == user.uid, session.expiresAt > now
         else { return .failure(.firebase("INVALID_SESSION_INFO")) }
-        guard let code = request.totpVerificationInfo?.verificationCode, TOTP.accepts(code, secret: session.secret, at: now) else {
+        guard let displayName = request.displayName, !displayName.isEmpty else { return .failure(.firebase("MISSING_DISPLAY_NAME")) }
+        guard acceptsCode(request.totpVerificationInfo?.verificationCode, secret: session.secret, now: now, state: state) else {
             return .failure(Self.invalidCode)
         }
         state.ledger.enrollmentSessions[sessionInfo] = nil
-        let factor = Ledger.Factor(id: "totp-" + FakeIdentifiers.nonce(), displayName: request.displayName, kind: .totp(secret: session.secret), enrolledAt: now)
+        let factor = Ledger.Factor(id: "totp-" + FakeIdentifiers.nonce(), displayName: displayName, kind: .totp(secret: session.secret), enrolledAt: now)
         _ = state.ledger.change(user.uid) { $0.factors.append(factor) }
-        return .success(renewed(user.uid, idToken: request.idToken ?? "", secondFactor: "totp", now: now, state: &state))
+        // Older sessions stay valid (emulator `mfaEnrollmentFinalize` sets no `validSince`).
+        return .success(renewed(user.uid, idToken: request.idToken ?? "", secondFactor: ("totp", factor.id), revoking: false, now: now, state: &state))
     }
 
     private struct Withdraw: Decodable {
@@ -251,18 +285,44 @@ extension FakeFirebase.Backend {
         case .success(let (found, _)): user = found
         }
         guard user.factors.contains(where: { $0.id == request.mfaEnrollmentId }) else { return .failure(.firebase("MFA_ENROLLMENT_NOT_FOUND")) }
+        let newest = user.factors.last?.id == request.mfaEnrollmentId
         _ = state.ledger.change(user.uid) { changed in changed.factors.removeAll { $0.id == request.mfaEnrollmentId } }
-        return .success(renewed(user.uid, idToken: request.idToken ?? "", secondFactor: nil, now: now, state: &state))
+        guard !newest else {
+            // The most recently enrolled factor withdrawn: Firebase ends the session and answers
+            // no tokens (js-sdk `mfa_user.ts` `unenroll`; PR #6973; firebase-ios-sdk#14663).
+            _ = state.ledger.revokeTokens(of: user.uid, now: now)
+            return .success(ToolkitAnswer(reply: .json(200, WithdrawnSignedOut()), uid: user.uid))
+        }
+        // The new session keeps the asking session's second factor, that one still enrolled
+        // (a recording of production).
+        var kept: (kind: String, id: String)?
+        if let asked = Self.session(of: request.idToken), let kind = asked.sign_in_second_factor, let id = asked.second_factor_identifier,
+            id != request.mfaEnrollmentId {
+            kept = (kind, id)
+        }
+        return .success(renewed(user.uid, idToken: request.idToken ?? "", secondFactor: kept, revoking: true, now: now, state: &state))
     }
 
-    /// A changed user's new session: its older tokens void, the same sign-in method.
-    private func renewed(_ uid: String, idToken: String, secondFactor: String?, now: Date, state: inout State) -> ToolkitAnswer {
-        struct SignInClaim: Decodable {
-            struct Firebase: Decodable { var sign_in_provider: String? }
-            var firebase: Firebase?
-        }
-        _ = state.ledger.revokeTokens(of: uid, now: now)
-        let provider = JWTClaims.decode(SignInClaim.self, from: idToken)?.firebase?.sign_in_provider ?? "password"
+    struct SessionClaims: Decodable {
+        var sign_in_provider: String?
+        var sign_in_second_factor: String?
+        var second_factor_identifier: String?
+    }
+
+    /// The ID token's `firebase` claim: how the session signed in, with which second factor.
+    static func session(of idToken: String?) -> SessionClaims? {
+        struct Claims: Decodable { var firebase: SessionClaims? }
+        return idToken.flatMap { JWTClaims.decode(Claims.self, from: $0)?.firebase }
+    }
+
+    /// `WithdrawMfaResponse` with neither of its (optional) tokens.
+    private struct WithdrawnSignedOut: Encodable {}
+
+    /// A changed user's new session, the same sign-in method; `revoking`: its older tokens void
+    /// (a withdrawal, as a recording of production has it; not an enrollment).
+    private func renewed(_ uid: String, idToken: String, secondFactor: (kind: String, id: String)?, revoking: Bool, now: Date, state: inout State) -> ToolkitAnswer {
+        if revoking { _ = state.ledger.revokeTokens(of: uid, now: now) }
+        let provider = Self.session(of: idToken)?.sign_in_provider ?? "password"
         return finalized(state.ledger.signIn(uid: uid, provider: provider, secondFactor: secondFactor, now: now, options: state.options))
     }
 }

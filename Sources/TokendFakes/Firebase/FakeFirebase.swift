@@ -82,6 +82,20 @@ public final class FakeFirebase: Sendable {
         /// `delete` needs a sign-in at most this many seconds old, else
         /// `CREDENTIAL_TOO_OLD_LOGIN_AGAIN` (production: 300). Nil: no limit.
         public var recentSignInWindow: Double?
+        /// TOTP second factors enabled for the project (Admin SDK `multiFactorConfig`
+        /// `providerConfigs` with a TOTP config `ENABLED`). Off, as in every new project:
+        /// `mfaEnrollment:start` answers `OPERATION_NOT_ALLOWED : TOTP based MFA not enabled.`
+        public var totpEnabled = false
+        /// `totpProviderConfig.adjacentIntervals`: codes of this many 30 s steps either side of
+        /// now are accepted too (Identity Platform: 0 to 10, default 5).
+        public var totpAdjacentIntervals = 5
+        /// `mfaEnrollment:start` needs a sign-in at most this many seconds old, else
+        /// `CREDENTIAL_TOO_OLD_LOGIN_AGAIN` (a recording of production: 293 s accepted, 303 s
+        /// refused). Nil: no limit.
+        public var enrollmentRecentSignInWindow: Double? = 300
+        /// How long an `mfaPendingCredential` is good for (production: 5 minutes; a recording
+        /// has TOTP_CHALLENGE_TIMEOUT at 302 s). Negative: already expired when issued.
+        public var pendingCredentialLifetime: Double = 300
         /// Extra seconds a successful or rejected refresh (not a fault) is held back: a slow
         /// refresh for race tests, while sign-ins answer at once.
         public var refreshLatency: Double = 0

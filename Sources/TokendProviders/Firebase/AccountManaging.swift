@@ -16,9 +16,11 @@ public protocol AccountManaging: Sendable {
     /// Starts a TOTP enrollment: the secret for the authenticator app and the handle that
     /// finishes it.
     func startTOTPEnrollment(idToken: String) async -> Result<SecondFactorEnrollment, LoginFailure>
-    /// Finishes the enrollment behind `handle` with a code; returns the new session.
-    func finishTOTPEnrollment(idToken: String, handle: String, code: String) async -> Result<SignedIn, LoginFailure>
-    /// Withdraws a second factor; returns the new session.
+    /// Finishes the enrollment behind `handle` with a code, naming the factor `displayName`;
+    /// returns the new session.
+    func finishTOTPEnrollment(idToken: String, handle: String, code: String, displayName: String) async -> Result<SignedIn, LoginFailure>
+    /// Withdraws a second factor; returns the new session, or a failure with `sessionEnded`
+    /// when Firebase ended the session instead (the newest factor withdrawn).
     func withdrawSecondFactor(idToken: String, enrollmentID: String) async -> Result<SignedIn, LoginFailure>
 }
 

@@ -172,6 +172,11 @@ extension FirebaseProvider {
             return make(.badRequest, "the email address is not valid; check it")
         case "MISSING_PASSWORD":
             return make(.badRequest, "no password was given; type it at the prompt or pipe it on stdin")
+        case "OPERATION_NOT_ALLOWED" where call == .secondFactorEnrollStart:
+            // TOTP is off in every project until an administrator enables it, and only through
+            // the Admin SDK or the REST API (Firebase "TOTP MFA" guide; Identity Platform
+            // "Enable TOTP MFA"): the console has no switch for it.
+            return make(.misconfigured, "TOTP second factors are not enabled for the project\(said); an administrator enables them with the Admin SDK (updateProjectConfig with multiFactorConfig.providerConfigs [{state: \"ENABLED\", totpProviderConfig: {adjacentIntervals: 5}}]) or with PATCH https://identitytoolkit.googleapis.com/admin/v2/projects/PROJECT/config?updateMask=mfa (the Firebase console has no switch for it)")
         case "OPERATION_NOT_ALLOWED", "PASSWORD_LOGIN_DISABLED":
             let method = code == "PASSWORD_LOGIN_DISABLED" ? "Email/Password" : call.consoleSignInMethod
             return make(.misconfigured, "\(method) sign-in is disabled for the project\(said); enable \(method) in the Firebase console (Authentication, Sign-in method)")
@@ -183,6 +188,9 @@ extension FirebaseProvider {
             return make(.transient, "the project has used up a Firebase quota\(said); its owner can raise it")
         case "RESET_PASSWORD_EXCEED_LIMIT":
             return make(.transient, "too many password-reset emails were asked for this address\(said); try again later")
+        case "CREDENTIAL_TOO_OLD_LOGIN_AGAIN" where call == .secondFactorEnrollStart:
+            // A recorded production answer: a sign-in 303 s old or more is refused (t-k/fireemu).
+            return make(.denied, "Firebase enrolls a second factor only within about 5 minutes of a sign-in, and refreshes do not count; sign in again (tokenctl login ACCOUNT …), then enroll at once: tokenctl account mfa enroll ACCOUNT --totp")
         case "CREDENTIAL_TOO_OLD_LOGIN_AGAIN":
             return make(.denied, "Firebase wants a recent sign-in before this change")
         case "INVALID_ID_TOKEN", "TOKEN_EXPIRED", "INVALID_REFRESH_TOKEN":
@@ -208,6 +216,8 @@ extension FirebaseProvider {
             return make(.denied, "this \(IdentityProvider.displayName(id)) account already belongs to another user of the project; sign in with it (tokenctl login ACCOUNT \(IdentityProvider.flag(id))) instead of upgrading")
         case "INVALID_CUSTOM_TOKEN", "MISSING_CUSTOM_TOKEN":
             return make(.denied, "Firebase does not accept the custom token\(said.isEmpty ? " (malformed, expired or for another project)" : said); mint a new one")
+        case "TENANT_ID_MISMATCH" where call == .customToken:
+            return make(.misconfigured, "the custom token was minted for another tenant than the account's tenant_id (or for the project's own users); mint it for the account's tenant with the Admin SDK: auth.tenantManager().authForTenant(TENANT_ID).createCustomToken(uid)")
         case "CREDENTIAL_MISMATCH":
             return make(.misconfigured, "the custom token was minted for another Firebase project than the account's api_key; check both")
         case "MFA_REQUIRED":
@@ -216,7 +226,9 @@ extension FirebaseProvider {
             return make(.badRequest, "the code is wrong or expired\(said), and the enrollment is spent; start it again: tokenctl account mfa enroll ACCOUNT --totp")
         case "INVALID_CODE", "INVALID_VERIFICATION_CODE":
             return make(.denied, "the second factor's code is wrong or expired\(said); nothing was stored, sign in again with a fresh code")
-        case "INVALID_MFA_PENDING_CREDENTIAL", "MISSING_MFA_PENDING_CREDENTIAL":
+        // The last two are production's answers for TOTP as a recording has them (t-k/fireemu):
+        // a pending credential older than 5 minutes, and one Firebase does not know.
+        case "INVALID_MFA_PENDING_CREDENTIAL", "MISSING_MFA_PENDING_CREDENTIAL", "TOTP_CHALLENGE_TIMEOUT", "INVALID_PENDING_TOKEN":
             return make(.denied, "the sign-in waited too long for its second factor\(said); sign in again")
         case "UNVERIFIED_EMAIL":
             return make(.badRequest, "Firebase enrolls a second factor only for a verified email address; verify it first: tokenctl account verify-email ACCOUNT")
@@ -225,9 +237,9 @@ extension FirebaseProvider {
         case "SECOND_FACTOR_EXISTS":
             return make(.badRequest, "the user already has this second factor")
         case "SECOND_FACTOR_LIMIT_EXCEEDED":
-            return make(.badRequest, "the user has as many second factors as Firebase allows; remove one first: tokenctl account mfa remove ACCOUNT ID")
+            return make(.badRequest, "the user has as many second factors as Firebase allows (one TOTP factor, five in all); remove one first: tokenctl account mfa remove ACCOUNT ID (the ids: tokenctl account mfa list ACCOUNT)")
         case "UNSUPPORTED_FIRST_FACTOR":
-            return make(.badRequest, "Firebase does not allow a second factor for a user who signs in this way (anonymous or custom token)")
+            return make(.badRequest, "Firebase does not allow a second factor for a session signed in this way (anonymous, custom token or phone); sign in with the user's email and password or an identity provider, then enroll: tokenctl account mfa enroll ACCOUNT --totp")
         case "PROJECT_DISABLED":
             return make(.misconfigured, "Authentication is disabled for the project; ask the project's administrator")
         case "PROJECT_NOT_FOUND", "CONFIGURATION_NOT_FOUND":

@@ -90,10 +90,13 @@ extension FirebaseProvider {
     }
 
     /// The sign-in stopped at a second factor: the factor to answer chosen (`request.factor`, or
-    /// the only one), its pending credential kept behind a handle, the `second_factor` step
-    /// relayed; the failure that ends the first step.
+    /// the only one a terminal can answer, TOTP), its pending credential kept behind a handle,
+    /// the `second_factor` step relayed; the failure that ends the first step.
     func challenge(_ pending: PendingSecondFactor, request: LoginRequest, relay: (LoginStep) -> Void) -> LoginFailure {
         let listed = pending.factors.map(\.summary).joined(separator: ", ")
+        // An SMS factor beside a TOTP one is common (SMS first, an authenticator app later):
+        // only TOTP can be answered here, so `--factor` chooses among TOTP factors alone.
+        let usable = pending.factors.filter { $0.kind == .totp }
         let chosen: SecondFactor
         if let wanted = request.factor {
             guard let found = pending.factors.first(where: { $0.id == wanted }) else {
@@ -102,18 +105,22 @@ extension FirebaseProvider {
                     message: "the user has no second factor \(wanted); choose one of theirs with --factor ID: \(listed)")
             }
             chosen = found
-        } else if pending.factors.count == 1, let only = pending.factors.first {
+        } else if usable.count == 1, let only = usable.first {
             chosen = only
+        } else if usable.isEmpty, let first = pending.factors.first {
+            // None can be answered here: the first one's refusal says why and what to do.
+            chosen = first
         } else {
             return LoginFailure(
                 .badRequest, code: "SECOND_FACTOR_CHOICE",
-                message: "the user has \(pending.factors.count) second factors; choose one with --factor ID: \(listed)")
+                message: "the user has \(usable.count) TOTP second factors; choose one with --factor ID: \(usable.map(\.summary).joined(separator: ", "))")
         }
         switch chosen.kind {
         case .phone:
+            let instead = usable.isEmpty ? "" : "choose a TOTP factor with --factor ID, "
             return LoginFailure(
                 .misconfigured, code: "SECOND_FACTOR_SMS",
-                message: "the second factor \(chosen.id) is a text message (SMS), which Firebase sends only after a reCAPTCHA that a command-line client cannot give; choose a TOTP factor with --factor ID, give the user one (tokenctl account mfa enroll ACCOUNT --totp, from a --custom-token session), or sign in with --custom-token")
+                message: "the second factor \(chosen.id) is a text message (SMS), which Firebase sends only after a reCAPTCHA that a command-line client cannot give; \(instead)add a TOTP factor from an app that can answer the SMS (one using the Firebase SDK), or sign in with --custom-token (Firebase asks custom-token sign-ins for no second factor, but they cannot enroll one)")
         case .other:
             return LoginFailure(
                 .misconfigured, code: "SECOND_FACTOR_UNSUPPORTED",
@@ -178,6 +185,9 @@ extension FirebaseProvider {
     private struct EnrollFinalizeBody: Encodable {
         var idToken: String
         var totpVerificationInfo: TOTPVerification
+        /// How Firebase lists the factor (the SDK sends the app's; a recorded production answer
+        /// refuses a finalize without one, `MISSING_DISPLAY_NAME`).
+        var displayName: String
     }
 
     private struct WithdrawBody: Encodable {
@@ -208,20 +218,33 @@ extension FirebaseProvider {
         }
     }
 
-    public func finishTOTPEnrollment(idToken: String, handle: String, code: String) async -> Result<SignedIn, LoginFailure> {
+    public func finishTOTPEnrollment(idToken: String, handle: String, code: String, displayName: String) async -> Result<SignedIn, LoginFailure> {
         guard case .enrollment(let sessionInfo)? = secondFactors.take(handle) else {
             return .failure(LoginFailure(
                 .badRequest, code: "SECOND_FACTOR_EXPIRED",
                 message: "this enrollment is unknown, already answered or older than 5 minutes (each takes one code); start it again: tokenctl account mfa enroll ACCOUNT --totp"))
         }
-        let body = EnrollFinalizeBody(idToken: idToken, totpVerificationInfo: TOTPVerification(sessionInfo: sessionInfo, verificationCode: code))
+        let body = EnrollFinalizeBody(
+            idToken: idToken, totpVerificationInfo: TOTPVerification(sessionInfo: sessionInfo, verificationCode: code), displayName: displayName)
         return await identityToolkit(.secondFactorEnrollFinish, body, secrets: [idToken, sessionInfo, code])
             .flatMap { Self.signedIn($0, provider: Self.firstFactor(of: idToken), call: .secondFactorEnrollFinish) }
     }
 
+    /// A 200 without tokens means the factor is gone and Firebase ended the session (withdrawing
+    /// the most recently enrolled factor signs the user out: firebase-js-sdk `mfa_user.ts`
+    /// `unenroll`, PR #6973; firebase-ios-sdk#14663).
     public func withdrawSecondFactor(idToken: String, enrollmentID: String) async -> Result<SignedIn, LoginFailure> {
-        await identityToolkit(.secondFactorWithdraw, WithdrawBody(idToken: idToken, mfaEnrollmentId: enrollmentID), secrets: [idToken])
-            .flatMap { Self.signedIn($0, provider: Self.firstFactor(of: idToken), call: .secondFactorWithdraw) }
+        await identityToolkit(.secondFactorWithdraw, WithdrawBody(idToken: idToken, mfaEnrollmentId: enrollmentID), secrets: [idToken]).flatMap { body in
+            if let answer = try? JSONDecoder().decode(SignInAnswer.self, from: Data(body)),
+                answer.idToken == nil, answer.refreshToken == nil, answer.errorMessage == nil, answer.mfaPendingCredential == nil {
+                var ended = LoginFailure(
+                    .denied, code: "SECOND_FACTOR_WITHDRAWN_SIGNED_OUT",
+                    message: "the factor was withdrawn and Firebase ended the session; sign in again: tokenctl login ACCOUNT")
+                ended.sessionEnded = true
+                return .failure(ended)
+            }
+            return Self.signedIn(body, provider: Self.firstFactor(of: idToken), call: .secondFactorWithdraw)
+        }
     }
 
     /// How the user of `idToken` signed in: the session a second-factor change issues keeps it.

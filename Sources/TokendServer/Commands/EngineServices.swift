@@ -56,7 +56,8 @@ public protocol AccountManagementService: Sendable {
     /// A TOTP enrollment's first step: the secret and the handle that finishes it.
     func startSecondFactorEnrollment(account: String, timeout: Double) async -> Result<SecondFactorEnrollment, TokendError>
     /// Its second step: the session replaced by the one Firebase issued with the factor.
-    func finishSecondFactorEnrollment(account: String, handle: String, code: String, timeout: Double) async -> Result<LoginSummary, TokendError>
+    /// `displayName` nil: `tokend on HOST`.
+    func finishSecondFactorEnrollment(account: String, handle: String, code: String, displayName: String?, timeout: Double) async -> Result<LoginSummary, TokendError>
     func removeSecondFactor(account: String, factor: String, timeout: Double) async -> Result<LoginSummary, TokendError>
 }
 

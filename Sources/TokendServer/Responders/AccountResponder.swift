@@ -34,8 +34,8 @@ struct AccountResponder: Sendable {
             try await management.deleteUser(account: name, timeout: timeout).get()
         case .startSecondFactorEnrollment(let timeout):
             response.enrollment = try await management.startSecondFactorEnrollment(account: name, timeout: timeout).get()
-        case .finishSecondFactorEnrollment(let handle, let code, let timeout):
-            let summary = try await management.finishSecondFactorEnrollment(account: name, handle: handle, code: code, timeout: timeout).get()
+        case .finishSecondFactorEnrollment(let handle, let code, let displayName, let timeout):
+            let summary = try await management.finishSecondFactorEnrollment(account: name, handle: handle, code: code, displayName: displayName, timeout: timeout).get()
             response.describeSession(account: name, expiresAt: summary.expiresAt, now: management.clock.now())
         case .removeSecondFactor(let factor, let timeout):
             let summary = try await management.removeSecondFactor(account: name, factor: factor, timeout: timeout).get()

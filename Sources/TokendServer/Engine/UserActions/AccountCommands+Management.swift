@@ -125,6 +125,14 @@ extension AccountCommands {
         let start = clock.now()
         let signedIn: SignedIn
         switch await change() {
+        case .failure(let failure) where failure.sessionEnded:
+            // The change went through and the provider ended the session with it: the held
+            // session is dead, so it is forgotten (keyring item too) and the account needs a login.
+            let error = Advice.management(failure, account: name)
+            let forgotten = await engine.forgetSession(name, committing: issued.ticket, reason: error.message)
+            if !forgotten.superseded { narrator.publishSignedOut(name, reason: reason) }
+            logger.notice("the provider ended the session with the change", metadata: ["account": "\(name)", "reason": "\(reason)"])
+            return .failure(error)
         case .failure(let failure): return .failure(Advice.management(failure, account: name))
         case .success(let done): signedIn = done
         }

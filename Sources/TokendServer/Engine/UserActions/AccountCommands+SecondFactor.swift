@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import TokendCore
 import TokendProtocol
@@ -13,9 +14,14 @@ extension AccountCommands {
         }
     }
 
-    public func finishSecondFactorEnrollment(account name: String, handle: String, code: String, timeout: Double) async -> Result<LoginSummary, TokendError> {
-        await changeSecondFactors(name, timeout: timeout, reason: "second_factor_enrolled") { manager, idToken in
-            await manager.finishTOTPEnrollment(idToken: idToken, handle: handle, code: code)
+    public func finishSecondFactorEnrollment(
+        account name: String, handle: String, code: String, displayName: String?, timeout: Double
+    ) async -> Result<LoginSummary, TokendError> {
+        // Firebase lists the factor by this name (one recorded answer refuses a finalize without
+        // one, `MISSING_DISPLAY_NAME`): the user's, else what enrolled it and where.
+        let named = displayName ?? SecondFactor.defaultDisplayName(host: ProcessInfo.processInfo.hostName)
+        return await changeSecondFactors(name, timeout: timeout, reason: "second_factor_enrolled") { manager, idToken in
+            await manager.finishTOTPEnrollment(idToken: idToken, handle: handle, code: code, displayName: named)
         }
     }
 
