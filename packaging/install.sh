@@ -49,9 +49,13 @@ refuse_unsafe_dir() {
   fi
   # ls -ldn (POSIX, unlike stat -c): the mode's ten characters, whether an ACL follows ("+": it
   # may let others write), the owner's uid.
-  set -- "$1" $(ls -ldn -- "$1" | awk '{print substr($1, 1, 10), (substr($1, 11, 1) == "+" ? "acl" : "-"), $3}')
+  set -- "$1" $(ls -ldn -- "$1" | awk '{print substr($1, 1, 10), (substr($1, 11, 1) == "+" ? "acl" : "-"), $3, $4}')
   case "$2" in
     d????????t|d????????T) [ "$4" = 0 ] && [ "$3" = - ] && return 0 ;;
+  esac
+  # Group-writable is fine for the caller's own private group (as tokend's configuration check).
+  case "$2:$3" in
+    d????w??-?:-) [ "$5" = "$(private_group)" ] && set -- "$1" "d????-????" "$3" "$4" ;;
   esac
   case "$2:$3" in
     d????w????:*|d???????w?:*|*:acl)
@@ -62,6 +66,16 @@ refuse_unsafe_dir() {
     echo "install.sh: $1 belongs to user $4, not to you or root: refusing; install as that user (without sudo), or into a directory of yours" >&2
     exit 77
   fi
+}
+
+# private_group: the gid of the caller's user-private group (named as the caller, no other
+# member, no other user's primary group), or nothing.
+private_group() {
+  [ "$(id -gn)" = "$(id -un)" ] || return 0
+  _members=$(getent group "$(id -g)" | cut -d: -f4)
+  [ -z "$_members" ] || [ "$_members" = "$(id -un)" ] || return 0
+  [ "$(getent passwd | awk -F: -v gid="$(id -g)" '$4 == gid' | wc -l)" -le 1 ] || return 0
+  id -g
 }
 
 # check_path_to DIR: every existing directory from / down to DIR, each as refuse_unsafe_dir says.
