@@ -14,16 +14,7 @@ enum Text {
 
     /// Control characters (newlines, tabs, ESC) become spaces: one record stays one line and
     /// text from the daemon cannot drive the terminal.
-    static func singleLine(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
-        var result = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars { result.append(isControl(scalar) ? " " : scalar) }
-        return String(result)
-    }
-
-    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
-    }
+    static func singleLine(_ text: String) -> String { text.singleLine }
 
     /// A duration for humans: the two largest units, a zero second unit dropped —
     /// "45s", "4m 12s", "5m", "1h 3m", "2d 4h".

@@ -1,7 +1,8 @@
 import CLibsecret
+import TokendCore
 
 extension KeyringError {
-    /// Takes a GError over (it is freed here), keeping its domain, code and message verbatim.
+    /// Takes a GError over (it is freed here), keeping its domain, code and message (control characters as spaces).
     init(consuming error: UnsafeMutablePointer<GError>) {
         defer { g_error_free(error) }
         let domainQuark = error.pointee.domain
@@ -21,7 +22,8 @@ extension KeyringError {
         }
         self.init(
             code,
-            error.pointee.message.map { String(cString: $0) } ?? "unknown error",
+            // The service's own words, one line: they reach the log and clients.
+            error.pointee.message.map { String(cString: $0).singleLine } ?? "unknown error",
             domain: g_quark_to_string(domainQuark).map { String(cString: $0) },
             gerrorCode: gerrorCode)
     }

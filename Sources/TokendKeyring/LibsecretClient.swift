@@ -33,14 +33,15 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
     func load(account: String, cancellable: UnsafeMutablePointer<GCancellable>) -> Result<TokenSet?, KeyringError> {
         retryingOnFreshSessions { () throws(KeyringError) -> TokenSet? in
             let service = try self.service(cancellable)
-            try self.refuseLockedDefaultCollection(service, cancellable)
-            let items = try self.search(service, account: account, loadSecrets: true, cancellable)
+            let home = try self.defaultCollection(service, cancellable)
+            try self.refuseLocked(home)
+            let items = try self.search(service, account: account, in: home, cancellable)
             guard !items.isEmpty else { return nil }
-            // Should another collection hold a second copy, an unlocked one is readable now.
+            // Should the collection hold a second copy, an unlocked one is readable now.
             guard let item = items.first(where: { !$0.locked }) else {
-                throw try self.lockedItemError(service, cancellable)
+                throw home?.locked == false ? KeyringError.itemNeedsConfirmation : KeyringError(.locked, "the item is locked")
             }
-            guard let secret = item.secret else { throw KeyringError.secretNotDecrypted }
+            guard let secret = try Self.loadSecrets(of: [item], cancellable)[0] else { throw KeyringError.secretNotDecrypted }
             return try Self.decode(secret)
         }
     }
@@ -48,12 +49,13 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
     func save(_ json: String, account: String, cancellable: UnsafeMutablePointer<GCancellable>) -> Result<Void, KeyringError> {
         retryingOnFreshSessions { () throws(KeyringError) in
             let service = try self.service(cancellable)
-            try self.requireUnlockedDefaultCollection(service, cancellable)
+            let home = try self.requireUnlockedDefaultCollection(service, cancellable)
             // An existing item gets its secret replaced in place (Item.SetSecret): one write, so
             // refresh and ID tokens can never be torn apart. Not CreateItem with replace: KeePassXC
             // (before 2.7.6, its #9255) asks the user to confirm that for an item another client
-            // made, and a tokend restarted is another client; SetSecret it allows.
-            let existing = try self.search(service, account: account, loadSecrets: false, cancellable)
+            // made, and a tokend restarted is another client; SetSecret it allows. Only tokend's
+            // own items (`search`): never another application's, nor one in a synced or shared collection.
+            let existing = try self.search(service, account: account, in: home, cancellable)
             let writable = existing.filter { !$0.locked }
             if !writable.isEmpty {
                 guard let value = secret_value_new(json, -1, "text/plain") else {
@@ -84,16 +86,17 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
     func delete(account: String, ifRefreshToken: String?, cancellable: UnsafeMutablePointer<GCancellable>) -> Result<Bool, KeyringError> {
         retryingOnFreshSessions { () throws(KeyringError) -> Bool in
             let service = try self.service(cancellable)
-            try self.requireUnlockedDefaultCollection(service, cancellable)
-            let items = try self.search(service, account: account, loadSecrets: ifRefreshToken != nil, cancellable)
+            let home = try self.requireUnlockedDefaultCollection(service, cancellable)
+            let items = try self.search(service, account: account, in: home, cancellable)
             // The collection was just seen unlocked: a locked item of ours is one to confirm.
             if items.contains(where: \.locked) { throw KeyringError.itemNeedsConfirmation }
-            let doomed = items.filter { item in
+            let secrets = ifRefreshToken == nil ? [] : try Self.loadSecrets(of: items, cancellable)
+            let doomed = items.indices.filter { index in
                 guard let ifRefreshToken else { return true }
                 // An unreadable item is not the token the caller meant: keep it.
-                guard let secret = item.secret, let tokens = try? Self.decode(secret) else { return false }
+                guard let secret = secrets[index], let tokens = try? Self.decode(secret) else { return false }
                 return tokens.refreshToken == ifRefreshToken
-            }
+            }.map { items[$0] }
             for item in doomed {
                 var error: UnsafeMutablePointer<GError>?
                 _ = secret_item_delete_sync(item.object.pointer, cancellable, &error)
@@ -106,8 +109,9 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
     func accounts(cancellable: UnsafeMutablePointer<GCancellable>) -> Result<[String], KeyringError> {
         retryingOnFreshSessions { () throws(KeyringError) -> [String] in
             let service = try self.service(cancellable)
-            try self.refuseLockedDefaultCollection(service, cancellable)
-            let items = try self.search(service, account: nil, loadSecrets: false, cancellable)
+            let home = try self.defaultCollection(service, cancellable)
+            try self.refuseLocked(home)
+            let items = try self.search(service, account: nil, in: home, cancellable)
             return Set(items.compactMap(\.account)).sorted()
         }
     }
@@ -117,7 +121,8 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
     func itemPaths(cancellable: UnsafeMutablePointer<GCancellable>) -> Result<ItemPaths, KeyringError> {
         retryingOnFreshSessions { () throws(KeyringError) -> ItemPaths in
             let service = try self.service(cancellable)
-            try self.refuseLockedDefaultCollection(service, cancellable)
+            let home = try self.defaultCollection(service, cancellable)
+            try self.refuseLocked(home)
             let attributes = Self.attributes(account: nil)
             defer { g_hash_table_unref(attributes) }
             var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
@@ -130,7 +135,9 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
                 g_strfreev(locked)
             }
             if let error { throw KeyringError(consuming: error) }
-            return ItemPaths(unlocked: Self.strings(unlocked), locked: Self.strings(locked).count)
+            // Those of the default collection only (of any, with none), as `search` finds them.
+            let inHome = { (path: String) in home.map { Self.path(path, isIn: $0.path) } ?? true }
+            return ItemPaths(unlocked: Self.strings(unlocked).filter(inHome), locked: Self.strings(locked).filter(inHome).count)
         }
     }
 
@@ -171,7 +178,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
     func state(cancellable: UnsafeMutablePointer<GCancellable>) -> Result<KeyringState, KeyringError> {
         retryingOnFreshSessions { () throws(KeyringError) -> KeyringState in
             let service = try self.service(cancellable)
-            return try self.defaultCollectionLocked(service, cancellable) == false ? .available : .locked
+            return try self.defaultCollection(service, cancellable)?.locked == false ? .available : .locked
         }
     }
 
@@ -240,10 +247,11 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         return GObjectRef(pointer)
     }
 
-    /// Whether the default collection (the login keyring) is locked; nil if there is none.
-    private func defaultCollectionLocked(
+    /// The default collection (the login keyring): where tokend's items are, the only one it
+    /// writes to or reads from, and whether it is locked; nil if there is none.
+    private func defaultCollection(
         _ service: GObjectRef<SecretService>, _ cancellable: UnsafeMutablePointer<GCancellable>
-    ) throws(KeyringError) -> Bool? {
+    ) throws(KeyringError) -> (path: String, locked: Bool)? {
         var error: UnsafeMutablePointer<GError>?
         let collection = secret_collection_for_alias_sync(
             service.pointer, SECRET_COLLECTION_DEFAULT, SECRET_COLLECTION_NONE, cancellable, &error)
@@ -253,15 +261,17 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         }
         guard let collection else { return nil }
         defer { g_object_unref(collection) }
-        return secret_collection_get_locked(collection) != 0
+        let path = collection.withMemoryRebound(to: GDBusProxy.self, capacity: 1) { String(cString: g_dbus_proxy_get_object_path($0)) }
+        return (path, secret_collection_get_locked(collection) != 0)
     }
 
+    /// The default collection, unlocked: what a write needs.
     private func requireUnlockedDefaultCollection(
         _ service: GObjectRef<SecretService>, _ cancellable: UnsafeMutablePointer<GCancellable>
-    ) throws(KeyringError) {
-        switch try defaultCollectionLocked(service, cancellable) {
-        case false: return
-        case true: throw KeyringError(.locked, "the default collection (login keyring) is locked")
+    ) throws(KeyringError) -> (path: String, locked: Bool) {
+        switch try defaultCollection(service, cancellable) {
+        case let home? where !home.locked: return home
+        case .some: throw KeyringError(.locked, "the default collection (login keyring) is locked")
         case nil:
             // Writing would make the Secret Service prompt for a new keyring's password.
             throw KeyringError(.locked, "the Secret Service has no default collection (login keyring)")
@@ -272,45 +282,39 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
     /// KeePassXC answers a search of a locked database with its unlock dialog
     /// (`UnlockBeforeSearch`), and tokend never makes a service prompt. gnome-keyring searches a
     /// locked collection without one and shows the attributes, so it is searched as before (an
-    /// account with no item is then known absent); so is a service with no default collection.
-    private func refuseLockedDefaultCollection(
-        _ service: GObjectRef<SecretService>, _ cancellable: UnsafeMutablePointer<GCancellable>
-    ) throws(KeyringError) {
+    /// account with no item is then known absent).
+    private func refuseLocked(_ home: (path: String, locked: Bool)?) throws(KeyringError) {
         guard SecretServiceProvider.current.kind != .gnomeKeyring else { return }
-        if try defaultCollectionLocked(service, cancellable) == true {
-            throw KeyringError(.locked, "the default collection is locked")
-        }
+        if home?.locked == true { throw KeyringError(.locked, "the default collection is locked") }
     }
 
-    /// Why an item of ours is locked: with its collection (gnome-keyring, KWallet), `.locked`;
-    /// in an unlocked default collection, a service locking items per client until the user
-    /// confirms (KeePassXC), `.needsConfirmation`.
-    private func lockedItemError(
-        _ service: GObjectRef<SecretService>, _ cancellable: UnsafeMutablePointer<GCancellable>
-    ) throws(KeyringError) -> KeyringError {
-        try defaultCollectionLocked(service, cancellable) == false ? .itemNeedsConfirmation : KeyringError(.locked, "the item is locked")
+    /// Whether the item at `item` (an object path) is one of the collection at `collection`.
+    static func path(_ item: String, isIn collection: String) -> Bool {
+        item.hasPrefix(collection + "/")
     }
 
     private struct FoundItem {
         let object: GObjectRef<SecretItem>
         let locked: Bool
         let account: String?
-        /// Only when asked for, and only for unlocked items.
-        let secret: String?
     }
 
-    /// Every item of ours (of one account, or all), locked ones included. Never unlocks.
+    /// Every item of ours (of one account, or all), locked ones included: in `home`, the default
+    /// collection, and of tokend's schema (or made by hand: `isOurs`). An
+    /// item of the same attributes in another collection (another application's, a synced or
+    /// shared collection's, a stale copy) or of another schema is never read, written, deleted or
+    /// waited for (docs/security.md). With no default collection (a keyring just activated by
+    /// the bus, before its login collection loads) those of every collection: nothing can be
+    /// written then, and a locked one is a keyring still locked, not an absent session. Never unlocks.
     private func search(
-        _ service: GObjectRef<SecretService>, account: String?, loadSecrets: Bool,
+        _ service: GObjectRef<SecretService>, account: String?, in home: (path: String, locked: Bool)?,
         _ cancellable: UnsafeMutablePointer<GCancellable>
     ) throws(KeyringError) -> [FoundItem] {
         let attributes = Self.attributes(account: account)
         defer { g_hash_table_unref(attributes) }
-        var flags = SECRET_SEARCH_ALL.rawValue
-        if loadSecrets { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }
         var error: UnsafeMutablePointer<GError>?
         let list = secret_service_search_sync(
-            service.pointer, try sessionSchema(), attributes, SecretSearchFlags(rawValue: flags), cancellable, &error)
+            service.pointer, try sessionSchema(), attributes, SECRET_SEARCH_ALL, cancellable, &error)
         defer { g_list_free_full(list, g_object_unref) }
         if let error { throw KeyringError(consuming: error) }
 
@@ -319,17 +323,26 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         while let current = node {
             if let data = current.pointee.data {
                 let item = data.assumingMemoryBound(to: SecretItem.self)
-                g_object_ref(item)
-                found.append(
-                    FoundItem(
-                        object: GObjectRef(item),
-                        locked: secret_item_get_locked(item) != 0,
-                        account: Self.attribute(Self.accountAttribute, of: item),
-                        secret: loadSecrets ? Self.secretText(of: item) : nil))
+                let path = item.withMemoryRebound(to: GDBusProxy.self, capacity: 1) { String(cString: g_dbus_proxy_get_object_path($0)) }
+                let locked = secret_item_get_locked(item) != 0
+                if home.map({ Self.path(path, isIn: $0.path) }) ?? true, locked || Self.isOurs(schema: secret_item_get_schema_name(item)) {
+                    g_object_ref(item)
+                    found.append(FoundItem(object: GObjectRef(item), locked: locked, account: Self.attribute(Self.accountAttribute, of: item)))
+                }
             }
             node = current.pointee.next
         }
         return found
+    }
+
+    /// Whether an unlocked item's `xdg:schema` (taken over, freed here) is tokend's: its own,
+    /// none, or `secret-tool store`'s generic one (an item made by hand). A locked item's is not
+    /// known (gnome-keyring shows a locked collection's attributes hashed): such an item is
+    /// taken as ours, which only ever makes tokend wait, never write.
+    private static func isOurs(schema: UnsafeMutablePointer<gchar>?) -> Bool {
+        guard let schema else { return true }
+        defer { g_free(schema) }
+        return [schemaName, "org.freedesktop.Secret.Generic"].contains(String(cString: schema))
     }
 
     private func sessionSchema() throws(KeyringError) -> UnsafeMutablePointer<SecretSchema> {
@@ -360,6 +373,20 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         defer { g_hash_table_unref(table) }
         guard let value = g_hash_table_lookup(table, name) else { return nil }
         return String(cString: value.assumingMemoryBound(to: CChar.self))
+    }
+
+    /// The secrets of `items` (one GetSecrets call), in order; nil for a locked or unreadable one.
+    private static func loadSecrets(of items: [FoundItem], _ cancellable: UnsafeMutablePointer<GCancellable>) throws(KeyringError) -> [String?] {
+        let unlocked = items.filter { !$0.locked }
+        if !unlocked.isEmpty {
+            var list: UnsafeMutablePointer<GList>?
+            for item in unlocked.reversed() { list = g_list_prepend(list, item.object.pointer) }
+            defer { g_list_free(list) }
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_item_load_secrets_sync(list, cancellable, &error)
+            if let error { throw KeyringError(consuming: error) }
+        }
+        return items.map { $0.locked ? nil : secretText(of: $0.object.pointer) }
     }
 
     private static func secretText(of item: UnsafeMutablePointer<SecretItem>) -> String? {

@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import TokendCore
 
 /// Which program serves the Secret Service on the session bus: the owner of
 /// `org.freedesktop.secrets` (GetConnectionUnixProcessID, then its `/proc/PID/comm`). Messages
@@ -75,14 +76,15 @@ public struct SecretServiceProvider: Sendable, Equatable, CustomStringConvertibl
         seen.withLock { $0 = SecretServiceProvider(command: known.flatMap(command(of:)), pid: known) }
     }
 
-    private static func command(of pid: Int32) -> String? {
+    static func command(of pid: Int32) -> String? {
         let fd = open("/proc/\(pid)/comm", O_RDONLY)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 64)
         let count = read(fd, &buffer, buffer.count)
         guard count > 0 else { return nil }
-        let name = String(decoding: buffer[..<count], as: UTF8.self).trimmingSuffix("\n")
+        // Any process may name itself anything: control bytes never reach the log (issue 45).
+        let name = String(decoding: buffer[..<count], as: UTF8.self).trimmingSuffix("\n").singleLine
         return name.isEmpty ? nil : name
     }
 }

@@ -12,8 +12,12 @@ public enum RequestID: Codable, Sendable, Equatable {
             self = .string(string)
         } else if let number = try? container.decode(Double.self) {
             self = .number(number)
+        } else if let bool = try? container.decode(Bool.self) {
+            self = .bool(bool)
         } else {
-            self = .bool(try container.decode(Bool.self))
+            // Not the last try's "must be a boolean": the client is told what an id may be.
+            throw DecodingError.typeMismatch(
+                RequestID.self, .init(codingPath: decoder.codingPath, debugDescription: "an id is a string, a number or a boolean"))
         }
     }
 

@@ -68,6 +68,7 @@ public enum WireCoding {
         case is String.Type: "a string"
         case is Double.Type, is Int.Type: "a number"
         case is Bool.Type: "a boolean"
+        case is RequestID.Type: "a string, a number or a boolean (any JSON scalar)"
         default: "of another type (see docs/protocol.md)"
         }
     }

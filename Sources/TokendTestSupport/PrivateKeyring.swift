@@ -213,6 +213,13 @@ public final class PrivateKeyring: Sendable {
         try Self.run("secret-tool", arguments, environment: childEnvironment, stdin: stdin)
     }
 
+    /// Runs scripts/lib/keyring-collection (a second collection, items in it) with this
+    /// keyring's environment.
+    public func collectionTool(_ arguments: [String], stdin: String? = nil) throws -> ChildProcess.Result {
+        let script = URL(fileURLWithPath: Self.sessionScript).deletingLastPathComponent().appendingPathComponent("keyring-collection").path
+        return try ChildProcess.run(script, arguments, environment: childEnvironment, stdin: stdin)
+    }
+
     /// Runs `gdbus` with this keyring's environment.
     public func gdbus(_ arguments: [String]) throws -> ChildProcess.Result {
         try Self.run("gdbus", arguments, environment: childEnvironment)

@@ -112,6 +112,30 @@ import TokendTestSupport
         }
     }
 
+    /// A second tokend refused because the first serves the socket (issue 45, item 2) changes
+    /// nothing on disk, whatever its configuration: before, one naming other sinks removed the
+    /// running daemon's file as a leftover, and one naming the same removed it as it adopted the
+    /// sink (no session yet) and again as it stopped.
+    @Test func aSecondDaemonRefusedAsAlreadyRunningLeavesTheFilesAlone() async throws {
+        let world = try await Self.world(sink: #"sink = { path = "id", min_valid = "1m" }"#)
+        try await withTearDown(world, tearDown: { await $0.shutdown() }) { world in
+            let path = Self.sinks(world) + "/id"
+            try await world.importNewUser()
+            let token = try await world.tokenctl(["token", "work"]).stdout.trimmed
+            try await poll("the file holds the live token") { Self.contents(path) == token }
+            let other = URL(fileURLWithPath: world.configPath).deletingLastPathComponent().appendingPathComponent("other.toml").path
+            try (world.firebaseAccount("work") + "\n").write(toFile: other, atomically: true, encoding: .utf8)
+            for config in [other, world.configPath] {
+                let run = try await offPool {
+                    try ChildProcess.run(DaemonHarness.binDirectory + "/tokend", ["--config", config], environment: world.environment, timeout: Patience.seconds)
+                }
+                #expect(run.status == 75, "refused as already running: \(run.status) \(run.stderr)")
+                #expect(Self.contents(path) == token, "the running daemon's file stays (second daemon's --config \(config))")
+            }
+            #expect(try await world.tokenctl(["token", "work"]).status == 0, "the first daemon still serves")
+        }
+    }
+
     /// Short-lived tokens and a provider outage: every look at the file finds either nothing or a
     /// token with time left; the file goes before its token dies; it comes back after the outage.
     @Test func anOutageNeverLeavesADeadTokenInTheFile() async throws {

@@ -2,6 +2,7 @@ import CLibsecret
 import Testing
 import TokendCore
 @testable import TokendKeyring
+import TokendTestSupport
 
 @Suite
 struct KeyringErrorTests {
@@ -49,5 +50,23 @@ struct KeyringErrorTests {
         let corrupt = KeyringError(.corrupt, "not a token set").tokendError(account: "work")
         #expect(corrupt.code == .needsLogin)
         #expect(corrupt.message.contains("tokenctl login work"))
+    }
+
+    /// Issue 45: a GError's message is the Secret Service's (any program's) words: its control
+    /// characters become spaces before they reach the log or a client.
+    @Test func aServicesMessageLosesItsControlCharacters() {
+        #expect(error(g_dbus_error_quark(), 1, "bad\u{1B}[2J\nline").message == "bad [2J line")
+    }
+
+    /// Issue 45: the Secret Service's process name is whatever that process chose (it writes its
+    /// own /proc/PID/comm); an escape sequence and a newline in it never reach the log. Before,
+    /// the name came back raw.
+    @Test func aServiceProcessNameLosesItsControlCharacters() async throws {
+        let pid = try ChildProcess.start("/bin/sh", ["-c", #"printf 'evil\033[2J\nx' >/proc/$$/comm && sleep 60"#], environment: [:])
+        defer { _ = try? ChildProcess.terminate(pid) }
+        try await poll(timeout: Patience.seconds, "the child did not rename itself") {
+            SecretServiceProvider.command(of: pid)?.hasPrefix("evil") == true
+        }
+        #expect(SecretServiceProvider.command(of: pid) == "evil [2J x")
     }
 }

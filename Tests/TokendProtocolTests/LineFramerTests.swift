@@ -52,6 +52,13 @@ import TokendCore
         #expect(failure.id == .string("a1"))
     }
 
+    /// Issue 45: an object or an array as `id` was answered "must be a boolean" (the last type tried).
+    @Test(arguments: [#"{"op":"hello","id":{"x":1}}"#, #"{"op":"hello","id":[1]}"#])
+    func anUnusableIDSaysWhatAnIDMayBe(text: String) {
+        guard case .failure(let failure) = WireCoding.decodeRequest(Array(text.utf8)) else { Issue.record("expected failure"); return }
+        #expect(failure.message == #"field "id" must be a string, a number or a boolean (any JSON scalar)"#, "\(failure.message)")
+    }
+
     @Test(arguments: ["garbage", "[1,2]", "{\"id\":1}", "\u{FF}\u{FE}"])
     func garbageIsABadRequest(text: String) {
         guard case .failure = WireCoding.decodeRequest(Array(text.utf8)) else { Issue.record("expected failure"); return }

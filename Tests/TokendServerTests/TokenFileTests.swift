@@ -240,4 +240,42 @@ import TokendTestSupport
         var info = stat()
         #expect(lstat(world.sinks + "/t", &info) == 0 && info.st_mode & S_IFMT == S_IFREG, "the link itself was replaced by the file")
     }
+
+    /// A daemon holds its files until its socket is its own (issue 45, item 2): held, neither an
+    /// account's update nor `removeAll` touches the directory; `start` writes what is due.
+    @Test func heldFilesAreNeitherWrittenNorRemovedUntilStart() throws {
+        let world = try World()
+        defer { try? world.directory.remove() }
+        try FileManager.default.createDirectory(atPath: world.sinks, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: world.sinks + "/t", contents: Data("the running daemon's".utf8)))
+        world.files.hold()
+        world.files.update("work", files: [world.file("t")], defaultKind: .id, tokens: nil)
+        world.files.removeAll()
+        #expect(world.contents("t") == "the running daemon's")
+
+        let started = try World()
+        defer { try? started.directory.remove() }
+        started.files.hold()
+        started.files.update("work", files: [started.file("t")], defaultKind: .id, tokens: started.tokens("id", expiresIn: 600))
+        #expect(started.contents("t") == nil)
+        started.files.start(removingLeftoversIn: started.sinks, keeping: [started.file("t").path])
+        #expect(started.contents("t") == "id")
+    }
+
+    /// The clean-up at start removes a write's stray temporary but never one whose write is in
+    /// flight: the writer holds a lock on it until the rename (issue 45, item 2).
+    @Test func theCleanUpLeavesATemporaryOfAWriteInFlight() throws {
+        let world = try World()
+        defer { try? world.directory.remove() }
+        try FileManager.default.createDirectory(atPath: world.sinks, withIntermediateDirectories: true)
+        for name in [".busy.tmp", ".stray.tmp"] {
+            #expect(FileManager.default.createFile(atPath: world.sinks + "/" + name, contents: Data("half".utf8)))
+        }
+        let writer = open(world.sinks + "/.busy.tmp", O_WRONLY | O_CLOEXEC)
+        #expect(writer >= 0 && flock(writer, LOCK_EX) == 0)
+        defer { close(writer) }
+        world.files.start(removingLeftoversIn: world.sinks, keeping: [])
+        #expect(world.contents(".busy.tmp") == "half", "the write in flight's temporary stays")
+        #expect(world.contents(".stray.tmp") == nil, "a stray one goes")
+    }
 }

@@ -8,21 +8,44 @@ TOKEND_UNITS="tokend.socket tokend.service tokend-keyring.service"
 
 # render_tokend_units SOURCE_DIR BIN_DIR DOC_DIR OUT_DIR: the units of SOURCE_DIR with
 # %h/.local/bin (where the binaries are) and %h/.local/share/doc/tokend (the Documentation= link)
-# replaced by BIN_DIR and DOC_DIR, written to OUT_DIR (made if missing), mode 0644.
+# replaced by BIN_DIR and DOC_DIR, written to OUT_DIR (made if missing), mode 0644. A directory
+# given as an absolute path is written as systemd reads it: '%' as '%%' (a specifier otherwise),
+# an ExecStart= path with a space quoted, the link's space and '%' percent-encoded; one starting
+# with %h is scripts/install's, in the units' own syntax. Each unit is written to a new file of
+# its own (mktemp), then renamed into place: nothing is written through a link found in OUT_DIR.
 render_tokend_units() {
-  _units_src=$1 _units_bin=$2 _units_doc=$3 _units_out=$4
+  _units_src=$1 _units_out=$4
+  case "$2" in
+    /*) _units_bin=$(_units_sed_escape "$(printf '%s\n' "$2" | sed 's/%/%%/g')") ;;
+    *) _units_bin=$(_units_sed_escape "$2") ;;
+  esac
+  case "$3" in
+    /*) _units_doc=$(_units_sed_escape "$(printf '%s\n' "$3" | sed -e 's/%/%%25/g' -e 's/ /%%20/g')") ;;
+    *) _units_doc=$(_units_sed_escape "$3") ;;
+  esac
+  # Quoted only when it must be: the packaged units keep the plain ExecStart=/usr/bin/tokend.
+  case "$2" in *" "*) _units_quote='"' ;; *) _units_quote="" ;; esac
   mkdir -p "$_units_out"
   for _unit in $TOKEND_UNITS; do
-    sed -e "s|%h/\.local/bin/|$_units_bin/|g" -e "s|%h/\.local/share/doc/tokend/|$_units_doc/|g" \
-      "$_units_src/$_unit" >"$_units_out/$_unit.tmp" || return 1
-    # A path of scripts/install's layout left in an installed elsewhere unit would be a unit that
-    # starts nothing (203/EXEC): a new install-dependent path must be added above.
-    if [ "$_units_bin" != "%h/.local/bin" ] && grep -q '%h/\.local' "$_units_out/$_unit.tmp"; then
-      echo "render_tokend_units: $_unit still names %h/.local after the rewrite: $(grep '%h/\.local' "$_units_out/$_unit.tmp")" >&2
-      rm -f "$_units_out/$_unit.tmp"
+    _units_new=$(mktemp "$_units_out/.$_unit.XXXXXX") || return 1
+    if ! sed -e "s|^\(Exec[A-Za-z]*=\)%h/\.local/bin/\([^ ]*\)|\1$_units_quote$_units_bin/\2$_units_quote|" \
+      -e "s|%h/\.local/share/doc/tokend/|$_units_doc/|g" "$_units_src/$_unit" >"$_units_new"; then
+      rm -f "$_units_new"
       return 1
     fi
-    chmod 0644 "$_units_out/$_unit.tmp"
-    mv "$_units_out/$_unit.tmp" "$_units_out/$_unit"
+    # A path of scripts/install's layout left in an installed elsewhere unit would be a unit that
+    # starts nothing (203/EXEC): a new install-dependent path must be added above.
+    if [ "$2" != "%h/.local/bin" ] && grep -q '%h/\.local' "$_units_new"; then
+      echo "render_tokend_units: $_unit still names %h/.local after the rewrite: $(grep '%h/\.local' "$_units_new")" >&2
+      rm -f "$_units_new"
+      return 1
+    fi
+    chmod 0644 "$_units_new"
+    mv -f -T "$_units_new" "$_units_out/$_unit"
   done
+}
+
+# _units_sed_escape TEXT: TEXT as the replacement of an s|…|…| command (its '\', '|' and '&').
+_units_sed_escape() {
+  printf '%s\n' "$1" | sed 's/[\\|&]/\\&/g'
 }

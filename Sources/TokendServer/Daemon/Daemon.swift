@@ -133,6 +133,7 @@ public final class Daemon: Service, Sendable {
         self.engine = AccountEngine(store: BootAnchoredStore(store, clock: clock), clock: clock, timers: timers, hub: hub, logger: logger) { configuration in
             Self.provider(for: configuration, transport: transport)
         }
+        engine.tokenFiles.hold()  // until `prepare` finds the socket ours
         self.hooks = HookRunner(environment: options.environment, clock: engine.clock, logger: logger)
         let idleMemory = IdleMemory(clock: engine.clock, timers: engine.timers)
         self.idleMemory = idleMemory
@@ -189,7 +190,7 @@ public final class Daemon: Service, Sendable {
             Self.raiseDescriptorLimit()
             signal(SIGPIPE, SIG_IGN)
         }
-        let added = await loadConfiguration(initial: true)
+        let (added, tokenFiles) = await loadConfiguration(initial: true)
         // Subscribed before the listener starts: no event of a request can slip past the hooks.
         let hookEvents = hub.subscribe(account: nil)
         // With an activated socket, never bind one of our own: two sockets would be two daemons.
@@ -201,6 +202,9 @@ public final class Daemon: Service, Sendable {
                 throw DaemonError(code: error.code == .alreadyRunning ? .alreadyRunning : .socket, description: error.description)
             }
         }
+        // Only once the socket is this process's (or systemd's, handed over): the files of a
+        // daemon still serving it are its own, and a start refused above changes nothing on disk.
+        engine.tokenFiles.start(removingLeftoversIn: TokenFileDirectory.path(environment: options.environment), keeping: tokenFiles)
         return Prepared(added: added, hookEvents: hookEvents, activatedDescriptor: activated, hangups: Self.hangups())
     }
 
@@ -320,23 +324,16 @@ public final class Daemon: Service, Sendable {
         SystemdIntegration.notify("READY=1", environment: options.environment)
     }
 
-    /// Token files of an earlier run that no sink of `configuration` names go before any is
-    /// written (README.md, "Token files").
-    func removeLeftoverTokenFiles(keeping configuration: Configuration?) {
-        guard let directory = TokenFileDirectory.path(environment: options.environment) else { return }
-        let configured = configuration?.accounts.values.flatMap { $0.tokenFiles.map(\.path) } ?? []
-        engine.tokenFiles.removeLeftovers(in: directory, keeping: configured)
-    }
-
     /// Loads the configuration file. At start the accounts are only adopted, and returned for
-    /// reading from the keyring once the socket listens; on a reload they are read at once.
+    /// reading from the keyring once the socket listens, with the token files the configuration
+    /// names (none when it is broken); on a reload they are read at once.
     @discardableResult
-    func loadConfiguration(initial: Bool) async -> [String] {
+    func loadConfiguration(initial: Bool) async -> (added: [String], tokenFiles: [String]) {
         do {
             let configuration = try Configuration.load(path: configPath, environment: options.environment)
             await engine.setConfigurationProblem(nil)
             for warning in configuration.warnings { logger.warning("\(warning)") }
-            if initial { removeLeftoverTokenFiles(keeping: configuration) }
+            let tokenFiles = configuration.accounts.values.flatMap { $0.tokenFiles.map(\.path) }
             let added = await engine.adopt(configuration)
             hooks.apply(configuration)
             if !initial { await engine.keyring.restore(added) }
@@ -344,19 +341,18 @@ public final class Daemon: Service, Sendable {
             // Only a reload is an event: the first load is the daemon starting, which no watcher
             // or hook can see yet (docs/protocol.md, `config_reloaded`).
             if !initial { hub.publish(Event(.configReloaded, account: nil, at: engine.clock.now())) }
-            return initial ? added : []
+            return initial ? (added, tokenFiles) : ([], [])
         } catch {
             if initial {
                 // Start anyway: with socket activation, a daemon that exits is one that no client
                 // can ask what is wrong. Every account request answers config_error with the reason.
                 await engine.setConfigurationProblem(error)
-                logger.error("configuration is broken; serving no accounts until it is fixed", metadata: ["error": "\(error)"])
                 // No account is served, so no file is kept fresh: none stays.
-                removeLeftoverTokenFiles(keeping: nil)
+                logger.error("configuration is broken; serving no accounts until it is fixed", metadata: ["error": "\(error)"])
             } else {
                 logger.error("configuration is broken; keeping the last good one", metadata: ["error": "\(error)"])
             }
-            return []
+            return ([], [])
         }
     }
 }

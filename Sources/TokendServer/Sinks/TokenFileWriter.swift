@@ -22,6 +22,8 @@ enum TokenFileWriter {
         _ = unlinkat(dir, temporary, 0)  // left over by a daemon killed mid-write
         let fd = openat(dir, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw failure("cannot create a file in \(directory)") }
+        // Held until close: another daemon's clean-up (`removeFiles`) leaves a write in flight alone.
+        _ = flock(fd, LOCK_EX)
         // The errno of the step that failed, 0 while all is well.
         var error: Int32 = fchmod(fd, 0o600) == 0 ? 0 : errno  // exact whatever the umask
         var bytes = Array(token.utf8)
@@ -78,7 +80,7 @@ enum TokenFileWriter {
         }
         var removed: [String] = [], failed: [String] = []
         for name in names.sorted() {
-            guard fstatat(dir, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            guard fstatat(dir, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG, !inFlight(name, in: dir) else { continue }
             if unlinkat(dir, name, 0) == 0 {
                 removed.append(name)
             } else if errno != ENOENT {
@@ -86,6 +88,16 @@ enum TokenFileWriter {
             }
         }
         return (removed, failed)
+    }
+
+    /// Whether `name` is the temporary of a write some process has in flight: `write` holds a
+    /// lock on it until it is renamed into place.
+    private static func inFlight(_ name: String, in dir: Int32) -> Bool {
+        guard name.hasPrefix("."), name.hasSuffix(".tmp") else { return false }
+        let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK
     }
 
     /// The directory, opened: made 0700 (and its parent, tokend's runtime directory) when

@@ -36,6 +36,9 @@ public final class TokenFiles: Sendable {
         /// file stays empty whatever tokend does, and only a lower `min_valid` changes that.
         var tooShortLived: Set<String> = []
         var stopped = false
+        /// Set by a daemon until its socket is its own (`hold`, `start`): a start refused because
+        /// another tokend serves the socket writes and removes nothing, the files being that one's.
+        var held = false
     }
 
     private let state = Mutex(State())
@@ -68,25 +71,37 @@ public final class TokenFiles: Sendable {
         }
     }
 
-    /// At start, before any account's file is written: removes every regular file in
-    /// `directory` that none of `configured` (paths) names, and logs each. Such a file was left
-    /// by a daemon that could not remove it (killed, or stopped while a sink or an account it
-    /// named was being dropped from the configuration), or is a temporary of a write cut short:
-    /// it holds a token nobody refreshes any more.
-    public func removeLeftovers(in directory: String, keeping configured: [String]) {
+    /// Touches no file until `start`: what a daemon calls before it knows its socket is its own.
+    func hold() {
+        state.withLock { $0.held = true }
+    }
+
+    /// Once the daemon owns its socket, before any account's file is written: removes every
+    /// regular file in `directory` that none of `configured` (paths) names, and logs each; then
+    /// writes what the accounts hold. Such a file was left by a daemon that could not remove it
+    /// (killed, or stopped while a sink or an account it named was being dropped from the
+    /// configuration), or is a temporary of a write cut short: it holds a token nobody refreshes.
+    public func start(removingLeftoversIn directory: String?, keeping configured: [String]) {
+        state.withLock { state in
+            if let directory { removeLeftovers(in: directory, keeping: configured) }
+            state.held = false
+            for account in state.accounts.keys.sorted() { reconcile(account, in: &state) }
+        }
+    }
+
+    /// Called under the lock, by `start`.
+    private func removeLeftovers(in directory: String, keeping configured: [String]) {
         let names = Set(configured.map(TokenFile.split).filter { $0.directory == directory }.map(\.name))
-        state.withLock { _ in
-            do throws(TokenFileWriter.Failure) {
-                let (removed, failed) = try TokenFileWriter.removeFiles(in: directory, except: names)
-                for name in removed {
-                    logger.notice("token file no sink names removed (left by an earlier run)", metadata: ["path": "\(directory)/\(name)"])
-                }
-                for name in failed {
-                    logger.error("token file no sink names could not be removed; remove it", metadata: ["path": "\(directory)/\(name)"])
-                }
-            } catch {
-                logger.error("token files left by an earlier run not looked for: \(error.description)", metadata: ["path": "\(directory)"])
+        do throws(TokenFileWriter.Failure) {
+            let (removed, failed) = try TokenFileWriter.removeFiles(in: directory, except: names)
+            for name in removed {
+                logger.notice("token file no sink names removed (left by an earlier run)", metadata: ["path": "\(directory)/\(name)"])
             }
+            for name in failed {
+                logger.error("token file no sink names could not be removed; remove it", metadata: ["path": "\(directory)/\(name)"])
+            }
+        } catch {
+            logger.error("token files left by an earlier run not looked for: \(error.description)", metadata: ["path": "\(directory)"])
         }
     }
 
@@ -138,7 +153,7 @@ public final class TokenFiles: Sendable {
     /// A failure leaves the content unknown and tries again after `retryDelay` (a later change
     /// of the account tries sooner).
     private func settle(_ path: String, to token: String?, in state: inout State, evenStopped: Bool = false) {
-        guard !state.stopped || evenStopped, state.holds[path] != (token ?? "") else { return }
+        guard !state.held, !state.stopped || evenStopped, state.holds[path] != (token ?? "") else { return }
         let (directory, name) = TokenFile.split(path)
         do throws(TokenFileWriter.Failure) {
             if let token {
