@@ -4,8 +4,10 @@
 #   ./install.sh                         # under ~/.local (binaries in ~/.local/bin)
 #   ./install.sh --prefix DIR            # under DIR, e.g. sudo ./install.sh --prefix /usr/local
 #   ./install.sh --uninstall [--prefix DIR]
-#                                        # removes what it installed there; the keyring items,
-#                                        # the configuration and token files stay
+#                                        # stops and disables the units it installed, removes
+#                                        # them; the keyring items, configuration and token files stay
+# It first checks that the libraries the binaries need are installed (libsecret, GLib) and, if
+# not, installs nothing and prints the one apt-get or dnf command that adds them.
 # Layout under the prefix: bin/, share/systemd/user/ (a user unit directory systemd searches for
 # ~/.local and /usr/local), share/man/man1/, share/{bash-completion,zsh,fish}/, share/doc/tokend/.
 set -eu
@@ -25,6 +27,7 @@ while [ $# -gt 0 ]; do
 done
 case "$prefix" in /*) ;; *) prefix="$(pwd)/$prefix" ;; esac
 . "$here/units.sh"
+. "$here/install-checks.sh"
 
 # --- Safety: run as root into a folder others can write, every copy and chmod would follow the
 # links they plant there (issue 45). Nothing is written until the prefix is found safe.
@@ -130,13 +133,18 @@ for dir in "$bin" "$units" "$man" "$doc" "$(dirname "$bash_completion")" "$(dirn
 done
 
 if [ "$mode" = uninstall ]; then
+  stop_installed_units "$units"
   rm -f "$bin/tokend" "$bin/tokenctl" "$bin/docker-credential-tokend" "$man/tokenctl.1" "$man/tokend.1" \
     "$bash_completion" "$zsh_completion" "$fish_completion"
   for unit in $TOKEND_UNITS; do rm -f "$units/$unit"; done
   rm -rf "$doc"
+  forget_removed_units
   echo "uninstalled tokend from $prefix; the keyring items and ~/.config/tokend stay"
+  say_what_stays
   exit 0
 fi
+
+check_libraries "$here/bin" "$here/libraries" || exit 69
 
 for dir in "$bin" "$units" "$man" "$doc" "$(dirname "$bash_completion")" "$(dirname "$zsh_completion")" \
   "$(dirname "$fish_completion")"; do
@@ -152,3 +160,4 @@ for file in "$here"/doc/*; do install_file "$file" "$doc/$(basename "$file")" 06
 echo "installed tokend, tokenctl and docker-credential-tokend in $bin, the user units in $units"
 echo "to run it: systemctl --user daemon-reload && systemctl --user enable --now tokend.socket"
 case ":$PATH:" in *":$bin:"*) ;; *) echo "note: $bin is not on your PATH" ;; esac
+say_completion_setup "$bash_completion" "$zsh_completion" "$fish_completion"

@@ -85,11 +85,7 @@ struct DaemonConnection {
             }
             throw TokenctlError(.usage, error.description, next: "use a shorter socket path (--socket or TOKEND_SOCKET)")
         }
-        do {
-            client = try BlockingClient(path: path, connectTimeout: settings.readTimeout)
-        } catch {
-            throw TokenctlError(client: error, path: path, timeout: settings.timeout)
-        }
+        client = try StartingDaemon.connect(path: path, settings: settings)
         self.settings = settings
         environment = context.environment
     }

@@ -144,9 +144,10 @@ extension TokenctlError {
 
     /// The daemon's message already ends in when to retry ("…; try again in a moment", "next
     /// try at …"): a "try again later" after it would say it twice. A provider's own words
-    /// quoted in it ("(… you can try again later.)") are not the daemon's advice.
+    /// quoted in it ("(… you can try again later.)") are not the daemon's advice. "…; check the
+    /// network and try again" ends in it too ("try again; try again later" before issue 46).
     static func saysWhen(_ said: String) -> Bool {
-        said.contains("; try again") || said.contains("next try at")
+        said.contains("; try again") || said.hasSuffix(" try again") || said.contains("next try at")
     }
 
     static func protocolMismatch(_ what: String) -> TokenctlError {
@@ -160,7 +161,7 @@ extension TokenctlError {
 
     /// BlockingClient says "tokend is not reachable at PATH (No such file or directory)";
     /// keep only the errno text so the line does not repeat itself.
-    private static func reason(_ description: String) -> String {
+    static func reason(_ description: String) -> String {
         guard description.hasSuffix(")"), let open = description.lastIndex(of: "(") else { return description }
         return String(description[description.index(after: open)..<description.index(before: description.endIndex)])
     }

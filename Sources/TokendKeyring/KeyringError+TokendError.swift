@@ -53,12 +53,15 @@ extension TokendError {
 }
 
 extension KeyringError {
-    /// What unlocks the login keyring, on a desktop and on a machine without one (README, "A
-    /// headless server"): said wherever tokend reports a locked keyring.
+    /// What unlocks the login keyring, on a desktop, on a machine without one (README, "A
+    /// headless server"), and without a user manager (no systemctl --user: a container, su):
+    /// said wherever tokend reports a locked keyring.
     public static let unlockAdvice =
         "log in to the desktop session, or, on a machine without one, keep the keyring's password in "
         + "~/.config/tokend/keyring-password and run `systemctl --user enable --now tokend-keyring` "
-        + "(see README, \"A headless server\")"
+        + "(see README, \"A headless server\"); without a user manager (a container, su), start tokend as "
+        + "`dbus-run-session -- sh -c 'gnome-keyring-daemon --unlock --components=secrets --daemonize "
+        + "<~/.config/tokend/keyring-password >/dev/null && tokend'`"
 
     /// Shorthand for `TokendError(self, account:)`.
     public func tokendError(account: String? = nil) -> TokendError { TokendError(self, account: account) }

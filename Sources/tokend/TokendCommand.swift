@@ -17,7 +17,8 @@ struct TokendCommand: ParsableCommand {
         abstract: "Keeps Firebase and OpenID Connect sessions alive and serves their tokens on a Unix socket.",
         // The text of tokend(1) as well: scripts/package makes the man page from this parser.
         discussion: """
-            Runs in the foreground and logs to stderr (with journald priorities). Under systemd, \
+            Runs in the foreground and logs to stderr (with journald's priority prefixes when \
+            stderr is the journal). Under systemd, \
             tokend.socket starts it on the first client connection (socket activation) and it \
             reports READY=1, STATUS= and watchdog pings (Type=notify). Client: tokenctl.
 
@@ -41,6 +42,9 @@ struct TokendCommand: ParsableCommand {
 
     @Option(help: "Least severe log level written to stderr: trace, debug, info, notice, warning, error.")
     var logLevel: Logger.Level = .info
+
+    @Flag(help: "Prefix each log line with its sd-daemon(3) priority (<6> info, <4> warning …), as it is by default when stderr is the journal (JOURNAL_STREAM).")
+    var logPriorities = false
 
     @Option(help: "Seconds a keyring operation may take before the keyring counts as unavailable.")
     var keyringTimeout: Double = DaemonOptions.defaultKeyringTimeout
@@ -70,7 +74,8 @@ struct TokendCommand: ParsableCommand {
 
     func serve(tasksOnLoops: Bool) async throws {
         let level = logLevel
-        LoggingSystem.bootstrap { JournaldLogHandler(label: $0, level: level) }
+        let prefixed = logPriorities || JournaldLogHandler.stderrIsJournal(Environment.process().dictionary)
+        LoggingSystem.bootstrap { JournaldLogHandler(label: $0, level: level, prefixed: prefixed) }
         let logger = Logger(label: "tokend")
         if !tasksOnLoops {
             logger.warning("Swift Concurrency could not be moved onto NIO's event loops: tasks run on libdispatch, which wakes an idle tokend every second")

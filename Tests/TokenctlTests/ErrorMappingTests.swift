@@ -59,6 +59,10 @@ struct ErrorMappingTests {
             == "tokenctl: tokend is shutting down; try again once it is back; tokenctl status shows the last error")
         #expect(line(.keyringUnavailable, "the keyring is busy: tokend keeps the tokens it holds in memory; try again in a few seconds (queued)")
             == "tokenctl: the keyring is busy: tokend keeps the tokens it holds in memory; try again in a few seconds (queued)")
+        // Advice at the end of a sentence of its own is not repeated either (issue 46).
+        #expect(TokenctlError(
+            login: TokendError(.unavailable, "Firebase is unreachable; check the network and try again"), account: "work", environment: [:]).line
+            == "tokenctl: signing work in failed: Firebase is unreachable; check the network and try again")
         // A provider's words quoted in the message are not the daemon's advice: the next step stays.
         #expect(line(.unavailable, "TOO_MANY_ATTEMPTS_TRY_LATER: blocked (you can try again later.)", account: "work")
             == "tokenctl: work: TOO_MANY_ATTEMPTS_TRY_LATER: blocked (you can try again later.); try again later (tokenctl status work shows the last error)")

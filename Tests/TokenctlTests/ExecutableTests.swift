@@ -51,6 +51,27 @@ struct ExecutableTests {
         #expect(outcome.stderr.filter { $0 == "\n" }.count == 1)
     }
 
+    /// `tokend &` then at once `tokenctl`: a tokend started beside it (the same parent) gets a
+    /// moment to bind its socket; one that never does is named in the one line (issue 46). The
+    /// stand-in is sleep(1) under the name tokend: it never listens.
+    @Test func aSiblingTokendThatNeverListensIsNamed() throws {
+        let directory = try TemporaryDirectory()
+        defer { try? directory.remove() }
+        let script = """
+            cp /bin/sleep "$1/tokend" || exit 1
+            "$1/tokend" 60 &
+            sleeper=$!
+            until [ "$(cat /proc/$sleeper/comm)" = tokend ]; do sleep 0.01; done
+            "$2" token work --socket "$3" --timeout 1; status=$?
+            kill $sleeper; exit $status
+            """
+        let result = try ChildProcess.run(
+            "/bin/sh", ["-c", script, "sh", directory.path, try Self.binary.path, pathWithoutDaemon()], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(result.status == 69)
+        #expect(result.stderr.contains(") runs but did not listen at "), "\(result.stderr)")
+        #expect(result.stderr.filter { $0 == "\n" }.count == 1)
+    }
+
     @Test func usageErrorExits64() throws {
         let outcome = try Self.run(["token", "work", "--kind", "nope"])
         #expect(outcome.status == 64)

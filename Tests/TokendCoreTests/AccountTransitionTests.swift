@@ -193,6 +193,16 @@ import TokendTestClock
         #expect(account.machine.tokens?.endpoint == account.configuration.endpoint, "an unbound item adopts the endpoint it is read with")
     }
 
+    /// A locked gnome-keyring (or one with no login keyring) answers a search, and finds nothing:
+    /// that is no news of the keyring's state, which a status and the log would otherwise report
+    /// as usable between two failed writes (issue 46).
+    @Test func nothingStoredSaysNothingOfTheKeyring() {
+        var account = account(tokens: nil)
+        account.machine.markKeyringUnreadable(TokendError(.unavailable, "not read yet"))
+        let effects = account.apply(.storedSessionRead(account.ticket(), .success(nil), jitterDraw: 0))
+        #expect(effects == [.schedule, .wakeWaiters])
+    }
+
     @Test func aLockedKeyringLeavesTheAccountWaitingForIt() {
         var account = account(tokens: nil)
         account.machine.markKeyringUnreadable(TokendError(.unavailable, "not read yet"))

@@ -39,6 +39,7 @@ struct KeyringErrorTests {
         #expect(locked.code == .keyringLocked)
         #expect(locked.message.contains("log in to the desktop session"))
         #expect(locked.message.contains("systemctl --user enable --now tokend-keyring"), "the headless way too")
+        #expect(locked.message.contains("dbus-run-session -- sh -c 'gnome-keyring-daemon --unlock"), "and without a user manager")
 
         let unavailable = TokendError(KeyringError(.unavailable, "Cannot autolaunch D-Bus without X11 $DISPLAY"))
         #expect(unavailable.code == .keyringUnavailable)

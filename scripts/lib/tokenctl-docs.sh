@@ -7,9 +7,116 @@ generate_tokenctl_docs() {
   mkdir -p "$out"
   "$tokenctl" --generate-completion-script bash >"$out/tokenctl.bash"
   "$tokenctl" --generate-completion-script zsh >"$out/_tokenctl"
-  "$tokenctl" --generate-completion-script fish >"$out/tokenctl.fish"
-  "$(generate_manual_tool "$tokenctl")" "$tokenctl" --output-directory "$out" --authors "the tokend authors" \
+  "$tokenctl" --generate-completion-script fish | fix_fish_completion >"$out/tokenctl.fish"
+  generate_manual "$tokenctl" "$out" tokenctl "Exit codes"
+}
+
+# fix_fish_completion (stdin to stdout): swift-argument-parser 1.8.2's fish script passes the
+# cursor's place in the current token as `(…_tokens -tC)`, which fish 3 (Debian 12's 3.6) answers
+# with nothing: the argument drops out and every Tab after `tokenctl token ` printed "Internal
+# error" instead of account names. The current token up to the cursor has that length, and
+# fish 3 and 4 both give it (`commandline -ct`), in `complete -C` too.
+fix_fish_completion() {
+  local script
+  script=$(cat)
+  grep -Eq '\(__[A-Za-z0-9_]+_tokens -tC\)' <<<"$script" \
+    || { echo "fix_fish_completion: no '(…_tokens -tC)' in the fish script: swift-argument-parser changed; check completion in fish 3.6" >&2; return 70; }
+  sed -E 's/\((__[A-Za-z0-9_]+_tokens) -tC\)/(string length -- "$(commandline -ct)")/g' <<<"$script"
+}
+
+# generate_manual BINARY OUTDIR NAME EXITS: OUTDIR/NAME.1 from the binary's own parser, then
+# mended where swift-argument-parser's generate-manual (1.8.2) falls short (issue 46):
+# - it drops every non-ASCII character ("keyring_locked, …)" became "keyring_locked, )"): it
+#   reads a dump in which they are spelled ZZUXXXXZZ, which becomes mdoc's \[uXXXX];
+# - `.Nd "…"`: whatis showed the quotes; the description needs none;
+# - a "subcommand" in the synopsis of a command that has none (tokend), and its `help` entry;
+# - its EXIT STATUS is the generic `.Ex -std`: the page gets README's table instead, the one
+#   whose paragraph starts with the heading or line EXITS.
+generate_manual() {
+  local binary=$1 out=$2 name=$3 exits=$4 dump
+  mkdir -p "$out"
+  dump=$(mktemp -d)
+  cat >"$dump/$name" <<EOF_DUMP
+#!/bin/sh
+"$binary" --experimental-dump-help | python3 -c '
+import json, sys
+def spell(value):
+    if isinstance(value, str): return "".join(c if ord(c) < 128 else "ZZU%04XZZ" % ord(c) for c in value)
+    if isinstance(value, list): return [spell(v) for v in value]
+    if isinstance(value, dict): return {k: spell(v) for k, v in value.items()}
+    return value
+json.dump(spell(json.load(sys.stdin)), sys.stdout)'
+EOF_DUMP
+  chmod 0755 "$dump/$name"
+  "$(generate_manual_tool "$binary")" "$dump/$name" --output-directory "$out" --authors "the tokend authors" \
     $(manual_date_option) >/dev/null
+  rm -rf "$dump"
+  local page="$out/$name.1"
+  sed -i -e 's/ZZU\([0-9A-F]\{4\}\)ZZ/\\[u\1]/g' -e '/^\.Nd "/s/^\.Nd "\(.*\)"$/.Nd \1/' "$page"
+  if ! "$binary" --help | grep -q -i '^ *subcommands:'; then
+    # ArgumentParser's own `help` subcommand is all there is: no "subcommand" in the synopsis,
+    # no "help" entry with its "subcommands..." in the description.
+    sed -i -e '/^\.Sh SYNOPSIS$/,/^\.Sh /{/^\.Ar subcommand$/d}' -e '/^\.It Em help$/,/^\.El$/d' "$page"
+  fi
+  exit_status_list "$exits" >"$out/.exits"
+  [ -s "$out/.exits" ] || { echo "generate_manual: README has no exit status table after '$exits'" >&2; return 65; }
+  sed -i -e "/^\.Ex -std/{r $out/.exits" -e 'd}' "$page"
+  rm -f "$out/.exits"
+  mend_mdoc "$page"
+  grep -q '^\.It 0$' "$page" || { echo "generate_manual: $page has no EXIT STATUS list" >&2; return 70; }
+}
+
+# mend_mdoc PAGE: what `mandoc -T lint` warns of in generate-manual's text: one sentence per
+# line ("new sentence, new line"), and no .Pp where mdoc ignores it (before a list or an item,
+# after a heading or another .Pp; a blank line is one). The discussion's own "Exit status(es): …" sentence goes: the
+# EXIT STATUS section says it, from README.
+mend_mdoc() {
+  python3 - "$1" <<'EOF_MEND'
+import re, sys
+path = sys.argv[1]
+lines = open(path, encoding="utf-8").read().split("\n")
+text = []
+for line in lines:
+    # The discussion's blank lines separate paragraphs; in mdoc that is .Pp (an empty line is a
+    # groff warning, and lintian's).
+    if not line:
+        line = ".Pp"
+    if line.startswith(".") or line.startswith("'"):
+        text.append(line)
+        continue
+    sentences = re.split(r"(?<=[.?!])\s+(?=\S)|(?<=[.?!][)\"'\]])\s+(?=\S)", line)
+    sentences = [s for s in sentences if not re.match(r"Exit status(es)?: ", s)]
+    # A line that would start with a dot or an apostrophe is a macro line: \& keeps it text.
+    text += ["\\&" + s if s[0] in ".'" else s for s in sentences]
+mended = []
+for index, line in enumerate(text):
+    following = text[index + 1] if index + 1 < len(text) else ""
+    previous = mended[-1] if mended else ""
+    if line == ".Pp" and (following.startswith((".It", ".Bl", ".El", ".Sh", ".Ss", ".Pp")) or following == ""
+                          or previous.startswith((".Sh", ".Ss", ".Pp"))):
+        continue
+    mended.append(line)
+open(path, "w", encoding="utf-8").write("\n".join(mended))
+EOF_MEND
+}
+
+# exit_status_list START: README's table (| code | meaning | what to do |) in the paragraph after
+# the line START begins, as an mdoc list; the man pages and README say the same.
+exit_status_list() {
+  local readme
+  readme="$(dirname "${BASH_SOURCE[0]}")/../../README.md"
+  awk -v start="$1" '
+    index($0, start) == 1 || index($0, "### " start) == 1 { on = 1; next }
+    on && /^\| *[0-9]+ *\|/ {
+      n = split($0, cell, "|")
+      for (i = 2; i <= 4; i++) { gsub(/^ +| +$/, "", cell[i]); gsub(/`/, "", cell[i]) }
+      if (!listed) { print ".Bl -tag -width Ds"; listed = 1 }
+      print ".It " cell[2]
+      print cell[3] (cell[4] != "" ? " \\(em " cell[4] : "")
+      next
+    }
+    on && listed && !/^\|/ { exit }
+    END { if (listed) print ".El" }' "$readme"
 }
 
 # generate_tokend_manual TOKEND OUTDIR: OUTDIR/tokend.1, the daemon's options, signals and exit
@@ -17,11 +124,7 @@ generate_tokenctl_docs() {
 generate_tokend_manual() {
   local tokend=$1 out=$2
   mkdir -p "$out"
-  "$(generate_manual_tool "$tokend")" "$tokend" --output-directory "$out" --authors "the tokend authors" \
-    $(manual_date_option) >/dev/null
-  # The discussion's blank lines separate paragraphs; in mdoc that is .Pp (an empty line is a
-  # groff warning, and lintian's).
-  sed -i 's/^$/.Pp/' "$out/tokend.1"
+  generate_manual "$tokend" "$out" tokend "tokend's own exit statuses"
 }
 
 # generate-manual is swift-argument-parser's own tool (what its generate-manual plugin runs);

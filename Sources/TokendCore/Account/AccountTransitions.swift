@@ -362,8 +362,11 @@ extension AccountState {
             }
             effects.append(.noteKeyring(failed: nil))
         case .success(nil):
+            // Says nothing of the keyring's state: a locked gnome-keyring (or one with no login
+            // keyring yet) answers a search too. Were it taken for `available`, a locked keyring
+            // would read as usable again between two failed writes (issue 46); the poll's
+            // probe of the login collection says when it is.
             machine.markNothingStored()
-            effects.append(.noteKeyring(failed: nil))
         case .failure(let error) where error.isCorrupt:
             // The keyring answered; the item will read the same next time. Said once, not polled.
             machine.markUnreadableItem(reason: error.tokendError(account: configuration.name).message)

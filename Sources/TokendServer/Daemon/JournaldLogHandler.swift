@@ -4,17 +4,29 @@ import TokendCore
 import Glibc
 #endif
 
-/// swift-log to stderr with sd-daemon(3) priority prefixes (`<6>` info …), which journald turns
-/// into log levels when it reads a unit's stderr. One line per message; never a secret (callers
-/// pass only names, states, codes and durations).
+/// swift-log to stderr, with sd-daemon(3) priority prefixes (`<6>` info …) when journald reads
+/// it (it turns them into log levels); on a terminal they would only be noise. One line per
+/// message; never a secret (callers pass only names, states, codes and durations).
 public struct JournaldLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level
     let label: String
+    let prefixed: Bool
 
-    public init(label: String, level: Logger.Level = .info) {
+    public init(label: String, level: Logger.Level = .info, prefixed: Bool = true) {
         self.label = label
         self.logLevel = level
+        self.prefixed = prefixed
+    }
+
+    /// Whether stderr is the journal: systemd sets JOURNAL_STREAM to its "device:inode"
+    /// (systemd.exec(5)); a child that inherited the variable but writes elsewhere must not match.
+    public static func stderrIsJournal(_ environment: [String: String]) -> Bool {
+        let parts = environment["JOURNAL_STREAM"]?.split(separator: ":") ?? []
+        guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }  // conversion: failable parses
+        var status = stat()
+        guard fstat(STDERR_FILENO, &status) == 0 else { return false }
+        return UInt64(status.st_dev) == device && UInt64(status.st_ino) == inode  // conversion: dev_t and ino_t are 64-bit unsigned
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -37,7 +49,7 @@ public struct JournaldLogHandler: LogHandler {
     public func log(event: LogEvent) {
         var merged = metadata
         if let extra = event.metadata { merged.merge(extra) { $1 } }
-        var line = "<\(Self.priority(event.level))>\(event.message)"
+        var line = prefixed ? "<\(Self.priority(event.level))>\(event.message)" : "\(event.message)"
         if !merged.isEmpty {
             line += " " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         }

@@ -48,18 +48,22 @@ extension AccountEngine {
     }
 
     /// One probe (KeyringUpkeep.poll), then the next one while something still waits for the keyring.
+    /// With nothing waiting, one last probe still settles a state left unusable (a read that found
+    /// nothing does not say the keyring is usable).
     func keyringPollFired() async {
         keyringPoll = nil
-        guard !keyringPollRunning, hasKeyringWork else { return }
+        guard !keyringPollRunning, hasKeyringWork || keyringState != .available else { return }
         keyringPollRunning = true
         await keyring.poll()
         keyringPollRunning = false
         if hasKeyringWork { startKeyringPoll() }
     }
 
-    /// The probe found the keyring unusable: said once, as an operation's failure would be.
+    /// What the probe found, said once, as an operation's answer would be: unusable, or usable
+    /// (its login collection unlocked), which a read that found nothing cannot tell.
     func keyringProbed(_ state: KeyringState) {
-        if state != keyringState { _ = noteKeyring(.failure(state.probeFailure), account: "-") }
+        guard state != keyringState else { return }
+        _ = noteKeyring(state == .available ? .success(()) : .failure(state.probeFailure), account: "-")
     }
 
     /// What the poll does for the account now that the keyring answers: write back its unsaved

@@ -59,7 +59,8 @@ public struct KeyringUpkeep: Sendable {
     /// unsaved sessions and read the ones that could not be read — without waiting for a refresh.
     func poll() async {
         let state = await engine.store.state()
-        guard state == .available else { return await engine.keyringProbed(state) }
+        await engine.keyringProbed(state)
+        guard state == .available else { return }
         var unread: [String] = []
         for name in await engine.accountNames {
             switch await engine.writeBackUnsaved(name) {
