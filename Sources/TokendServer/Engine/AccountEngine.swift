@@ -132,12 +132,18 @@ public actor AccountEngine {
 
     /// Forces a refresh now (or joins the one in flight); during a backoff, when `honouringBackoff`,
     /// the refusal instead (a script looping `tokenctl refresh` through a 429 must not hammer on).
-    func forceRefresh(_ name: String, honouringBackoff: Bool) -> TokendError? {
-        guard let machine = accounts[name]?.machine else { return missingAccount(name) }
-        if honouringBackoff, let until = machine.backoff(at: clock.now()) { return Advice.unavailable(lastError: machine.lastError, retryAt: until) }
+    /// With `besideScopedGrants`, a scoped grant holding the refresh slot is not joined (its outcome
+    /// is no refresh's): `.slotHeldByScopedGrant`, checked in the same turn that would start it.
+    func forceRefresh(_ name: String, honouringBackoff: Bool, besideScopedGrants: Bool = false) -> ForcedRefresh {
+        guard let account = accounts[name] else { return .refused(missingAccount(name)) }
+        let machine = account.machine
+        if honouringBackoff, let until = machine.backoff(at: clock.now()) { return .refused(Advice.unavailable(lastError: machine.lastError, retryAt: until)) }
+        if besideScopedGrants, account.scopedTokens.inFlight != nil { return .slotHeldByScopedGrant }
         startRefresh(name, force: true)
-        return nil
+        return .started
     }
+
+    enum ForcedRefresh { case started, refused(TokendError), slotHeldByScopedGrant }
 
     /// How the latest refresh since `start` went (`AccountMachine.refreshOutcome`).
     func refreshOutcome(_ name: String, since start: Date) -> Result<Date?, TokendError> {

@@ -24,10 +24,17 @@ extension AccountCommands {
         let deadline = start.addingTimeInterval(timeout)
         // Right after a start (a socket-activated one: this request started it) the stored session
         // is still being read: wait for it, as `token` does. A scoped grant holding the refresh
-        // slot is not this refresh: its outcome is not ours.
-        _ = await waitWhile(name, until: deadline) { $0.restoring || $0.scopedTokens.inFlight != nil }
-        if let refusal = await engine.forceRefresh(name, honouringBackoff: true) { return .failure(refusal) }
-        return await refreshOutcome(name, since: start, deadline: deadline)
+        // slot is not this refresh: its outcome is not ours. Another may take the slot between the
+        // wait and the start (concurrent scoped requests), so the start checks again and we wait again.
+        while true {
+            // At the deadline (or shutdown) the wait is over whatever holds the slot.
+            let waited = await waitWhile(name, until: deadline) { $0.restoring || $0.scopedTokens.inFlight != nil }
+            switch await engine.forceRefresh(name, honouringBackoff: true, besideScopedGrants: waited == true) {
+            case .refused(let refusal): return .failure(refusal)
+            case .slotHeldByScopedGrant: continue
+            case .started: return await refreshOutcome(name, since: start, deadline: deadline)
+            }
+        }
     }
 
     /// Waits until no refresh is in flight, then reports how the latest one went.

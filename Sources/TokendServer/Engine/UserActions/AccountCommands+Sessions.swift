@@ -16,7 +16,7 @@ extension AccountCommands {
         if let backoff { return .failure(Advice.importedDuringBackoff(checkedAt: backoff)) }
         // A forced refresh says at once whether the provider takes the session; its first ID
         // token is written unpaced, so a restart soon after needs no refresh.
-        if let refusal = await engine.forceRefresh(name, honouringBackoff: false) { return .failure(refusal) }
+        if case .refused(let refusal) = await engine.forceRefresh(name, honouringBackoff: false) { return .failure(refusal) }
         let outcome = await refreshOutcome(name, since: start, deadline: start.addingTimeInterval(timeout))
         if case .success = outcome { await engine.writeBackOutOfTurn(name) }
         return outcome
