@@ -182,6 +182,14 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
         try await offPool { try self.storedSessionBlocking(account) }
     }
 
+    /// Waits until the account's keyring item is gone. A refresh or import the provider refuses
+    /// for good answers as soon as the session has ended in memory; the item is deleted after
+    /// that, on the keyring's time (AccountTransitions' `loggedOut`): reading it once, right
+    /// after the answer, races that delete.
+    func storedSessionDeleted(_ message: String, account: String = "work") async throws {
+        try await poll(message) { try await self.storedSession(account) == nil }
+    }
+
     private func storedSessionBlocking(_ account: String) throws -> TokenSet? {
         let result = try ChildProcess.run(
             "/usr/bin/secret-tool", ["lookup", "application", "tokend", "account", account], environment: keyring.childEnvironment)

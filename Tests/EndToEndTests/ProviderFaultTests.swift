@@ -161,7 +161,7 @@ import TokendTestSupport
             // Longer than the token lived and than the first retries would take: nothing more is asked.
             try await Task.sleep(for: .seconds(4))
             #expect(world.fake.requests.count == requests)
-            #expect(try await world.storedSession() == nil)
+            try await world.storedSessionDeleted("the refused refresh token is deleted")
         }
     }
 

@@ -135,7 +135,7 @@ import TokendTestSupport
                 #expect(run.stderr.split(separator: "\n").count == 1)
             }
             #expect(world.fake.requests.count <= before + 1)
-            #expect(try await world.storedSession() == nil, "the revoked refresh token is deleted")
+            try await world.storedSessionDeleted("the revoked refresh token is deleted")
         }
     }
 
