@@ -30,6 +30,7 @@ extension Command {
         let fields = FieldReader(op: op, request: request)
         switch op {
         case .hello: self = .hello
+        case .reload: self = .reload
         case .token:
             let account = try fields.account()
             let minValid = try fields.seconds(request.minValid, "min_valid", in: 0...TokenArgs.maximumMinValid)

@@ -10,7 +10,7 @@ extension Command {
     public func request(id: RequestID?) -> Request {
         var request = Request(op: op.rawValue, id: id)
         switch self {
-        case .hello: break
+        case .hello, .reload: break
         case .token(let args):
             request.account = args.account
             request.minValid = args.requestedMinValid

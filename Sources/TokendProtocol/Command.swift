@@ -20,6 +20,8 @@ public enum Command: Sendable, Equatable {
     case account(AccountArgs)
     case logout(LogoutArgs)
     case watch(WatchArgs)
+    /// Re-read the configuration file; no arguments.
+    case reload
 
     public var op: Op {
         switch self {
@@ -33,13 +35,14 @@ public enum Command: Sendable, Equatable {
         case .account: .account
         case .logout: .logout
         case .watch: .watch
+        case .reload: .reload
         }
     }
 
     /// The account the command names, if any.
     public var account: String? {
         switch self {
-        case .hello: nil
+        case .hello, .reload: nil
         case .token(let args): args.account
         case .list(let args), .status(let args): args.account
         case .refresh(let args): args.account

@@ -93,4 +93,7 @@ extension Request: CustomStringConvertible {
 /// The ops of protocol version 1.
 public enum Op: String, CaseIterable, Sendable {
     case hello, token, list, status, refresh, `import`, login, account, logout, watch
+    /// Re-reads the configuration file and answers once it is applied or refused (`tokenctl
+    /// reload`, the unit's `ExecReload=`): what SIGHUP does, with an answer to wait for.
+    case reload
 }

@@ -54,6 +54,11 @@ public struct Response: Codable, Sendable, Equatable {
     public var email: String?
     /// `account mfa_enroll` without a handle: the TOTP secret to give the authenticator app.
     public var enrollment: SecondFactorEnrollment?
+    // reload
+    /// The configuration file the daemon read.
+    public var config: String?
+    /// The accounts the applied configuration names, sorted.
+    public var configured: [String]?
 
     public init(id: RequestID? = nil, ok: Bool = true) {
         self.id = id
@@ -68,7 +73,7 @@ public struct Response: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case id, ok, error, `protocol`, version, capabilities, account, token, kind, accounts, watching, progress, revocation, warning, user, email
-        case enrollment
+        case enrollment, config, configured
         case signInProvider = "sign_in_provider"
         case replacedOtherUser = "replaced_other_user"
         case keptNewerSession = "kept_newer_session"

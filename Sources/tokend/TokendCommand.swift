@@ -25,7 +25,8 @@ struct TokendCommand: ParsableCommand {
             Configuration: $XDG_CONFIG_HOME/tokend/config.toml. Refresh tokens live in the Secret \
             Service (the login keyring), never in a file.
 
-            Signals: SIGHUP re-reads the configuration (systemctl --user reload tokend). SIGTERM \
+            Signals: SIGHUP re-reads the configuration; tokenctl reload (which systemctl --user \
+            reload tokend runs) does the same and waits until it is applied. SIGTERM \
             or SIGINT stop it: requests in flight are answered, a keyring write in flight is \
             finished.
 

@@ -45,9 +45,9 @@ struct ParsingTests {
         #expect(try (Tokenctl.parseAsRoot(["watch", "work"]) as? Tokenctl.Watch)?.account == "work")
     }
 
-    @Test(arguments: ["token", "status", "list", "refresh", "import", "logout", "watch"])
+    @Test(arguments: ["token", "status", "list", "refresh", "import", "logout", "watch", "reload"])
     func everySubcommandTakesTheConnectionOptions(_ name: String) throws {
-        let account = ["status", "list", "watch"].contains(name) ? [] : ["work"]
+        let account = ["status", "list", "watch", "reload"].contains(name) ? [] : ["work"]
         let parsed = try Tokenctl.parseAsRoot([name] + account + ["--socket", "/tmp/x.sock", "--timeout", "2.5"])
         let options = try #require((parsed as? any HasConnection)?.connection)
         #expect(options.socket == "/tmp/x.sock")
@@ -108,6 +108,7 @@ extension Tokenctl.GitCredential: HasConnection {}
 extension Tokenctl.Status: HasConnection {}
 extension Tokenctl.List: HasConnection {}
 extension Tokenctl.Refresh: HasConnection {}
+extension Tokenctl.Reload: HasConnection {}
 extension Tokenctl.Import: HasConnection {}
 extension Tokenctl.Logout: HasConnection {}
 extension Tokenctl.Watch: HasConnection {}

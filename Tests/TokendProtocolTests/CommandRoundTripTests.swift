@@ -45,6 +45,7 @@ import TokendCore
         .logout(LogoutArgs(account: "work")),
         .watch(WatchArgs()),
         .watch(WatchArgs(account: "work", profile: true)),
+        .reload,
     ]
 
     @Test(arguments: commands)

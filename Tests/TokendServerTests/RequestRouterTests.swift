@@ -18,8 +18,16 @@ import TokendTestSupport
         #expect(response.ok && response.id == .string("h"))
         #expect(response.protocol == protocolVersion)
         #expect(response.version == "test")
-        #expect(response.capabilities == Op.allCases.map(\.rawValue))
+        // A router with no configuration file behind it (the daemon's has one) cannot reload.
+        #expect(response.capabilities == Op.allCases.filter { $0 != .reload }.map(\.rawValue))
         #expect(stub.engine.calls.isEmpty, "hello asks the engine nothing")
+    }
+
+    @Test func reloadWithoutAConfigurationFileIsAnUnsupportedOp() async {
+        let stub = StubbedHandler()
+        let response = await stub.respond(#"{"op":"reload","id":2}"#)
+        #expect(!response.ok && response.id == .number(2))
+        #expect(response.error?.code == .unsupportedOp)
     }
 
     @Test func tokenPassesEveryFieldToTheEngineAndAnswersTheGrant() async {

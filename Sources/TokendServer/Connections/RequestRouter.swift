@@ -31,16 +31,23 @@ public struct RequestRouter: Sendable {
     let services: any EngineServices
     let hub: EventHub
     let version: String
+    /// The daemon's file, for `reload`; nil for a router with no file behind it (the fuzzer's,
+    /// tests'), which neither lists nor serves the op.
+    let configuration: (any ConfigurationService)?
 
-    public init(engine: AccountEngine, hub: EventHub, version: String) {
-        self.init(services: engine.commands, hub: hub, version: version)
+    public init(engine: AccountEngine, hub: EventHub, version: String, configuration: (any ConfigurationService)? = nil) {
+        self.init(services: engine.commands, hub: hub, version: version, configuration: configuration)
     }
 
-    public init(services: any EngineServices, hub: EventHub, version: String) {
+    public init(services: any EngineServices, hub: EventHub, version: String, configuration: (any ConfigurationService)? = nil) {
         self.services = services
         self.hub = hub
         self.version = version
+        self.configuration = configuration
     }
+
+    /// What `hello` lists: every op this router serves.
+    var capabilities: [Op] { Op.allCases.filter { $0 != .reload || configuration != nil } }
 
     /// Every line gets a reply: a line that is not a request is a `bad_request` carrying the
     /// `id` when it could be read.
@@ -64,9 +71,9 @@ public struct RequestRouter: Sendable {
     public func answerAtOnce(_ decoded: Result<Request, WireCoding.RequestDecodingFailure>) -> Response? {
         guard case .success(let request) = decoded, let command = try? Command(request) else { return nil }
         switch command {
-        case .hello: return HelloResponder(version: version).handle(id: request.id)
+        case .hello: return HelloResponder(version: version, capabilities: capabilities).handle(id: request.id)
         case .token(let args): return TokenResponder.answerAtOnce(args, id: request.id, session: services)
-        case .list, .status, .refresh, .import, .logout, .watch, .login, .account: return nil
+        case .list, .status, .refresh, .import, .logout, .watch, .login, .account, .reload: return nil
         }
     }
 
@@ -80,7 +87,7 @@ public struct RequestRouter: Sendable {
 
     public func handle(_ command: Command, id: RequestID?) async throws(TokendError) -> Reply {
         switch command {
-        case .hello: .response(HelloResponder(version: version).handle(id: id))
+        case .hello: .response(HelloResponder(version: version, capabilities: capabilities).handle(id: id))
         case .token(let args): .response(try await TokenResponder(session: services).handle(args, id: id))
         case .list(let args), .status(let args): .response(try await StatusResponder(status: services).handle(args, id: id))
         case .refresh(let args): .response(try await RefreshResponder(session: services).handle(args, id: id))
@@ -89,6 +96,7 @@ public struct RequestRouter: Sendable {
         case .watch(let args): try await WatchResponder(status: services, hub: hub).handle(args, id: id)
         case .login(let args): LoginResponder(signIn: services).handle(args, id: id)
         case .account(let args): try await AccountResponder(management: services, signIn: services).handle(args, id: id)
+        case .reload: .response(try await ReloadResponder(configuration: configuration).handle(id: id))
         }
     }
 }

@@ -53,14 +53,23 @@ struct ListenerService: Service {
     }
 }
 
-/// SIGHUP: re-reads the configuration, one reload at a time.
+/// Re-reads the configuration on SIGHUP and on the `reload` op, one reload at a time
+/// (`ReloadQueue`). Once it stops, a `reload` still waiting is told that tokend is stopping.
 struct ReloadService: Service {
     let daemon: Daemon
     let hangups: AsyncStream<Void>
 
     func run() async {
         await cancelWhenGracefulShutdown {
-            for await _ in hangups { await daemon.reload() }
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await _ in hangups { daemon.reloads.request() }
+                }
+                group.addTask {
+                    await daemon.reloads.run { await daemon.reload() }
+                }
+                await group.waitForAll()
+            }
         }
         daemon.lifecycle(.reloadsStopped)
     }

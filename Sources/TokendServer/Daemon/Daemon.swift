@@ -78,6 +78,8 @@ public final class Daemon: Service, Sendable {
     let transport: HTTPTransport
     let store: any SecretStore
     let idleMemory: IdleMemory
+    /// SIGHUP's reloads and the `reload` op's, one at a time (`ReloadService` runs them).
+    let reloads: ReloadQueue
     /// The STATUS= line systemd last got, so that only changes are sent.
     let lastStatus = Mutex("")
     let logger: Logger
@@ -137,8 +139,10 @@ public final class Daemon: Service, Sendable {
         self.hooks = HookRunner(environment: options.environment, clock: engine.clock, logger: logger)
         let idleMemory = IdleMemory(clock: engine.clock, timers: engine.timers)
         self.idleMemory = idleMemory
+        let reloads = ReloadQueue()
+        self.reloads = reloads
         self.listener = SocketListener(
-            handler: RequestRouter(engine: engine, hub: hub, version: Self.version), logger: logger, onConnection: { idleMemory.noteWork() })
+            handler: RequestRouter(engine: engine, hub: hub, version: Self.version, configuration: reloads), logger: logger, onConnection: { idleMemory.noteWork() })
     }
 
     static func provider(for configuration: AccountConfiguration, transport: HTTPTransport) -> any TokenProvider {
@@ -190,7 +194,8 @@ public final class Daemon: Service, Sendable {
             Self.raiseDescriptorLimit()
             signal(SIGPIPE, SIG_IGN)
         }
-        let (added, tokenFiles) = await loadConfiguration(initial: true)
+        // A broken file still starts the daemon (`loadConfiguration` says why): nothing to add.
+        let loaded = (try? await loadConfiguration(initial: true).get()) ?? LoadedConfiguration()
         // Subscribed before the listener starts: no event of a request can slip past the hooks.
         let hookEvents = hub.subscribe(account: nil)
         // With an activated socket, never bind one of our own: two sockets would be two daemons.
@@ -204,8 +209,8 @@ public final class Daemon: Service, Sendable {
         }
         // Only once the socket is this process's (or systemd's, handed over): the files of a
         // daemon still serving it are its own, and a start refused above changes nothing on disk.
-        engine.tokenFiles.start(removingLeftoversIn: TokenFileDirectory.path(environment: options.environment), keeping: tokenFiles)
-        return Prepared(added: added, hookEvents: hookEvents, activatedDescriptor: activated, hangups: Self.hangups())
+        engine.tokenFiles.start(removingLeftoversIn: TokenFileDirectory.path(environment: options.environment), keeping: loaded.tokenFiles)
+        return Prepared(added: loaded.added, hookEvents: hookEvents, activatedDescriptor: activated, hangups: Self.hangups())
     }
 
     /// SIGHUP, as a stream: the signal's default action (exit) is replaced before the socket
@@ -314,45 +319,5 @@ public final class Daemon: Service, Sendable {
         guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
         limit.rlim_cur = limit.rlim_max
         _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-    }
-
-    /// SIGHUP: re-read the configuration; a broken file keeps the last good one.
-    public func reload() async {
-        SystemdIntegration.notify(SystemdIntegration.reloadingMessage(), environment: options.environment)
-        await loadConfiguration(initial: false)
-        await updateStatus()
-        SystemdIntegration.notify("READY=1", environment: options.environment)
-    }
-
-    /// Loads the configuration file. At start the accounts are only adopted, and returned for
-    /// reading from the keyring once the socket listens, with the token files the configuration
-    /// names (none when it is broken); on a reload they are read at once.
-    @discardableResult
-    func loadConfiguration(initial: Bool) async -> (added: [String], tokenFiles: [String]) {
-        do {
-            let configuration = try Configuration.load(path: configPath, environment: options.environment)
-            await engine.setConfigurationProblem(nil)
-            for warning in configuration.warnings { logger.warning("\(warning)") }
-            let tokenFiles = configuration.accounts.values.flatMap { $0.tokenFiles.map(\.path) }
-            let added = await engine.adopt(configuration)
-            hooks.apply(configuration)
-            if !initial { await engine.keyring.restore(added) }
-            if !initial { logger.info("configuration reloaded", metadata: ["accounts": "\(configuration.accounts.count)"]) }
-            // Only a reload is an event: the first load is the daemon starting, which no watcher
-            // or hook can see yet (docs/protocol.md, `config_reloaded`).
-            if !initial { hub.publish(Event(.configReloaded, account: nil, at: engine.clock.now())) }
-            return initial ? (added, tokenFiles) : ([], [])
-        } catch {
-            if initial {
-                // Start anyway: with socket activation, a daemon that exits is one that no client
-                // can ask what is wrong. Every account request answers config_error with the reason.
-                await engine.setConfigurationProblem(error)
-                // No account is served, so no file is kept fresh: none stays.
-                logger.error("configuration is broken; serving no accounts until it is fixed", metadata: ["error": "\(error)"])
-            } else {
-                logger.error("configuration is broken; keeping the last good one", metadata: ["error": "\(error)"])
-            }
-            return ([], [])
-        }
     }
 }
