@@ -41,18 +41,25 @@ import TokendTestSupport
         }
     }
 
+    /// `tokenctl login work --idp microsoft.com` clicked through tokend's page in a real headless
+    /// Chromium, expected to sign in; the login's result, for what each test checks beyond that.
+    static func signInOnThePage(_ world: DaemonHarness) async throws -> (status: Int32, output: String) {
+        var page = ""
+        let login = try await OIDCMockTests.tokenctlSigningIn(world, ["login", "work", "--idp", "microsoft.com"], url: { $0.hasPrefix("http://localhost:") }) { url in
+            page = try await HeadlessChromium.clickThroughHostedPage(at: url, home: world.keyring.root)
+        }
+        #expect(login.status == 0, "\(login.output)")
+        #expect(page.hasPrefix("Signed in. tokend has your session."), "the page ended on: \(page)")
+        return login
+    }
+
     /// `microsoft.com` with `auth_domain`: tokend's page, a real headless Chromium, and the
     /// stand-in handler, whose `signInWithIdp` the fake takes.
     @Test func microsoftSignsInThroughTheHostedHandler() async throws {
         let issuers: Set<String> = ["https://login.microsoftonline.com/{tenantid}/v2.0"]
         try await SignInWithAppleTests.withHostedHandler("microsoft.com", issuers: issuers, clientID: Self.clientID) { world, standIn in
             standIn.approveNext(as: .init(id: "AAAAms-hosted-1", email: "mia@contoso.example"))
-            var page = ""
-            let login = try await OIDCMockTests.tokenctlSigningIn(world, ["login", "work", "--idp", "microsoft.com"], url: { $0.hasPrefix("http://localhost:") }) { url in
-                page = try await HeadlessChromium.clickThroughHostedPage(at: url, home: world.keyring.root)
-            }
-            #expect(login.status == 0, "\(login.output)")
-            #expect(page.hasPrefix("Signed in. tokend has your session."), "the page ended on: \(page)")
+            let login = try await Self.signInOnThePage(world)
             #expect(login.output.contains("work signed in (microsoft.com)"), "\(login.output)")
             let token = try await world.tokenctl(["token", "work"])
             let claims = try #require(FirebaseClaims(token: token.stdout.trimmingCharacters(in: .newlines)))
@@ -72,12 +79,7 @@ import TokendTestSupport
         try await SignInWithAppleTests.withHostedHandler("microsoft.com", issuers: issuers, clientID: Self.clientID, table: table) { world, standIn in
             standIn.registerMicrosoftAppInOneTenant(FederatedStandIn.tenant)
             standIn.approveNext(as: .init(id: "AAAAms-tenant-1", email: "mia@contoso.example"))
-            var page = ""
-            let login = try await OIDCMockTests.tokenctlSigningIn(world, ["login", "work", "--idp", "microsoft.com"], url: { $0.hasPrefix("http://localhost:") }) { url in
-                page = try await HeadlessChromium.clickThroughHostedPage(at: url, home: world.keyring.root)
-            }
-            #expect(login.status == 0, "\(login.output)")
-            #expect(page.hasPrefix("Signed in. tokend has your session."), "the page ended on: \(page)")
+            _ = try await Self.signInOnThePage(world)
             #expect(standIn.customParametersSeen == [["tenant": FederatedStandIn.tenant, "prompt": "select_account", "login_hint": "mia@contoso.example"]])
             let token = try await world.tokenctl(["token", "work"])
             #expect(token.status == 0, "\(token.stderr)")

@@ -4,10 +4,11 @@ import TokendCore
 import TokendFakes
 import TokendTestSupport
 
-/// Issue 44: the second factor as production answers it (../shared/reference/firebase-fidelity-5.md,
-/// §1), through the real tokenctl and tokend against the fake: TOTP off until an administrator
-/// enables it, who may enroll and when, the factor's name, the codes that mean "sign in again",
-/// a custom token of another tenant, and sessions that survive an enrollment.
+/// Issue 44: the second factor as production answers it (the rows of the fake's reference table,
+/// FakeFirebase+IdentityToolkit.swift, each with its source), through the real tokenctl and
+/// tokend against the fake (README, "Firebase": what `mfa enroll` needs): TOTP off until an
+/// administrator enables it, who may enroll and when, the factor's name, the codes that mean
+/// "sign in again", a custom token of another tenant, and sessions that survive an enrollment.
 @Suite struct SecondFactorFidelityTests {
     static let password = SecondFactorTests.password
 

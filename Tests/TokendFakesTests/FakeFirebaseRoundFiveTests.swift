@@ -3,8 +3,9 @@ import Testing
 import TokendCore
 import TokendFakes
 
-/// Issue 44, item 9: the fake's rows that firebase-fidelity-5.md found apart from the emulator
-/// or production (rows 40/65, 43, 45, 48, 50, 51, 61, 83, 84), each as its source says.
+/// Issue 44, item 9: the fake's rows that a fidelity review found apart from the emulator or
+/// production (tenants, restricted keys, takeovers, Google's texts), each as its source in the
+/// fake's reference table (FakeFirebase+IdentityToolkit.swift) says.
 @Suite("FakeFirebase, fidelity round 5")
 struct FakeFirebaseRoundFiveTests {
     static let key = "AIza-round-five"
