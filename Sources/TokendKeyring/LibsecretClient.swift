@@ -136,7 +136,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             }
             if let error { throw KeyringError(consuming: error) }
             // Those of the default collection only (of any, with none), as `search` finds them.
-            let inHome = { (path: String) in home.map { Self.path(path, isIn: $0.path) } ?? true }
+            let inHome = { (path: String) in Self.path(path, isIn: home) }
             return ItemPaths(unlocked: Self.strings(unlocked).filter(inHome), locked: Self.strings(locked).filter(inHome).count)
         }
     }
@@ -261,8 +261,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         }
         guard let collection else { return nil }
         defer { g_object_unref(collection) }
-        let path = collection.withMemoryRebound(to: GDBusProxy.self, capacity: 1) { String(cString: g_dbus_proxy_get_object_path($0)) }
-        return (path, secret_collection_get_locked(collection) != 0)
+        return (Self.objectPath(of: collection), secret_collection_get_locked(collection) != 0)
     }
 
     /// The default collection, unlocked: what a write needs.
@@ -288,9 +287,15 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         if home?.locked == true { throw KeyringError(.locked, "the default collection is locked") }
     }
 
-    /// Whether the item at `item` (an object path) is one of the collection at `collection`.
-    static func path(_ item: String, isIn collection: String) -> Bool {
-        item.hasPrefix(collection + "/")
+    /// Whether the item at `item` (an object path) is one of `home`, the default collection;
+    /// with none, every item is (`search`).
+    static func path(_ item: String, isIn home: (path: String, locked: Bool)?) -> Bool {
+        home.map { item.hasPrefix($0.path + "/") } ?? true
+    }
+
+    /// The D-Bus object path of a collection or an item (both are GDBusProxy subclasses).
+    private static func objectPath<Proxy>(of proxy: UnsafeMutablePointer<Proxy>) -> String {
+        proxy.withMemoryRebound(to: GDBusProxy.self, capacity: 1) { String(cString: g_dbus_proxy_get_object_path($0)) }
     }
 
     private struct FoundItem {
@@ -323,9 +328,8 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         while let current = node {
             if let data = current.pointee.data {
                 let item = data.assumingMemoryBound(to: SecretItem.self)
-                let path = item.withMemoryRebound(to: GDBusProxy.self, capacity: 1) { String(cString: g_dbus_proxy_get_object_path($0)) }
                 let locked = secret_item_get_locked(item) != 0
-                if home.map({ Self.path(path, isIn: $0.path) }) ?? true, locked || Self.isOurs(schema: secret_item_get_schema_name(item)) {
+                if Self.path(Self.objectPath(of: item), isIn: home), locked || Self.isOurs(schema: secret_item_get_schema_name(item)) {
                     g_object_ref(item)
                     found.append(FoundItem(object: GObjectRef(item), locked: locked, account: Self.attribute(Self.accountAttribute, of: item)))
                 }
