@@ -1,7 +1,7 @@
 
 /// What tokend tells a user when it cannot do what was asked, each sentence ending in what to
 /// do next; names, codes and hosts only, never a secret. These are the account's state's own;
-/// the engine's (TokendServer, Engine/Account/Advice.swift) extend this type.
+/// the engine's (TokendServer, Engine/Advice+Engine.swift) extend this type.
 public enum Advice {
     /// What an account says until its first keyring read has answered.
     public static func notReadYet(_ name: String) -> TokendError {

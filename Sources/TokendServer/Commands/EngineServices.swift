@@ -3,7 +3,7 @@ import TokendProtocol
 import TokendProviders
 
 // Commands/ — what the responders may ask of the engine, and no more: the service protocols below,
-// which `AccountCommands` conforms to (Commands/AccountCommands.swift), so the responders' tests run
+// which `AccountCommands` conforms to (Engine/UserActions/AccountCommands.swift), so the responders' tests run
 // against a stub instead of an engine, a keyring and an HTTP fake. The ops themselves, decoded and
 // checked (`Command`), are the protocol's: Sources/TokendProtocol/Command.swift.
 

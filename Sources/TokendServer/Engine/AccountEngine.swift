@@ -1,5 +1,6 @@
-// Engine/ — the accounts (docs/architecture.md, "The engine"). Never a socket; its one file
-// read is the kernel's boot id (BootAnchoredStore).
+// Engine/ — the accounts' effects (docs/architecture.md, "The engine"): the actor carries out what
+// TokendCore's Account/ decides. Never a socket; its one file read is the kernel's boot id
+// (BootAnchoredStore).
 
 import Logging
 import TokendCore
