@@ -85,7 +85,7 @@ import Testing
         #expect(machine.tokens?.accessToken == "access-2")
         // Another refresh would answer the same and, at some providers, cancel the access token
         // others hold (issue 32): refused at once, the lifetime re-learnt at the normal refresh.
-        #expect(machine.serve(.id, minValid: 0, at: later) == .refuse(AccountMachine.unsatisfiable(kind: .id, minValid: 0, tokens: machine.tokens, now: later)))
+        #expect(machine.serve(.id, minValid: 0, at: later) == .refuse(Advice.unsatisfiable(kind: .id, minValid: 0, tokens: machine.tokens, now: later)))
     }
 
     @Test func transientFailureKeepsTokensAndBacksOff() {

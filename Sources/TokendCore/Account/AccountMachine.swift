@@ -75,7 +75,7 @@ public struct AccountMachine: Sendable {
         self.phase = tokens == nil ? .needsLogin(reason: AccountMachine.noSessionReason) : .idle
     }
 
-    public static let noSessionReason = "no session is stored for this account"
+    static let noSessionReason = Advice.noSessionStored
     /// Proactive refreshes are at least this far apart (found by the fuzzer, docs/fuzzing.md):
     /// far below any real token's life, so only a provider misbehaving ever meets it.
     public static let minimumRefreshInterval: Double = 1
@@ -136,17 +136,17 @@ public struct AccountMachine: Sendable {
         // The last refresh issued no token of this kind: another would answer the same (re-learnt
         // at the account's own refresh), and at some providers it cancels what others hold.
         if phaseError == nil, tokens?.issuedAt != nil, tokens?.token(kind) == nil {
-            return .refuse(Self.unsatisfiable(kind: kind, minValid: minValid, tokens: tokens, now: now))
+            return .refuse(Advice.unsatisfiable(kind: kind, minValid: minValid, tokens: tokens, now: now))
         }
         // What the last refresh taught: a fresh token cannot keep this promise either, so a
         // refresh (which cancels the token other clients hold, at some providers) would be waste.
         if phaseError == nil, let span = freshPromiseSpan, tokens?.token(kind) != nil, minValid > span {
-            return .refuse(Self.unsatisfiable(kind: kind, minValid: minValid, span: span, tokens: tokens))
+            return .refuse(Advice.unsatisfiable(kind: kind, minValid: minValid, span: span, tokens: tokens))
         }
         switch phase {
         case .idle:
             if let requestStart, let sent = tokens?.issuedAt, sent >= requestStart, !tokensCameAcrossAClockStep {
-                return .refuse(Self.unsatisfiable(kind: kind, minValid: minValid, tokens: tokens, now: now))
+                return .refuse(Advice.unsatisfiable(kind: kind, minValid: minValid, tokens: tokens, now: now))
             }
             return .refresh
         case .refreshing: return .wait
@@ -221,7 +221,7 @@ public struct AccountMachine: Sendable {
         if let lastRefresh, lastRefresh >= requestStart { return .success(tokens?.expiresAt) }
         if let phaseError { return .failure(phaseError) }
         if case .backingOff(let until, _) = phase { return .failure(backingOff(until)) }
-        return .failure(TokendError(.unavailable, "the refresh did not complete; try again"))
+        return .failure(Advice.refreshIncomplete)
     }
 
     // MARK: - Telling
@@ -441,20 +441,5 @@ extension AccountMachine {
         case .awaitingKeyring(let error): error
         case .idle, .refreshing, .backingOff: nil
         }
-    }
-
-    /// A fresh token can promise only `span` seconds (its lifetime less the refresh margin).
-    public static func unsatisfiable(kind: TokenKind, minValid: Double, span: Double, tokens: TokenSet?) -> TokendError {
-        let lifetime = tokens.flatMap { set in set.issuedAt.flatMap { set.expiresAt?.timeIntervalSince($0) } } ?? span
-        return TokendError(.badRequest, "min_valid \(Int(saturating: minValid)) s is longer than a fresh \(kind.rawValue) token can promise (\(Int(saturating: max(0, span))) s of the \(Int(saturating: lifetime)) s it lives: the rest is the refresh margin); ask for less")
-    }
-
-    /// A fresh refresh still cannot give `minValid` seconds of a `kind` token.
-    public static func unsatisfiable(kind: TokenKind, minValid: Double, tokens: TokenSet?, now: Date) -> TokendError {
-        guard let (_, expiresAt) = tokens?.token(kind) else {
-            return TokendError(.badRequest, "the provider issued no \(kind.rawValue) token on refresh; ask for the other kind")
-        }
-        let left = Int(saturating: expiresAt.timeIntervalSince(now))
-        return TokendError(.badRequest, "min_valid \(Int(saturating: minValid)) s is longer than a fresh \(kind.rawValue) token lives (\(left) s); ask for less")
     }
 }

@@ -52,10 +52,10 @@ extension AccountState {
     func refusal(of wanted: TokenWanted) -> TokendError? {
         guard wanted.scope != nil else { return nil }
         guard configuration.narrowsTokens else {
-            return TokendError(.badRequest, "\(configuration.kindName) accounts cannot narrow a token to a scope or an audience: ask without them")
+            return Advice.cannotNarrow(kindName: configuration.kindName)
         }
         guard (wanted.kind ?? configuration.defaultTokenKind) == .access else {
-            return TokendError(.badRequest, "scope and audience narrow access tokens, not ID tokens: ask for kind access, or without scope and audience")
+            return Advice.onlyAccessTokensNarrow
         }
         return nil
     }
@@ -104,7 +104,7 @@ extension AccountState {
         if let entry = scopedTokens.entries[scope], entry.generation == generation, entry.issuedAt >= wanted.start {
             // Minted during this request and still too short-lived for it.
             let minted = TokenSet(refreshToken: "", accessToken: entry.token, accessTokenExpiresAt: entry.expiresAt)
-            return .fail(AccountMachine.unsatisfiable(kind: .access, minValid: wanted.minValid, tokens: minted, now: now))
+            return .fail(Advice.unsatisfiable(kind: .access, minValid: wanted.minValid, tokens: minted, now: now))
         }
         switch machine.phase {
         case .needsLogin, .misconfigured: return .fail(machine.phaseError!)

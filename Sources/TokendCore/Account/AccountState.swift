@@ -87,9 +87,7 @@ extension AccountState {
     public mutating func issueUserAction(interactive: Bool, changingPassword: Bool) -> Result<AccountTicket, TokendError> {
         if interactive {
             guard !interactiveLogin else {
-                return .failure(TokendError(
-                    .unavailable,
-                    "a login for \(configuration.name) is already waiting for the user; finish or cancel it (Ctrl-C in its tokenctl) first"))
+                return .failure(Advice.loginAlreadyWaiting(configuration.name))
             }
             interactiveLogin = true
         }

@@ -85,7 +85,7 @@ public actor AccountEngine {
     }
 
     func missingAccount(_ name: String) -> TokendError {
-        Advice.missingAccount(name, configurationProblem: configurationProblem)
+        Advice.missingAccount(name, configurationProblem: configurationProblem?.description)
     }
 
     /// A timer's callback: hops into the engine as one of its tasks (dropped after shutdown).

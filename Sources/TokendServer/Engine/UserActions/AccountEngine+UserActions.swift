@@ -22,7 +22,11 @@ extension AccountEngine {
     /// A login's `method` is checked in the same turn: a reload may change the provider between two.
     func issueUserAction(_ name: String, interactive: Bool = false, changingPassword: Bool = false, signingInWith method: LoginRequest.Method? = nil) -> Result<IssuedUserAction, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
-        if let method, let refusal = Advice.methodNotOffered(method, account: account.configuration) { return .failure(refusal) }
+        if let method, let refusal = Advice.methodNotOffered(
+            method.rawValue, offered: account.configuration.loginMethodNames, account: name, kind: account.configuration.kindName)
+        {
+            return .failure(refusal)
+        }
         let issued = account.issueUserAction(interactive: interactive, changingPassword: changingPassword)
         accounts[name] = account
         return issued.map { IssuedUserAction(ticket: $0, provider: account.provider, held: account.machine.tokens) }
