@@ -4,7 +4,7 @@
 /// (a refresh outcome, an import, a logout). Every refresh carries the `generation` it started
 /// in, so a slow refresh that finishes after a logout or a new import is recognised as stale and
 /// can never write over the newer session (pizauth's versioned `AccountId`).
-public struct AccountMachine: Sendable {
+struct AccountMachine: Sendable {
     public enum Phase: Sendable, Equatable {
         /// Holding tokens (or nothing yet); the next refresh is on schedule.
         case idle
@@ -57,7 +57,7 @@ public struct AccountMachine: Sendable {
     public private(set) var lastError: RefreshFailure?
     /// Consecutive transient failures.
     public private(set) var failures = 0
-    public var policy: RefreshPolicy
+    var policy: RefreshPolicy
     /// The jitter draw for the current tokens, fixed when they arrive so the schedule is stable.
     private var jitterDraw: Double = 0
     /// The provider answered the refresh in flight and its tokens are being written to the

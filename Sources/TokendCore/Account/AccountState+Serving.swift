@@ -1,9 +1,9 @@
 
 /// A token handed to a caller.
 public struct TokenGrant: Sendable, Equatable {
-    public var token: String
-    public var kind: TokenKind
-    public var expiresAt: Date
+    public internal(set) var token: String
+    public internal(set) var kind: TokenKind
+    public internal(set) var expiresAt: Date
 
     public init(token: String, kind: TokenKind, expiresAt: Date) {
         self.token = token
@@ -15,16 +15,16 @@ public struct TokenGrant: Sendable, Equatable {
 /// One `token` request as the account sees it each time it looks again.
 public struct TokenWanted: Sendable {
     /// Nil: the account's default kind, as configured when it looks.
-    public var kind: TokenKind?
+    public internal(set) var kind: TokenKind?
     /// Nil: the account's own token; else an access token narrowed to it (docs/architecture.md
     /// "Scoped tokens"), minted by a refresh grant that takes the account's refresh slot.
-    public var scope: TokenScope?
-    public var minValid: Double
-    public var start: Date
-    public var timeout: Double
+    public internal(set) var scope: TokenScope?
+    public internal(set) var minValid: Double
+    public internal(set) var start: Date
+    public internal(set) var timeout: Double
     public var deadline: Date { start.addingTimeInterval(timeout) }
     /// A refusal for the API key's restrictions is retried once per request (`serve`).
-    public var triedBlockedKey = false
+    public internal(set) var triedBlockedKey = false
 
     public init(kind: TokenKind?, scope: TokenScope?, minValid: Double, start: Date, timeout: Double) {
         self.kind = kind

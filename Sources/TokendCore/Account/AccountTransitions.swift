@@ -258,8 +258,8 @@ extension AccountState {
     /// or audience, which says nothing against the refresh token (a success that minted nothing,
     /// and only the requests for this key fail). Nil: a failure to handle as a refresh's.
     public struct GrantAnswer {
-        public var issued: IssuedTokens
-        public var refusal: TokendError?
+        public internal(set) var issued: IssuedTokens
+        public internal(set) var refusal: TokendError?
     }
 
     /// OAuth errors that refuse one narrowed grant, not the session or the client: the scope is

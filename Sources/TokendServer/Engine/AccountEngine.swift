@@ -119,7 +119,7 @@ public actor AccountEngine {
         if now >= wanted.deadline { return (.answer(.failure(Advice.noFreshToken(within: wanted.timeout, scope: wanted.scope))), wanted) }
         // A refresh held back by another client's promise may start when that ends.
         // A slow refresh in flight ends the wait for the held token (`heldDespiteRefresh`).
-        let patience = accounts[name]?.machine.refreshPatienceEnds(deadline: wanted.deadline) ?? wanted.deadline
+        let patience = accounts[name]?.refreshPatienceEnds(deadline: wanted.deadline) ?? wanted.deadline
         let until = min(wanted.deadline, patience, heldTokens.outstanding(name, at: now) ?? wanted.deadline)
         return (.waitForChange(until: until, seen: waiters.changes), wanted)
     }
@@ -137,8 +137,7 @@ public actor AccountEngine {
     /// is no refresh's): `.slotHeldByScopedGrant`, checked in the same turn that would start it.
     func forceRefresh(_ name: String, honouringBackoff: Bool, besideScopedGrants: Bool = false) -> ForcedRefresh {
         guard let account = accounts[name] else { return .refused(missingAccount(name)) }
-        let machine = account.machine
-        if honouringBackoff, let until = machine.backoff(at: clock.now()) { return .refused(Advice.unavailable(lastError: machine.lastError, retryAt: until)) }
+        if honouringBackoff, let until = account.backoff(at: clock.now()) { return .refused(Advice.unavailable(lastError: account.lastError, retryAt: until)) }
         if besideScopedGrants, account.scopedTokens.inFlight != nil { return .slotHeldByScopedGrant }
         startRefresh(name, force: true)
         return .started
@@ -146,10 +145,10 @@ public actor AccountEngine {
 
     enum ForcedRefresh { case started, refused(TokendError), slotHeldByScopedGrant }
 
-    /// How the latest refresh since `start` went (`AccountMachine.refreshOutcome`).
+    /// How the latest refresh since `start` went (`AccountState.refreshOutcome`).
     func refreshOutcome(_ name: String, since start: Date) -> Result<Date?, TokendError> {
-        guard let machine = accounts[name]?.machine else { return .failure(missingAccount(name)) }
-        return machine.refreshOutcome(since: start) { Advice.unavailable(lastError: machine.lastError, retryAt: $0) }
+        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
+        return account.refreshOutcome(since: start)
     }
 
     // MARK: - Waiting
