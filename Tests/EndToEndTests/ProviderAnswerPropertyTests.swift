@@ -55,7 +55,7 @@ import TokendTestSupport
                     let context = "seed \(seed), step \(step), tokenctl \(operation.arguments.joined(separator: " ")): exit \(run.status), \(run.stderr)"
                     #expect(Self.allowedExits.contains(run.status), "\(context)")
                     if run.status != 0 { #expect(!run.stderr.isEmpty, "a failure says why: \(context)") }
-                    let hello = try await world.call(Request(op: "hello"), timeout: 10)
+                    let hello = try await world.call(.hello, timeout: 10)
                     #expect(hello.ok, "tokend stopped answering after \(context)")
                     #expect(!world.daemonLog.contains("Fatal error"), "tokend crashed after \(context)")
                     if !hello.ok || world.daemonLog.contains("Fatal error") { return }

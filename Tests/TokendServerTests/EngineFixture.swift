@@ -48,8 +48,8 @@ struct EngineFixture {
         return session
     }
 
-    func respond(_ request: Request) async -> Response {
-        guard case .response(let response) = await handler.handle(request) else { return Response.failure(TokendError(.internal, "watch")) }
+    func respond(_ command: Command) async -> Response {
+        guard case .response(let response) = await handler.handle(DecodedRequest(command)) else { return Response.failure(TokendError(.internal, "watch")) }
         return response
     }
 

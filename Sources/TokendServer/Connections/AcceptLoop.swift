@@ -149,13 +149,19 @@ final class AcceptLoop: Sendable {
         framer.append(buffer[0..<count])
         var replies: [UInt8] = []
         var unanswered: ArraySlice<UInt8> = []
+        // The first request that needs the engine, decoded here once: the channel asks with it.
+        var carried: DecodedRequest?
         while framer.pendingByteCount > 0 {
             let before = framer.pendingBytes
-            // No line, an empty one (the channel counts those), or one that needs the engine.
-            guard let line = try? framer.nextLine(), !line.isEmpty,
-                  let response = owner.handler.answerAtOnce(WireCoding.decodeRequest(line))
-            else {
+            // No line, or an empty one (the channel counts those).
+            guard let line = try? framer.nextLine(), !line.isEmpty else {
                 unanswered = before
+                break
+            }
+            let request = WireCoding.decodeRequest(line)
+            guard let response = owner.handler.answerAtOnce(request) else {
+                carried = request
+                unanswered = framer.pendingBytes
                 break
             }
             replies.append(contentsOf: WireCoding.encodeLine(response))
@@ -174,10 +180,10 @@ final class AcceptLoop: Sendable {
                 return
             }
         }
-        if written < replies.count || !unanswered.isEmpty {
+        if written < replies.count || carried != nil || !unanswered.isEmpty {
             connections.withLock { _ = $0.remove(fd) }
             _ = epoll_ctl(poller, EPOLL_CTL_DEL, fd, nil)
-            owner.adopt(fd, unsent: replies[written...], unanswered: unanswered)
+            owner.adopt(fd, unsent: replies[written...], carried: carried, unanswered: unanswered)
         }
     }
 
