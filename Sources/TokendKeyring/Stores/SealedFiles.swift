@@ -102,6 +102,6 @@ enum SealedFiles {
 
     static func fileError(_ what: String) -> KeyringError {
         let reason = String(cString: strerror(errno))
-        return KeyringError(.unavailable, "\(what): \(reason)", steps: "check the folder's owner and free space (see README, \"A headless server\")")
+        return KeyringError(.unavailable, "\(what): \(reason)", steps: "check the folder's owner and free space; under systemd, add the tpm2 drop-in (StateDirectory=tokend) from README, \"A headless server\"")
     }
 }
