@@ -119,10 +119,14 @@ struct PassBackend: BlockingStore {
                 steps: "unlock the key once in this login session (e.g. `pass show \(entry) >/dev/null` in a terminal), let gpg-agent keep it longer "
                     + "(default-cache-ttl and max-cache-ttl in gpg-agent.conf), or give this store a key without a passphrase (see README, \"Stores\")")
         }
+        // gpg 2.2 with --pinentry-mode error says "No secret key" both for a key that is gone and
+        // for one whose passphrase is not cached (seen here): the steps cover both.
         if ["No secret key", "No public key", "unusable public key", "skipped", "gpg-agent", "connection refused", "No such file"].contains(where: text.contains) {
             return KeyringError(
-                .unavailable, "gpg cannot use the password store's key (pass: \(said))",
-                steps: "check `gpg --list-secret-keys` as tokend's user lists the key in \(".gpg-id"), with GNUPGHOME as tokend sees it; "
+                .unavailable, "gpg cannot use the password store's key, or it needs its passphrase (pass: \(said))",
+                steps: "check that `gpg --list-secret-keys` as tokend's user (GNUPGHOME as tokend sees it) lists the key in .gpg-id; "
+                    + "if the key has a passphrase, unlock it once in this login session (`pass show \(entry) >/dev/null` in a terminal) "
+                    + "or let gpg-agent keep it longer (default-cache-ttl, max-cache-ttl): tokend never waits on a prompt; "
                     + "then tokend writes back what it holds (see README, \"Stores\")")
         }
         return KeyringError(.failed, "pass failed with status \(outcome.status.map(String.init) ?? "none") (\(said))")
