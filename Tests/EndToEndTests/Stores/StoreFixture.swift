@@ -21,12 +21,12 @@ final class StoreFixture: @unchecked Sendable {  // one test drives it at a time
     var stateHome: String { world.keyring.root.appendingPathComponent("state").path }
     var shimDirectory: String { world.keyring.root.appendingPathComponent("shim").path }
 
-    init(_ kind: Kind, world: DaemonHarness) throws {
+    init(_ kind: Kind, world: DaemonHarness, passphrase: String? = nil) throws {
         self.kind = kind
         self.world = world
         switch kind {
         case .pass:
-            pass = try PassWorld.start(base: world.keyring.childEnvironment)
+            pass = try PassWorld.start(base: world.keyring.childEnvironment, passphrase: passphrase)
             try FileManager.default.createDirectory(atPath: shimDirectory, withIntermediateDirectories: true)
             let shim = shimDirectory + "/pass"
             try "#!/bin/sh\nprintf '%s\\n' \"$*\" >>'\(argvLog)'\nexec /usr/bin/pass \"$@\"\n".write(toFile: shim, atomically: true, encoding: .utf8)
@@ -107,9 +107,11 @@ final class StoreFixture: @unchecked Sendable {  // one test drives it at a time
 }
 
 /// The store's world for the length of `body`: the daemon is not started yet.
-func withStore<T>(_ kind: StoreFixture.Kind, options: FakeFirebase.Options = .init(), _ body: (StoreFixture) async throws -> T) async throws -> T {
+func withStore<T>(
+    _ kind: StoreFixture.Kind, options: FakeFirebase.Options = .init(), passphrase: String? = nil, _ body: (StoreFixture) async throws -> T
+) async throws -> T {
     try await withWorld(options: options, startDaemon: false) { world in
-        let fixture = try await offPool { try StoreFixture(kind, world: world) }
+        let fixture = try await offPool { try StoreFixture(kind, world: world, passphrase: passphrase) }
         return try await withTearDown(fixture, tearDown: { fixture in _ = try? await offPool { fixture.tearDown() } }, body)
     }
 }

@@ -18,14 +18,17 @@ final class PassWorld: Sendable {
     }
 
     /// `base` is the rest of the children's environment (the private session's).
-    static func start(base: [String: String]) throws -> PassWorld {
+    /// With `passphrase`, the key has one (made through loopback pinentry, which only tests allow).
+    static func start(base: [String: String], passphrase: String? = nil) throws -> PassWorld {
         // Short: gpg-agent's socket lives in GNUPGHOME, and a Unix socket path has 107 bytes at most.
         let root = try TemporaryDirectory(prefix: "tkpass", in: "/tmp").path
         let world = PassWorld(root: root, base: base)
         try FileManager.default.createDirectory(atPath: world.gnupgHome, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         // Key generation in 0.1 s instead of 8 s (recipes.md).
-        try "s2k-count 65536\n".write(toFile: world.gnupgHome + "/gpg-agent.conf", atomically: true, encoding: .utf8)
-        try world.run("/usr/bin/gpg", ["--batch", "--passphrase", "", "--quick-gen-key", "tokend test <test@example.invalid>", "default", "default", "never"])
+        try "s2k-count 65536\nallow-loopback-pinentry\n".write(toFile: world.gnupgHome + "/gpg-agent.conf", atomically: true, encoding: .utf8)
+        try world.run(
+            "/usr/bin/gpg",
+            ["--batch", "--pinentry-mode", "loopback", "--passphrase", passphrase ?? "", "--quick-gen-key", "tokend test <test@example.invalid>", "default", "default", "never"])
         let listed = try world.run("/usr/bin/gpg", ["--batch", "--with-colons", "--list-secret-keys"])
         guard let fingerprint = listed.stdout.split(separator: "\n").first(where: { $0.hasPrefix("fpr:") })?.split(separator: ":", omittingEmptySubsequences: false).dropFirst(9).first else {
             throw HarnessError("no key fingerprint in gpg's listing:\n\(listed.stdout)")
@@ -71,6 +74,15 @@ final class PassWorld: Sendable {
             try? FileManager.default.removeItem(atPath: "\(gnupgHome)/\(name)")
             try FileManager.default.moveItem(atPath: "\(root)/\(name).aside", toPath: "\(gnupgHome)/\(name)")
         }
+    }
+
+    /// gpg-agent forgets every cached passphrase: the key needs the user again.
+    func forgetPassphrase() throws { try run("/usr/bin/gpgconf", ["--reload", "gpg-agent"]) }
+
+    /// The user unlocks the key once (what `pass show` in a terminal does), through loopback.
+    func unlock(_ passphrase: String, account: String = "work") throws {
+        try run("/usr/bin/gpg", ["--batch", "--pinentry-mode", "loopback", "--passphrase", passphrase, "--decrypt", "--output", "/dev/null",
+                                 "\(storeDirectory)/tokend/\(account).gpg"])
     }
 
     func stop() {
