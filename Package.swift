@@ -43,9 +43,20 @@ let package = Package(
             providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]),
         .target(name: "CTokendShims", cSettings: [.define("_GNU_SOURCE")]),
         .target(name: "CTokendFaketimeFix"),
+        // The `tpm2` store's ESYS calls (tpm2-tss, Debian's libtss2-dev): the TCTI loader, so
+        // /dev/tpmrm0, swtpm: and mssim: all work, and the marshalling of the sealed object.
+        .target(
+            name: "CTokendTPM2",
+            linkerSettings: [
+                .linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"), .linkedLibrary("tss2-mu"), .linkedLibrary("tss2-rc"),
+            ]),
         .target(
             name: "TokendKeyring",
-            dependencies: ["TokendCore", "TokendSystem", "CLibsecret"]),
+            dependencies: [
+                "TokendCore", "TokendSystem", "CLibsecret", "CTokendShims", "CTokendTPM2",
+                // The `tpm2` store's AES-256-GCM.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .target(
             name: "TokendProviders",
             dependencies: [
