@@ -108,7 +108,8 @@ let package = Package(
         .target(
             name: "TokendFakes",
             dependencies: [
-                "TokendCore", "TokendSystem",
+                // TokendProviders for its HTTP transport seam, through which a fake answers in-process.
+                "TokendCore", "TokendSystem", "TokendProviders",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -122,7 +123,8 @@ let package = Package(
         .executableTarget(
             name: "tokend-fake-firebase",
             dependencies: [
-                "TokendFakes",
+                // TokendServer for the daemon's signal reader (ProcessSignals), the one in the tree.
+                "TokendFakes", "TokendServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // The request parser and dispatcher as one fuzzable function: Fuzz/ builds it under
@@ -135,7 +137,7 @@ let package = Package(
         .testTarget(name: "TokendSystemTests", dependencies: ["TokendSystem"]),
         .testTarget(name: "TokendProtocolTests", dependencies: ["TokendProtocol", "TokendTestSupport"]),
         .testTarget(name: "TokendKeyringTests", dependencies: ["TokendKeyring", "TokendTestSupport"]),
-        .testTarget(name: "TokendFakesTests", dependencies: ["TokendFakes", "TokendTestSupport"]),
+        .testTarget(name: "TokendFakesTests", dependencies: ["TokendFakes", "TokendProviders", "TokendTestSupport"]),
         .testTarget(
             name: "TokendProvidersTests",
             dependencies: ["TokendProviders", "TokendTestSupport", "TokendFakes", .product(name: "Crypto", package: "swift-crypto")]),

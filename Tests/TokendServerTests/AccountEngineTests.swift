@@ -8,8 +8,10 @@ import TokendFakes
 import TokendTestSupport
 
 @Suite struct AccountEngineTests {
-    @Test func importRefreshesAndPersists() async throws {
-        let fixture = try await EngineFixture.make()
+    /// The engine on the fake in both of the fixture's modes: in-process and over loopback.
+    @Test(arguments: FakeFirebase.Serving.allCases)
+    func importRefreshesAndPersists(_ serving: FakeFirebase.Serving) async throws {
+        let fixture = try await EngineFixture.make(serving: serving)
         try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
             let session = try await fixture.importSession()
             #expect(fixture.store.storedTokens(account: "work")?.refreshToken == session.refreshToken)
