@@ -21,18 +21,6 @@ struct AccountMachine: Sendable {
         case awaitingKeyring(TokendError)
     }
 
-    /// What a `token` request should do now.
-    public enum ServeDecision: Sendable, Equatable {
-        case token(String, expiresAt: Date)
-        /// Start a refresh (none is in flight) and wait for it.
-        case refresh
-        /// A refresh is in flight: wait for it.
-        case wait
-        /// Backing off: nothing will happen before this instant.
-        case retryAt(Date)
-        case refuse(TokendError)
-    }
-
     /// What finishing a refresh means for the outside world.
     public enum Completion: Sendable, Equatable {
         /// The ticket belonged to an older session: drop the result on the floor.
@@ -66,7 +54,7 @@ struct AccountMachine: Sendable {
     /// The refresh being persisted, and the one that brought the held tokens, was answered after
     /// a forward step of the wall clock: what its tokens cannot satisfy, the next refresh may.
     private var answerCameAcrossAClockStep = false
-    private var tokensCameAcrossAClockStep = false
+    private(set) var tokensCameAcrossAClockStep = false
 
     public init(policy: RefreshPolicy = RefreshPolicy(), tokens: TokenSet? = nil, jitterDraw: Double = 0) {
         self.policy = policy
@@ -118,41 +106,6 @@ struct AccountMachine: Sendable {
     public func isRefreshDue(at now: Date) -> Bool {
         guard let wake = nextWake else { return false }
         return wake <= now
-    }
-
-    /// The answer to a `token` request for `kind` that must stay valid for `minValid` seconds,
-    /// asked at `now` by a request that began at `requestStart` (if it waited already): tokens from
-    /// a refresh sent since the request began that still cannot satisfy it are final. One sent
-    /// before, or answered after a forward step of the wall clock (its tokens come back already
-    /// dead by the stepped clock; ClockTests), is no answer to this request: it refreshes again.
-    public func serve(_ kind: TokenKind, minValid: Double, at now: Date, requestStart: Date? = nil) -> ServeDecision {
-        switch phase {
-        case .needsLogin, .awaitingKeyring: return .refuse(phaseError!)
-        default: break
-        }
-        if let (token, expiresAt) = servableTokens?.token(kind, validFor: minValid, at: now, horizon: servingHorizon) {
-            return .token(token, expiresAt: expiresAt)
-        }
-        // The last refresh issued no token of this kind: another would answer the same (re-learnt
-        // at the account's own refresh), and at some providers it cancels what others hold.
-        if phaseError == nil, tokens?.issuedAt != nil, tokens?.token(kind) == nil {
-            return .refuse(Advice.unsatisfiable(kind: kind, minValid: minValid, tokens: tokens, now: now))
-        }
-        // What the last refresh taught: a fresh token cannot keep this promise either, so a
-        // refresh (which cancels the token other clients hold, at some providers) would be waste.
-        if phaseError == nil, let span = freshPromiseSpan, tokens?.token(kind) != nil, minValid > span {
-            return .refuse(Advice.unsatisfiable(kind: kind, minValid: minValid, span: span, tokens: tokens))
-        }
-        switch phase {
-        case .idle:
-            if let requestStart, let sent = tokens?.issuedAt, sent >= requestStart, !tokensCameAcrossAClockStep {
-                return .refuse(Advice.unsatisfiable(kind: kind, minValid: minValid, tokens: tokens, now: now))
-            }
-            return .refresh
-        case .refreshing: return .wait
-        case .backingOff(let until, _): return .retryAt(until)
-        case .misconfigured, .needsLogin, .awaitingKeyring: return .refuse(phaseError!)
-        }
     }
 
     /// The latest instant a promise made now may end (docs/architecture.md, "Promises"): while
@@ -207,7 +160,7 @@ struct AccountMachine: Sendable {
     }
 
     /// The tokens a request may be handed when they are valid long enough: none while the account
-    /// needs a login or waits for its keyring. `serve` and the daemon's held-token table use it.
+    /// needs a login or waits for its keyring. `AccountState.serve` and the daemon's held-token table use it.
     public var servableTokens: TokenSet? {
         switch phase {
         case .needsLogin, .awaitingKeyring: nil

@@ -98,8 +98,9 @@ public actor AccountEngine {
 
     // MARK: - Serving (the requests' loops are AccountCommands+Serving.swift)
 
-    /// One look at a `token` request; a refresh it needs is started here, in the same turn.
-    func serve(_ name: String, _ wanted: TokenWanted) -> (TokenLook, TokenWanted) {
+    /// One look at a `token` request: carries out what `AccountState.serve` decides (a refresh it
+    /// needs starts here, in the same turn), or the wait until the account changes.
+    func look(_ name: String, wanting wanted: TokenWanted) -> (TokenLook, TokenWanted) {
         var wanted = wanted
         let now = clock.now()
         guard let serving = accounts[name]?.serve(&wanted, at: now) else { return (.answer(.failure(missingAccount(name))), wanted) }
