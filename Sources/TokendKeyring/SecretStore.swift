@@ -32,6 +32,10 @@ public protocol SecretStore: AnyObject, Sendable {
     /// for each item, so 10,000 reads took minutes. Accounts it leaves out are read with `load`
     /// when `othersMayExist` says so.
     func loadAll(isolation: isolated (any Actor)?) async -> Result<StoredSessions, KeyringError>
+
+    /// Which store keeps the account's session, for `status`; nil: this store does not say
+    /// (a test double).
+    func kind(of account: String) -> StoreKind?
 }
 
 /// What a bulk read (`SecretStore.loadAll`) found.
@@ -50,6 +54,8 @@ public struct StoredSessions: Sendable {
 }
 
 extension SecretStore {
+    public func kind(of account: String) -> StoreKind? { nil }
+
     /// A store that cannot read in bulk: every account is read by itself.
     public func loadAll(isolation: isolated (any Actor)?) async -> Result<StoredSessions, KeyringError> {
         .success(StoredSessions(sessions: [:], othersMayExist: true))

@@ -104,6 +104,9 @@ public struct AccountStatus: Codable, Sendable, Equatable {
     public var keyring: String
     /// True while the session held in memory has not reached the keyring yet.
     public var unsaved: Bool?
+    /// Where the account's session is kept: `secret-service`, `tpm2` or `pass` (absent from a
+    /// daemon that predates stores).
+    public var store: String?
     /// The account's `git_hosts` and `git_username`, for `tokenctl git-credential`.
     public var gitHosts: [String]?
     public var gitUsername: String?
@@ -119,7 +122,7 @@ public struct AccountStatus: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, provider, state, message, keyring, unsaved
+        case name, provider, state, message, keyring, unsaved, store
         case expiresAt = "expires_at"
         case expiresIn = "expires_in"
         case lastRefresh = "last_refresh"

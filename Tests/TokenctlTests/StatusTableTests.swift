@@ -13,8 +13,10 @@ struct StatusTableTests {
         work.expiresIn = 252
         work.expiresAt = "2025-03-01T12:04:12Z"
         work.lastRefresh = "2025-03-01T11:59:48Z"
+        work.store = "tpm2"
         var corp = AccountStatus(name: "corp", provider: "oidc", state: "needs_login", keyring: "available")
         corp.lastRefresh = "2025-03-01T10:30:00Z"
+        corp.store = "secret-service"
         corp.message = "the provider revoked the session"
         corp.lastError = RefreshFailure(code: "invalid_grant", message: "Token is not active")
         var home = AccountStatus(name: "home", provider: "oidc", state: "retrying", keyring: "locked")
@@ -26,10 +28,10 @@ struct StatusTableTests {
 
     @Test func rendersAlignedColumns() {
         let expected = """
-            ACCOUNT  PROVIDER  STATE        EXPIRES IN  LAST REFRESH  KEYRING           LAST ERROR/MESSAGE
-            work     firebase  active       4m 12s      12s ago       available         -
-            corp     oidc      needs_login  -           1h 30m ago    available         the provider revoked the session; invalid_grant: Token is not active
-            home     oidc      retrying     expired     -             locked (unsaved)  http_503: Service Unavailable
+            ACCOUNT  PROVIDER  STATE        EXPIRES IN  LAST REFRESH  STORE           KEYRING           LAST ERROR/MESSAGE
+            work     firebase  active       4m 12s      12s ago       tpm2            available         -
+            corp     oidc      needs_login  -           1h 30m ago    secret-service  available         the provider revoked the session; invalid_grant: Token is not active
+            home     oidc      retrying     expired     -             -               locked (unsaved)  http_503: Service Unavailable
 
             """
         #expect(StatusTable.render(Self.accounts, now: Self.now, width: nil) == expected)
@@ -40,7 +42,7 @@ struct StatusTableTests {
         #expect(lines.count == 4)
         for line in lines { #expect(line.count <= 60) }
         #expect(lines[2].hasSuffix("…"))
-        #expect(lines[1] == "work     firebase  active       4m 12s      12s ago       a…")
+        #expect(lines[1] == "work     firebase  active       4m 12s      12s ago       t…")
     }
 
     @Test func expiryFallsBackToExpiresAt() {

@@ -47,6 +47,14 @@ import TokendTestSupport
         #expect(status.unsaved == true)
     }
 
+    /// `store` names where the session is kept; a store that does not say leaves it out.
+    @Test func theStoreShows() {
+        var report = AccountReport(account(held), named: "work", keyring: .available, at: t0)
+        #expect(AccountStatus(report).store == nil)
+        report.store = .tpm2
+        #expect(AccountStatus(report).store == "tpm2")
+    }
+
     @Test func aPhaseThatRefusesGivesItsReason() {
         var machine = held
         machine.forget(reason: "logged out; run: tokenctl login work")

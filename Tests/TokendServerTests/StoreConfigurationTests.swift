@@ -1,5 +1,6 @@
 import Testing
 import TokendKeyring
+import TokendSystem
 @testable import TokendServer
 
 /// Issue 48's keys: `store` (top level and per account), `pass_prefix`, `tpm2_tcti`.
@@ -32,6 +33,15 @@ import TokendKeyring
         #expect(stores.storesInUse == [.tpm2, .pass])
         #expect(stores.tpm2TCTI == "swtpm:host=127.0.0.1,port=2321")
         #expect(stores.passPrefix == "work/tokend/")
+    }
+
+    /// `status`'s `store`: what the router names, through the daemon's boot-anchored wrapper.
+    @Test func statusNamesEachAccountsStore() throws {
+        let router = StoreRouter(settings: try parse("store = \"tpm2\"\n\(account("a"))\(account("b", "store = \"pass\"\n"))").stores, timeout: 1)
+        let store = BootAnchoredStore(router, clock: SystemWallClock())
+        #expect(store.kind(of: "a") == .tpm2)
+        #expect(store.kind(of: "b") == .pass)
+        #expect(BootAnchoredStore(StoreRouter(timeout: 1), clock: SystemWallClock()).kind(of: "a") == .secretService)
     }
 
     @Test(arguments: [

@@ -53,7 +53,7 @@ extension Tokenctl {
 /// The human status table. Columns are padded to their widest cell; on a terminal each line is
 /// cut to its width, so the long last column never wraps the table apart.
 enum StatusTable {
-    static let header = ["ACCOUNT", "PROVIDER", "STATE", "EXPIRES IN", "LAST REFRESH", "KEYRING", "LAST ERROR/MESSAGE"]
+    static let header = ["ACCOUNT", "PROVIDER", "STATE", "EXPIRES IN", "LAST REFRESH", "STORE", "KEYRING", "LAST ERROR/MESSAGE"]
     /// Two spaces between columns: one reads as a word break inside a cell.
     static let gap = "  "
 
@@ -84,7 +84,7 @@ enum StatusTable {
         if let error = account.lastError { notes.append(error.summary) }
         return [
             account.name, account.provider, account.state, Text.expiresIn(left), Text.ago(account.lastRefresh, now: now),
-            keyring, notes.isEmpty ? "-" : notes.joined(separator: "; "),
+            account.store ?? "-", keyring, notes.isEmpty ? "-" : notes.joined(separator: "; "),
         ].map(Text.singleLine)
     }
 }

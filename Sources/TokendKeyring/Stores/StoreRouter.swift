@@ -40,6 +40,8 @@ public final class StoreRouter: SecretStore {
 
     public func store(of account: String) -> any SecretStore { store(current.store(of: account)) }
 
+    public func kind(of account: String) -> StoreKind? { current.store(of: account) }
+
     public func load(account: String, isolation: isolated (any Actor)?) async -> Result<TokenSet?, KeyringError> {
         await store(of: account).load(account: account, isolation: isolation)
     }

@@ -9,7 +9,9 @@ extension AccountEngine {
         // as an empty file, so every listing answers what is wrong with it instead.
         if let configurationProblem { return .failure(Advice.configurationBroken(configurationProblem.description)) }
         if let name, accounts[name] == nil { return .failure(missingAccount(name)) }
-        return .success(accounts.reports(name.map { [$0] } ?? accounts.names, keyring: keyringState, at: clock.now()))
+        var reports = accounts.reports(name.map { [$0] } ?? accounts.names, keyring: keyringState, at: clock.now())
+        for index in reports.indices { reports[index].store = store.kind(of: reports[index].name) }
+        return .success(reports)
     }
 
     /// One line for systemd's STATUS=: "3 accounts: 2 active, 1 needs login; keyring locked".

@@ -15,6 +15,7 @@ extension AccountStatus {
         lastError = report.lastError
         message = report.message
         unsaved = report.unsaved ? true : nil
+        store = report.store?.rawValue
         gitHosts = report.gitHosts.isEmpty ? nil : report.gitHosts
         gitUsername = report.gitUsername
         registryHosts = report.registryHosts.isEmpty ? nil : report.registryHosts

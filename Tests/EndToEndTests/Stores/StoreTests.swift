@@ -32,6 +32,10 @@ import TokendTestSupport
             world.kill9()
             try await world.startDaemon(extraEnvironment: store.daemonEnvironment)
             try await poll("served after the restart") { try await world.status().state == "active" }
+            // `status` names the account's store, on the wire and in tokenctl's table.
+            #expect(try await world.status().store == kind.rawValue)
+            let table = try await world.tokenctl(["status"])
+            #expect(table.status == 0 && table.stdout.contains(" \(kind.rawValue) "), "\(table.stdout)")
             let token = try await world.tokenctl(["token", "work"])
             #expect(token.status == 0, "\(token.stderr)")
             #expect(try await store.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid))

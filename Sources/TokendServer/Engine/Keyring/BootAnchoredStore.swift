@@ -47,6 +47,8 @@ final class BootAnchoredStore: SecretStore {
         await wrapped.state(isolation: isolation)
     }
 
+    func kind(of account: String) -> StoreKind? { wrapped.kind(of: account) }
+
     func loadAll(isolation: isolated (any Actor)?) async -> Result<StoredSessions, KeyringError> {
         let loaded = await wrapped.loadAll(isolation: isolation)
         let now = clock.now()

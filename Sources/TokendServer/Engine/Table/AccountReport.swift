@@ -21,6 +21,8 @@ public struct AccountReport: Sendable, Equatable {
     public var message: String?
     /// The session held in memory has not reached the keyring yet.
     public var unsaved: Bool
+    /// The store the account's session is kept in; nil from a store that does not say.
+    public var store: StoreKind? = nil
     public var gitHosts: [String]
     public var gitUsername: String?
     public var registryHosts: [String] = []
