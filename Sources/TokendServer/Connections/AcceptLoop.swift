@@ -154,6 +154,9 @@ final class AcceptLoop: Sendable {
             closeConnection(fd)  // the client left between lines, or its socket failed
             return
         }
+        // Work, for the idle release: a persistent client's lines as much as a new connection,
+        // or the pages a long burst on open connections touched would stay until the next one.
+        owner.onConnection()
         buffers.output.removeAll(keepingCapacity: true)
         var answered = 0  // bytes of the input whose lines are answered
         while answered < count, let next = answerLine(at: answered, of: count, buffers.input, &buffers.memo, &buffers.output) {
