@@ -43,9 +43,20 @@ let package = Package(
             providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]),
         .target(name: "CTokendShims", cSettings: [.define("_GNU_SOURCE")]),
         .target(name: "CTokendFaketimeFix"),
+        // The `tpm2` store's ESYS calls (tpm2-tss, Debian's libtss2-dev): the TCTI loader, so
+        // /dev/tpmrm0, swtpm: and mssim: all work, and the marshalling of the sealed object.
+        .target(
+            name: "CTokendTPM2",
+            linkerSettings: [
+                .linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"), .linkedLibrary("tss2-mu"), .linkedLibrary("tss2-rc"),
+            ]),
         .target(
             name: "TokendKeyring",
-            dependencies: ["TokendCore", "TokendSystem", "CLibsecret"]),
+            dependencies: [
+                "TokendCore", "TokendSystem", "CLibsecret", "CTokendShims", "CTokendTPM2",
+                // The `tpm2` store's AES-256-GCM.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .target(
             name: "TokendProviders",
             dependencies: [
@@ -97,7 +108,8 @@ let package = Package(
         .target(
             name: "TokendFakes",
             dependencies: [
-                "TokendCore", "TokendSystem",
+                // TokendProviders for its HTTP transport seam, through which a fake answers in-process.
+                "TokendCore", "TokendSystem", "TokendProviders",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -111,7 +123,8 @@ let package = Package(
         .executableTarget(
             name: "tokend-fake-firebase",
             dependencies: [
-                "TokendFakes",
+                // TokendServer for the daemon's signal reader (ProcessSignals), the one in the tree.
+                "TokendFakes", "TokendServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // The request parser and dispatcher as one fuzzable function: Fuzz/ builds it under
@@ -124,7 +137,7 @@ let package = Package(
         .testTarget(name: "TokendSystemTests", dependencies: ["TokendSystem"]),
         .testTarget(name: "TokendProtocolTests", dependencies: ["TokendProtocol", "TokendTestSupport"]),
         .testTarget(name: "TokendKeyringTests", dependencies: ["TokendKeyring", "TokendTestSupport"]),
-        .testTarget(name: "TokendFakesTests", dependencies: ["TokendFakes", "TokendTestSupport"]),
+        .testTarget(name: "TokendFakesTests", dependencies: ["TokendFakes", "TokendProviders", "TokendTestSupport"]),
         .testTarget(
             name: "TokendProvidersTests",
             dependencies: ["TokendProviders", "TokendTestSupport", "TokendFakes", .product(name: "Crypto", package: "swift-crypto")]),

@@ -148,7 +148,7 @@ struct DaemonConnection {
         try DaemonConnection(settings: settings, context: context).call(.list(StatusArgs())).response.accounts ?? []
     }
 
-    /// `account`'s token with the daemon's defaults (kind, `min_valid`), on a connection of its own.
+    /// `account`'s token with the daemon's defaults (kind, how long it must stay valid), on a connection of its own.
     static func token(of account: String, _ settings: ConnectionSettings, _ context: CommandContext) throws(TokenctlError) -> TokenGrant {
         let command = Command.token(TokenArgs(account: account, timeout: settings.timeout))
         return try TokenGrant(DaemonConnection(settings: settings, context: context).call(command).response)

@@ -15,13 +15,13 @@ struct ReplyCheck {
 
     let line: [UInt8]
     /// Nil when the line did not decode as a request.
-    let request: Request?
+    let request: RequestFields?
     let response: Response
     let secrets: [SecretLedger.Secret]
 
     func verify() {
         let encoded = WireCoding.encodeLine(response)
-        let what = "op \(request.map { String($0.op.prefix(32)) } ?? "-"), reply \(response)"
+        let what = "op \(request.map { String(($0.string(.op) ?? "").prefix(32)) } ?? "-"), reply \(response)"
         // One line: the terminator and no other newline (JSON escapes those inside strings).
         invariant(encoded.last == UInt8(ascii: "\n"), "a reply without its newline: \(what)")
         invariant(encoded.dropLast().firstIndex(of: UInt8(ascii: "\n")) == nil, "a reply of two lines: \(what)")
@@ -53,7 +53,7 @@ struct ReplyCheck {
             return
         }
         invariant(response.id == request.id, "the id was not echoed: \(what)")
-        let op = Op(rawValue: request.op)
+        let op = Op(rawValue: request.string(.op) ?? "")
         if op == nil {
             invariant(response.error?.code == .unsupportedOp, "an unknown op answered otherwise than unsupported_op: \(what)")
         }
@@ -65,7 +65,7 @@ struct ReplyCheck {
             invariant(response.token.map { !$0.isEmpty } == true && response.kind != nil, "a token reply without a token: \(what)")
             // Served with at least `min_valid` left; whole seconds, and a moment passes before
             // `expires_in` is computed.
-            let minValid = request.minValid ?? TokenArgs.defaultMinValid
+            let minValid = request.number(.minValid) ?? TokenArgs.defaultMinValid
             invariant(Double(response.expiresIn ?? -1) >= minValid - 5, "a token that does not live min_valid: \(what)")
         }
         // No secret the daemon holds leaves it, except a bearer token asked for by `token`.

@@ -66,16 +66,16 @@ public enum RequestFuzzer {
         // Each line as the connection loop handles it: one reply per line, until a `watch`
         // turns the connection into an event stream (later lines are read and ignored).
         lines: for line in framed.lines {
-            let request: Request?
+            let request: RequestFields?
             let reply: RequestRouter.Reply
-            switch WireCoding.decodeRequest(line) {
+            switch WireCoding.decodeFields(line) {
             case .failure:
                 request = nil
                 reply = await world.handler.handle(line: line)
             case .success(var decoded):
                 request = decoded
-                decoded.timeout = clamped(decoded.timeout)
-                reply = await world.handler.handle(decoded)
+                decoded.set(.timeout, clamped(decoded.number(.timeout)))
+                reply = await world.handler.handle(DecodedRequest(decoded))
             }
             switch reply {
             case .response(let response):
@@ -86,7 +86,7 @@ public enum RequestFuzzer {
                 for await streamed in stream {
                     guard case .response(let response) = streamed else { continue }
                     ReplyCheck(line: line, request: request, response: response, secrets: world.ledger.all).verify()
-                    if request?.op == "watch" { invariant(response.watching != nil, "a watch reply that names nothing watched") }
+                    if request?.string(.op) == "watch" { invariant(response.watching != nil, "a watch reply that names nothing watched") }
                     break
                 }
                 break lines

@@ -5,6 +5,13 @@ extension TokendError {
     /// with what to do about it. `account` names the item when there is one.
     public init(_ keyring: KeyringError, account: String? = nil) {
         let item = account.map { "the keyring item of account \"\($0)\"" } ?? "the keyring"
+        if let steps = keyring.steps, keyring.code != .corrupt {
+            // A store other than the Secret Service (`pass`, `tpm2`): its own steps.
+            self.init(
+                keyring.code == .locked || keyring.code == .needsConfirmation ? .keyringLocked : .keyringUnavailable,
+                "\(keyring.message): \(steps); tokend keeps the tokens it holds in memory and writes them back once the store takes writes")
+            return
+        }
         switch keyring.code {
         case .locked:
             self.init(

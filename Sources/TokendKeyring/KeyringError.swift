@@ -30,10 +30,14 @@ public struct KeyringError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The GError's code, when the error came from GLib.
     public var gerrorCode: Int32?
     public var message: String
+    /// What the user does to make a store other than the Secret Service usable again (`pass`,
+    /// `tpm2`): said with the error wherever it is reported. Nil: the Secret Service's own advice.
+    public var steps: String?
 
-    public init(_ code: Code, _ message: String, domain: String? = nil, gerrorCode: Int32? = nil) {
+    public init(_ code: Code, _ message: String, domain: String? = nil, gerrorCode: Int32? = nil, steps: String? = nil) {
         self.code = code
         self.message = message
+        self.steps = steps
         self.domain = domain
         self.gerrorCode = gerrorCode
     }

@@ -82,12 +82,8 @@ public final class BlockingClient {
         try send(line: command.line(id: id))
     }
 
-    /// Sends a request as it is, checked or not: tests' hostile and hand-made requests.
-    public func send(_ request: Request) throws(Failure) {
-        try send(line: WireCoding.encodeLine(request))
-    }
-
-    private func send(line: [UInt8]) throws(Failure) {
+    /// Sends a line as it is, a request or not: tests' hostile and hand-made lines.
+    public func send(line: [UInt8]) throws(Failure) {
         var offset = 0
         while offset < line.count {
             let written = line[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -133,8 +129,8 @@ public final class BlockingClient {
     }
 
     /// One request, one response.
-    public func call(_ request: Request) throws(Failure) -> Response {
-        try send(request)
+    public func call(_ command: Command, id: RequestID? = nil) throws(Failure) -> Response {
+        try send(command, id: id)
         let line = try receiveLine()
         if let token = TokenExchangeCoding.reply(line) { return token }
         do {

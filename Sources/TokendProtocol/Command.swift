@@ -1,10 +1,26 @@
 import TokendCore
 
 // The protocol's ops as types, for both ends: tokenctl and the credential helpers build a
-// `Command` and send its line (Command+Encoding.swift); the daemon decodes a line into a
-// `Request` and checks it into a `Command` (Command+Decoding.swift, every field rule in one
-// place). Each op's arguments keep what the wire carries (a field's absence where the daemon
+// `Command` and send its line; the daemon decodes each line once (`WireCoding.decodeRequest`)
+// into its fields (`RequestFields`, the table `RequestField`) and checks them into a `Command`
+// here. Each op's arguments type (TokenArgs.swift, LoginArgs.swift, …) reads, checks and writes
+// its own fields in one file, and keeps what the wire carries (a field's absence where the daemon
 // supplies a default), so a command encodes to the line it came from, field for field.
+
+/// The ops of protocol version 1.
+public enum Op: String, CaseIterable, Sendable {
+    case hello, token, list, status, refresh, `import`, login, account, logout, watch
+    /// Re-reads the configuration file and answers once it is applied or refused (`tokenctl
+    /// reload`, the unit's `ExecReload=`): what SIGHUP does, with an answer to wait for.
+    case reload
+}
+
+/// An op's arguments: read from a request's fields and checked (every failure a `bad_request`
+/// naming the op and the field), and written back into them for the line a client sends.
+public protocol CommandArguments: Sendable, Equatable {
+    init(_ request: FieldReader) throws(TokendError)
+    func write(to fields: inout RequestFields)
+}
 
 /// A request, decoded and checked, or about to be sent: what an op's responder receives and
 /// what tokenctl sends.
@@ -39,6 +55,21 @@ public enum Command: Sendable, Equatable {
         }
     }
 
+    /// The op's arguments; nil for an op that has none.
+    public var arguments: (any CommandArguments)? {
+        switch self {
+        case .hello, .reload: nil
+        case .token(let args): args
+        case .list(let args), .status(let args): args
+        case .refresh(let args): args
+        case .import(let args): args
+        case .login(let args): args
+        case .account(let args): args
+        case .logout(let args): args
+        case .watch(let args): args
+        }
+    }
+
     /// The account the command names, if any.
     public var account: String? {
         switch self {
@@ -54,11 +85,51 @@ public enum Command: Sendable, Equatable {
         }
     }
 
+    /// Checks `fields` for their op. An unknown op is `unsupported_op`; everything else that is
+    /// wrong is `bad_request` naming the field.
+    public init(_ fields: RequestFields) throws(TokendError) {
+        let name = fields.string(.op) ?? ""
+        guard let op = Op(rawValue: name) else {
+            throw TokendError(.unsupportedOp, "unknown op \"\(name.prefix(64))\"; hello lists the supported ones")
+        }
+        let request = FieldReader(op: op, fields: fields)
+        switch op {
+        case .hello: self = .hello
+        case .reload: self = .reload
+        case .token: self = .token(try TokenArgs(request))
+        case .list: self = .list(try StatusArgs(request))
+        case .status: self = .status(try StatusArgs(request))
+        case .refresh: self = .refresh(try RefreshArgs(request))
+        case .import: self = .import(try ImportArgs(request))
+        case .logout: self = .logout(try LogoutArgs(request))
+        case .watch: self = .watch(try WatchArgs(request))
+        case .login: self = .login(try LoginArgs(request))
+        case .account: self = .account(try AccountArgs(request))
+        }
+    }
+
+    /// The request's fields for this command under `id`: what its line carries.
+    public func fields(id: RequestID?) -> RequestFields {
+        var fields = RequestFields()
+        fields.set(.op, op.rawValue)
+        fields.set(.id, id)
+        arguments?.write(to: &fields)
+        return fields
+    }
+
+    /// The line to send: a `token` command by hand (`TokenExchangeCoding`, tokenctl's shell
+    /// path), any other through the encoder.
+    public func line(id: RequestID?) -> [UInt8] {
+        let fields = fields(id: id)
+        if let line = TokenExchangeCoding.requestLine(fields) { return line }
+        return WireCoding.encodeLine(fields)
+    }
+
     /// Default wait for a refresh when a request names no `timeout`: long enough for a slow
     /// provider (HTTP deadline 10 s plus a keyring write), short enough for an interactive shell.
     public static let defaultTimeout: Double = 30
-    /// Upper bound on a request's `timeout`: nothing should hold a connection for longer.
-    public static let maximumTimeout: Double = 300
+    /// Upper bound on a request's `timeout` (`RequestField.timeout`'s bound).
+    public static let maximumTimeout: Double = RequestField.timeout.bound!.upperBound
 }
 
 extension Command: CustomStringConvertible {
@@ -66,203 +137,24 @@ extension Command: CustomStringConvertible {
     public var description: String { "Command(\(op.rawValue))" }
 }
 
-/// `token`: a bearer token for `account` that stays valid for `minValid` seconds.
-public struct TokenArgs: Sendable, Equatable {
-    public var account: String
-    /// `min_valid` as the request gave it; nil: `defaultMinValid`.
-    public var requestedMinValid: Double?
-    /// Nil: the account's default kind.
-    public var kind: TokenKind?
-    public var timeout: Double
-    /// `scope` and `audience` as the request gave them (checked by `TokenScope` when decoded).
-    public var scope: String?
-    public var audience: String?
+/// A line as the daemon read it, once: its `id` (when it could be read) and the command, or the
+/// `bad_request` / `unsupported_op` that says what is wrong with it.
+public struct DecodedRequest: Sendable {
+    public var id: RequestID?
+    public var command: Result<Command, TokendError>
 
-    public init(
-        account: String, minValid: Double? = nil, kind: TokenKind? = nil, timeout: Double = Command.defaultTimeout, scope: String? = nil,
-        audience: String? = nil
-    ) {
-        self.account = account
-        self.requestedMinValid = minValid
-        self.kind = kind
-        self.timeout = timeout
-        self.scope = scope
-        self.audience = audience
+    public init(id: RequestID?, command: Result<Command, TokendError>) {
+        self.id = id
+        self.command = command
     }
 
-    /// The narrower scopes and/or audience asked for; nil: the account's own token. Parsed where
-    /// it is read (the daemon), so a client and the plain `token` path never pay for it; a decoded
-    /// command's were checked (Command+Decoding.swift), so a nil here is never a refusal.
-    public var narrowing: TokenScope? {
-        guard scope != nil || audience != nil else { return nil }
-        return try? TokenScope(scope: scope, audience: audience)
+    /// A command as if its line had been read.
+    public init(_ command: Command, id: RequestID? = nil) {
+        self.init(id: id, command: .success(command))
     }
 
-    /// Seconds the token must stay valid.
-    public var minValid: Double { requestedMinValid ?? Self.defaultMinValid }
-}
-
-/// `list`, `status`: one account, or all when nil.
-public struct StatusArgs: Sendable, Equatable {
-    public var account: String?
-
-    public init(account: String? = nil) {
-        self.account = account
-    }
-}
-
-public struct RefreshArgs: Sendable, Equatable {
-    public var account: String
-    public var timeout: Double
-
-    public init(account: String, timeout: Double = Command.defaultTimeout) {
-        self.account = account
-        self.timeout = timeout
-    }
-}
-
-/// `import`: the session to store, as the request carries it (a refresh token; optionally tokens
-/// minted with it, and their expiry when their JWT does not say).
-public struct ImportArgs: Sendable, Equatable {
-    public var account: String
-    public var refreshToken: String
-    public var idToken: String?
-    public var accessToken: String?
-    /// RFC 3339, as sent (checked when decoded).
-    public var expiresAt: String?
-    public var timeout: Double
-
-    public init(
-        account: String, refreshToken: String, idToken: String? = nil, accessToken: String? = nil, expiresAt: String? = nil,
-        timeout: Double = Command.defaultTimeout
-    ) {
-        self.account = account
-        self.refreshToken = refreshToken
-        self.idToken = idToken
-        self.accessToken = accessToken
-        self.expiresAt = expiresAt
-        self.timeout = timeout
-    }
-
-    /// The session to store. A token whose expiry is unknown (neither its JWT nor `expires_at`
-    /// says) is not kept: it could not be served safely anyway.
-    public var tokens: TokenSet {
-        let explicitExpiry = expiresAt.flatMap(Timestamp.parse)
-        var tokens = TokenSet(refreshToken: refreshToken)
-        if let id = idToken, let expiry = JWTClaims(token: id)?.expiresAt ?? explicitExpiry {
-            tokens.idToken = id
-            tokens.idTokenExpiresAt = expiry
-            tokens.issuedAt = JWTClaims(token: id)?.issuedAt
-        }
-        if let access = accessToken, let expiry = JWTClaims(token: access)?.expiresAt ?? explicitExpiry {
-            tokens.accessToken = access
-            tokens.accessTokenExpiresAt = expiry
-        }
-        return tokens
-    }
-}
-
-/// `login`: how to sign in, with what the method needs. Secrets are never described.
-public struct LoginArgs: Sendable, Equatable {
-    public var account: String
-    /// As sent: `google` stays `google` (the daemon signs in with `idp` google.com).
-    public var method: LoginMethod
-    public var email: String?
-    /// Method `email`: sign up instead of signing in.
-    public var create: Bool
-    /// A password or custom token. Never logged or echoed.
-    public var secret: String?
-    /// Scopes to ask for instead of the configured ones (OpenID Connect).
-    public var scopes: [String]?
-    /// How long the user has to finish.
-    public var timeout: Double
-    /// Methods `idp` and `google`: the identity provider's id (`google.com` for `google`).
-    public var identityProvider: String?
-    /// Methods `idp` and `google`: the provider's device grant instead of the browser.
-    public var device: Bool
-    /// Methods `email`, `google`, `idp`: the second factor to use when the user has several.
-    public var factor: String?
-    /// Method `second_factor`: the daemon's handle for the pending sign-in (the code is `secret`).
-    public var handle: String?
-
-    public init(
-        account: String, method: LoginMethod, email: String? = nil, create: Bool = false, secret: String? = nil, scopes: [String]? = nil,
-        timeout: Double = SharedDefaults.loginTimeout, identityProvider: String? = nil, device: Bool = false,
-        factor: String? = nil, handle: String? = nil
-    ) {
-        self.account = account
-        self.method = method
-        self.email = email
-        self.create = create
-        self.secret = secret
-        self.scopes = scopes
-        self.timeout = timeout
-        self.identityProvider = identityProvider
-        self.device = device
-        self.factor = factor
-        self.handle = handle
-    }
-}
-
-public struct LogoutArgs: Sendable, Equatable {
-    public var account: String
-
-    public init(account: String) {
-        self.account = account
-    }
-}
-
-public struct WatchArgs: Sendable, Equatable {
-    /// One account's events, or every account's when nil.
-    public var account: String?
-    /// Include profile fields (email) in events.
-    public var profile: Bool
-
-    public init(account: String? = nil, profile: Bool = false) {
-        self.account = account
-        self.profile = profile
-    }
-}
-
-/// `account`: one Firebase account-management action.
-public struct AccountArgs: Sendable, Equatable {
-    public enum Action: Sendable, Equatable {
-        case show(timeout: Double)
-        case verifyEmail(timeout: Double)
-        /// `email` nil: the session's own address.
-        case resetPassword(email: String?)
-        case upgradeWithEmail(email: String, password: String, timeout: Double)
-        /// A sign-in at an identity provider (browser, or its device grant), streamed like a login.
-        case upgradeWithIdentityProvider(String, device: Bool, timeout: Double)
-        /// `confirmed` false: answer what would be deleted instead.
-        case delete(confirmed: Bool, timeout: Double)
-        /// `mfa_enroll` without a handle: start a TOTP enrollment.
-        case startSecondFactorEnrollment(timeout: Double)
-        /// `mfa_enroll` with the handle, the code and the factor's display name (nil: the
-        /// daemon's default).
-        case finishSecondFactorEnrollment(handle: String, code: String, name: String?, timeout: Double)
-        /// `mfa_remove`: withdraw the factor of this enrollment id.
-        case removeSecondFactor(String, timeout: Double)
-
-        /// The wire's verb for the action.
-        public var verb: AccountAction {
-            switch self {
-            case .show: .show
-            case .verifyEmail: .verifyEmail
-            case .resetPassword: .resetPassword
-            case .upgradeWithEmail, .upgradeWithIdentityProvider: .upgrade
-            case .delete: .delete
-            case .startSecondFactorEnrollment, .finishSecondFactorEnrollment: .mfaEnroll
-            case .removeSecondFactor: .mfaRemove
-            }
-        }
-    }
-
-    public var account: String
-    public var action: Action
-
-    public init(account: String, action: Action) {
-        self.account = account
-        self.action = action
+    /// Checks decoded fields into their command.
+    public init(_ fields: RequestFields) {
+        self.init(id: fields.id, command: Result { () throws(TokendError) in try Command(fields) })
     }
 }

@@ -8,48 +8,31 @@ import TokendCore
 /// nil, and the caller uses `WireCoding` / `JSONDecoder`, which stay the one definition of the
 /// protocol and make every error message.
 public enum TokenExchangeCoding {
-    /// The line for a `token` command under `id`, its keys in the encoder's order; it decodes to
-    /// the request `Command.request(id:)` makes. Nil for an `id` other than a whole number or a
-    /// number that is not finite, which are the encoder's.
-    public static func requestLine(_ args: TokenArgs, id: RequestID?) -> [UInt8]? {
+    /// The line for a `token` command's fields (`Command.fields(id:)`), its keys in the encoder's
+    /// order (`TokenArgs.fields`). Nil for another op, a field outside that list, an `id` other than a whole
+    /// number or a number that is not finite, which are the encoder's.
+    public static func requestLine(_ fields: RequestFields) -> [UInt8]? {
+        guard fields.string(.op) == Op.token.rawValue else { return nil }
         var line: [UInt8] = []
-        line.reserveCapacity(96 + args.account.utf8.count)
-        for field in TokenRequestField.inOrder {
-            switch field {
-            case .account:
-                appendKey(field, to: &line)
-                appendString(args.account, to: &line)
-            case .audience:
-                guard let audience = args.audience else { continue }
-                appendKey(field, to: &line)
-                appendString(audience, to: &line)
-            case .id:
-                guard let id else { continue }
+        line.reserveCapacity(96 + (fields.string(.account)?.utf8.count ?? 0))
+        var written = 0
+        for field in TokenArgs.fields {
+            guard let value = fields[field] else { continue }
+            written += 1
+            appendKey(field, to: &line)
+            switch value {
+            case .string(let text): appendString(text, to: &line)
+            case .tokenKind(let kind): appendString(kind.rawValue, to: &line)
+            case .number(let number):
+                guard let text = plainNumber(number) else { return nil }
+                line.append(contentsOf: text.utf8)
+            case .scalar(let id):
                 guard case .number(let value) = id, let number = wholeNumber(value) else { return nil }
-                appendKey(field, to: &line)
                 line.append(contentsOf: number.utf8)
-            case .kind:
-                guard let kind = args.kind else { continue }
-                appendKey(field, to: &line)
-                appendString(kind.rawValue, to: &line)
-            case .minValid:
-                guard let minValid = args.requestedMinValid else { continue }
-                guard let number = plainNumber(minValid) else { return nil }
-                appendKey(field, to: &line)
-                line.append(contentsOf: number.utf8)
-            case .op:
-                appendKey(field, to: &line)
-                appendString(Op.token.rawValue, to: &line)
-            case .scope:
-                guard let scope = args.scope else { continue }
-                appendKey(field, to: &line)
-                appendString(scope, to: &line)
-            case .timeout:
-                guard let number = plainNumber(args.timeout) else { return nil }
-                appendKey(field, to: &line)
-                line.append(contentsOf: number.utf8)
+            case .boolean, .strings: return nil
             }
         }
+        guard written == fields.fields.count else { return nil }
         line.append(contentsOf: "}\n".utf8)
         return line
     }
@@ -97,49 +80,44 @@ public enum TokenExchangeCoding {
     }
 
     /// The daemon's side of the same exchange: a `token` request that is one flat object of only
-    /// the `TokenRequestField`s, `op` "token", `id`, `min_valid` and `timeout` integers, the rest
-    /// strings free of escapes — what tokenctl and most scripts send — decoded without
-    /// JSONDecoder, whose generic Codable work was a quarter of the daemon's time per request
-    /// (perf, issue 20). Anything else is nil, and `WireCoding.decodeRequest` judges it.
-    public static func request(_ line: [UInt8]) -> Request? {
+    /// `TokenArgs.fields`, `op` "token", `id` and the numbers integers, the rest strings free of
+    /// escapes — what tokenctl and most scripts send — read without JSONDecoder, whose generic
+    /// Codable work was a quarter of the daemon's time per request (perf, issue 20). Anything
+    /// else is nil, and `WireCoding.decodeRequest` judges it.
+    public static func request(_ line: [UInt8]) -> RequestFields? {
         var scanner = FlatObjectScanner(line)
-        var request = Request(op: "")
-        var seen: [TokenRequestField] = []
+        var fields = RequestFields()
         guard scanner.take(UInt8(ascii: "{")) else { return nil }
         repeat {
-            guard let key = scanner.string(), let field = TokenRequestField.named(key), !seen.contains(field),
-                scanner.take(UInt8(ascii: ":"))
+            // Each field once: a repeated key is the decoder's to judge.
+            guard let key = scanner.string(), let field = tokenField(named: key), fields[field] == nil, scanner.take(UInt8(ascii: ":"))
             else { return nil }
-            seen.append(field)
-            switch field {
-            case .op:
-                guard let value = scanner.string(), value == Op.token.rawValue else { return nil }
-                request.op = value
-            case .id:
-                guard let value = scanner.integer() else { return nil }
-                request.id = .number(Double(value))
-            case .minValid:
-                guard let value = scanner.integer() else { return nil }
-                request.minValid = Double(value)
-            case .timeout:
-                guard let value = scanner.integer() else { return nil }
-                request.timeout = Double(value)
-            case .account:
+            switch field.type {
+            case .string:
                 guard let value = scanner.string() else { return nil }
-                request.account = value
-            case .kind:
+                fields.set(field, value)
+            case .number:
+                guard let value = scanner.integer() else { return nil }
+                fields.set(field, Double(value))
+            case .tokenKind:
                 guard let value = scanner.string(), let kind = TokenKind(rawValue: value) else { return nil }
-                request.kind = kind
-            case .scope:
-                guard let value = scanner.string() else { return nil }
-                request.scope = value
-            case .audience:
-                guard let value = scanner.string() else { return nil }
-                request.audience = value
+                fields.set(field, kind)
+            case .scalar:
+                guard let value = scanner.integer() else { return nil }
+                fields.set(field, RequestID.number(Double(value)))
+            case .boolean, .strings:
+                return nil
             }
         } while scanner.take(UInt8(ascii: ","))
-        guard scanner.take(UInt8(ascii: "}")), scanner.atEnd, request.op == Op.token.rawValue else { return nil }
-        return request
+        guard scanner.take(UInt8(ascii: "}")), scanner.atEnd, fields.string(.op) == Op.token.rawValue else { return nil }
+        return fields
+    }
+
+    /// The `token` field a key names: by direct comparison, a fifth of `init(rawValue:)`'s cost
+    /// (the synthesized one goes through `_findStringSwitchCase`; callgrind).
+    private static func tokenField(named key: String) -> RequestField? {
+        for field in TokenArgs.fields where field.rawValue == key { return field }
+        return nil
     }
 
     /// The line for a `token` answer of only the `TokenReplyField`s (`id` a whole number), byte
@@ -310,5 +288,23 @@ private struct FlatObjectScanner {
         guard (1...15).contains(digits), digits == 1 || bytes[index - digits] != UInt8(ascii: "0") else { return nil }
         if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) { return nil }
         return negative ? -value : value
+    }
+}
+
+/// A field of a `token` request's plain answer, sorted by wire name as the encoder writes them;
+/// anything else in an answer (an error, a warning) is the Codable path's.
+public enum TokenReplyField: String, CaseIterable, Sendable {
+    case account
+    case expiresAt = "expires_at"
+    case expiresIn = "expires_in"
+    case id, kind, ok, token
+
+    /// `allCases`, built once: the codec walks it for every answer it writes.
+    static let inOrder = allCases
+
+    /// The field a key names, by direct comparison (see `TokenExchangeCoding.tokenField`).
+    static func named(_ key: String) -> Self? {
+        for field in inOrder where field.rawValue == key { return field }
+        return nil
     }
 }

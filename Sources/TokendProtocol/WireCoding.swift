@@ -27,13 +27,23 @@ public enum WireCoding {
         }
     }
 
-    /// Decodes a request line. On failure the error names what was wrong (never the line itself,
-    /// which may hold a token) and carries the `id` when it could still be read.
-    public static func decodeRequest(_ line: [UInt8]) -> Result<Request, RequestDecodingFailure> {
-        if let request = TokenExchangeCoding.request(line) { return .success(request) }  // the common line, by hand
+    /// Decodes a request line, once: a plain `token` line by hand (`TokenExchangeCoding.request`),
+    /// any other through JSONDecoder, then checks its fields into a `Command`. On failure the
+    /// error names what was wrong (never the line itself, which may hold a token), with the `id`
+    /// when it could still be read.
+    public static func decodeRequest(_ line: [UInt8]) -> DecodedRequest {
+        switch decodeFields(line) {
+        case .success(let fields): DecodedRequest(fields)
+        case .failure(let failure): DecodedRequest(id: failure.id, command: .failure(TokendError(.badRequest, failure.message)))
+        }
+    }
+
+    /// The line's fields, each of its table type (`RequestField`), not yet checked for their op.
+    public static func decodeFields(_ line: [UInt8]) -> Result<RequestFields, RequestDecodingFailure> {
+        if let fields = TokenExchangeCoding.request(line) { return .success(fields) }  // the common line, by hand
         let data = Data(line)
         do {
-            return .success(try JSONDecoder().decode(Request.self, from: data))
+            return .success(try JSONDecoder().decode(RequestFields.self, from: data))
         } catch {
             let id = (try? JSONDecoder().decode(IDOnly.self, from: data))?.id
             return .failure(RequestDecodingFailure(id: id, message: describe(error)))

@@ -54,13 +54,22 @@ public struct LoginRequest: Sendable {
     /// login does not hold a loopback port open for long.
     public static let defaultTimeout: Double = SharedDefaults.loginTimeout
 
-    public init(method: Method, email: String? = nil, create: Bool = false, secret: String? = nil, scopes: [String]? = nil, timeout: Double = defaultTimeout) {
+    /// A sign-in with nothing but its method: a provider's own inner flow, tests.
+    public init(method: Method, timeout: Double = defaultTimeout) {
         self.method = method
-        self.email = email
-        self.create = create
-        self.secret = secret
-        self.scopes = scopes
+        self.create = false
         self.timeout = timeout
+    }
+
+    /// The sign-in a `login` command asks for: `google` is method `idp` at google.com.
+    public init(_ args: LoginArgs) {
+        self.init(method: args.method, timeout: args.timeout)
+        (email, create, secret, scopes, factor, handle) = (args.email, args.create, args.secret, args.scopes, args.factor, args.handle)
+        if args.method == .google || args.method == .idp {
+            method = .idp
+            identityProvider = args.identityProvider
+            identityProviderDevice = args.device
+        }
     }
 }
 

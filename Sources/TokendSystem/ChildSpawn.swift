@@ -28,6 +28,32 @@ public enum ChildSpawn {
     }
 }
 
+extension ChildSpawn {
+    /// Whether the child has exited, without reaping it: the pid stays ours to signal until then.
+    public static func hasExited(_ pid: pid_t) -> Bool {
+        var info = siginfo_t()
+        return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info._sifields._sigchld.si_pid == pid
+    }
+
+    /// Waits for the child and reaps it: its wait status.
+    public static func reap(_ pid: pid_t) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        return status
+    }
+
+    /// What is left in a pipe once its child has exited, without waiting for writers it left
+    /// behind (a daemon it started); `output` holds at most `limit` bytes, the rest is dropped.
+    public static func drain(_ fd: Int32, into output: inout [UInt8], buffer: inout [UInt8], limit: Int) {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { return }
+            output.append(contentsOf: buffer[0..<min(count, max(0, limit - output.count))])
+        }
+    }
+}
+
 /// Why a child did not start: posix_spawn's errno value.
 public struct SpawnFailure: Error, Sendable, Equatable {
     public var errno: Int32

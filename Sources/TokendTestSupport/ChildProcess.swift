@@ -31,7 +31,8 @@ public enum ChildProcess {
     /// A hung child is killed after this long: generous for two shared cores.
     public static let defaultTimeout: Double = 60
 
-    /// Runs `path` with `arguments`; `stdin` is fed from a 0600 file in a private directory.
+    /// Runs `path` (or a name on PATH) with `arguments`; `stdin` is fed from a 0600 file in a
+    /// private directory.
     public static func run(
         _ path: String, _ arguments: [String], environment: [String: String], stdin: String? = nil, timeout: Double = defaultTimeout
     ) throws -> Result {
@@ -113,8 +114,9 @@ public enum ChildProcess {
     private static func spawn(
         _ path: String, _ arguments: [String], environment: [String: String], descriptors: (in: Int32, out: Int32, err: Int32)
     ) throws -> pid_t {
+        // A bare name (`secret-tool`) is looked up on PATH, as the daemon's spawner does for hooks.
         let spawned = ChildSpawn.start(
-            [path] + arguments, environment: environment, searchPath: false, stdin: descriptors.in, stdout: descriptors.out, stderr: descriptors.err)
+            [path] + arguments, environment: environment, searchPath: !path.contains("/"), stdin: descriptors.in, stdout: descriptors.out, stderr: descriptors.err)
         switch spawned {
         case .success(let pid): return pid
         case .failure(let failure): throw ChildProcessError("posix_spawn \(path): \(String(cString: strerror(failure.errno)))")

@@ -8,8 +8,6 @@ import TokendSystem
 /// Why a private keyring could not be started or driven.
 public struct PrivateKeyringError: Error, CustomStringConvertible {
     public enum Code: String, Sendable {
-        /// A program it needs is not installed.
-        case toolMissing = "tool_missing"
         /// A command exited with a failure status.
         case commandFailed = "command_failed"
         /// Something did not become ready before its deadline.
@@ -77,7 +75,6 @@ public final class PrivateKeyring: Sendable {
 
     /// Starts a bus and an unlocked keyring with a login collection, and waits until both answer.
     public static func start() throws -> PrivateKeyring {
-        guard let bash = which("bash") else { throw PrivateKeyringError(.toolMissing, "bash not found on PATH") }
         // Short: the bus socket lives inside, and a Unix socket path has 107 bytes at most.
         let root = try TemporaryDirectory(prefix: "tokend-privkr", in: "/tmp").url
         let input: (read: Int32, write: Int32)
@@ -90,7 +87,7 @@ public final class PrivateKeyring: Sendable {
             // ChildProcess starts it with an empty signal mask: SIGTERM is blocked on Swift's
             // worker threads, and a gnome-keyring started so ignores SIGTERM forever.
             session = try ChildProcess.start(
-                bash, [sessionScript, "--serve", "--private-home"], environment: environment, stdin: input.read,
+                "bash", [sessionScript, "--serve", "--private-home"], environment: environment, stdin: input.read,
                 output: root.appendingPathComponent("session.log").path)
         } catch {
             try? FileManager.default.removeItem(at: root)
@@ -172,7 +169,7 @@ public final class PrivateKeyring: Sendable {
     }
 
     private func runVerb(_ verb: String) throws {
-        try Self.run("bash", [Self.sessionScript, "keyring", verb], environment: childEnvironment, timeout: Self.verbTimeout).check()
+        try ChildProcess.run("bash", [Self.sessionScript, "keyring", verb], environment: childEnvironment, timeout: Self.verbTimeout).check()
     }
 
     /// Stops the keyring and the bus and removes the temporary directory. Idempotent.
@@ -210,7 +207,7 @@ public final class PrivateKeyring: Sendable {
 
     /// Runs `secret-tool` with this keyring's environment.
     public func secretTool(_ arguments: [String], stdin: String? = nil) throws -> ChildProcess.Result {
-        try Self.run("secret-tool", arguments, environment: childEnvironment, stdin: stdin)
+        try ChildProcess.run("secret-tool", arguments, environment: childEnvironment, stdin: stdin, timeout: Self.readyTimeout)
     }
 
     /// Runs scripts/lib/keyring-collection (a second collection, items in it) with this
@@ -222,7 +219,7 @@ public final class PrivateKeyring: Sendable {
 
     /// Runs `gdbus` with this keyring's environment.
     public func gdbus(_ arguments: [String]) throws -> ChildProcess.Result {
-        try Self.run("gdbus", arguments, environment: childEnvironment)
+        try ChildProcess.run("gdbus", arguments, environment: childEnvironment, timeout: Self.readyTimeout)
     }
 
     // MARK: process-wide use
@@ -276,22 +273,5 @@ public final class PrivateKeyring: Sendable {
         // Close-on-exec from birth: a child spawned by another thread meanwhile inherits neither end.
         guard tokend_pipe_cloexec(&fds) == 0 else { throw PrivateKeyringError(.commandFailed, "pipe failed: errno \(errno)") }
         return (fds[0], fds[1])
-    }
-
-    static func which(_ tool: String) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for directory in path.split(separator: ":") {
-            let candidate = "\(directory)/\(tool)"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
-    }
-
-    /// Runs a short-lived tool to completion (killed after `readyTimeout`), collecting its output.
-    static func run(
-        _ tool: String, _ arguments: [String], environment: [String: String], stdin: String? = nil, timeout: Double = readyTimeout
-    ) throws -> ChildProcess.Result {
-        guard let executable = which(tool) else { throw PrivateKeyringError(.toolMissing, "\(tool) not found on PATH") }
-        return try ChildProcess.run(executable, arguments, environment: environment, stdin: stdin, timeout: timeout)
     }
 }

@@ -1,7 +1,8 @@
 import ArgumentParser
-import Dispatch
 import Foundation
+import Glibc
 import TokendFakes
+import TokendServer
 
 /// Runs FakeFirebase as its own process for shell scripts and the demo. A TEST DOUBLE: it mints
 /// worthless tokens, hands them out over its control plane, and must never face a network.
@@ -61,8 +62,8 @@ struct FakeFirebaseCommand: AsyncParsableCommand {
     /// the synchronous requirement of `ParsableCommand`.
     func serve() async throws {
         // Listen for the signals before anything else, so a script that kills us right after
-        // reading our first line still gets a clean exit.
-        let termination = TerminationSignals([SIGINT, SIGTERM])
+        // reading our first line still gets a clean exit: the daemon's own signal reader.
+        let termination = ProcessSignals.shared.stream(of: [SIGINT, SIGTERM])
 
         var options = FakeFirebase.Options()
         options.lifetime = lifetime
@@ -85,34 +86,9 @@ struct FakeFirebaseCommand: AsyncParsableCommand {
         // at once, not whenever a block buffer fills.
         FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
 
-        let signal = await termination.next()
-        FileHandle.standardError.write(Data("tokend-fake-firebase: signal \(signal), shutting down\n".utf8))
+        for await _ in termination { break }
+        FileHandle.standardError.write(Data("tokend-fake-firebase: SIGINT or SIGTERM, shutting down\n".utf8))
         try await fake.shutdown()
-    }
-}
-
-/// SIGINT and SIGTERM as an awaitable event. The default actions are switched off first, so
-/// the process is not killed before the Dispatch sources can see the signal.
-struct TerminationSignals {
-    private let stream: AsyncStream<Int32>
-    private let sources: [any DispatchSourceSignal]
-
-    init(_ signals: [Int32]) {
-        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
-        self.stream = stream
-        sources = signals.map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { continuation.yield(number) }
-            source.resume()
-            return source
-        }
-    }
-
-    /// The first signal to arrive.
-    func next() async -> Int32 {
-        var iterator = stream.makeAsyncIterator()
-        return await iterator.next() ?? SIGTERM
     }
 }
 

@@ -131,7 +131,7 @@ import TokendTestSupport
         try await withWorld(accounts: []) { world in
             let run = try await world.tokenctl(["--version"])
             #expect(run.status == 0)
-            let hello = try await world.call(Request(op: "hello"))
+            let hello = try await world.call(.hello)
             #expect(run.stdout == (hello.version ?? "?") + "\n")
         }
     }

@@ -100,7 +100,7 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
                 self.forget(pid)
                 throw HarnessError("tokend exited with \(status); log:\n\(self.daemonLog)")
             }
-            return (try? await self.call(Request(op: "hello"))) != nil
+            return (try? await self.call(.hello)) != nil
         }
     }
 
@@ -143,12 +143,12 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
 
     // MARK: clients
 
-    func call(_ request: Request, timeout: Double = 30) async throws -> Response {
+    func call(_ command: Command, id: RequestID? = nil, timeout: Double = 30) async throws -> Response {
         let socketPath = self.socketPath
         return try await offPool {
             let client = try BlockingClient(path: socketPath)
             client.setReadTimeout(seconds: timeout)
-            return try client.call(request)
+            return try client.call(command, id: id)
         }
     }
 
@@ -198,7 +198,7 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
     }
 
     func status(_ account: String = "work") async throws -> AccountStatus {
-        guard let status = try await call(Request(op: "status", account: account)).accounts?.first else { throw HarnessError("no status for \(account)") }
+        guard let status = try await call(.status(StatusArgs(account: account))).accounts?.first else { throw HarnessError("no status for \(account)") }
         return status
     }
 }
@@ -252,7 +252,7 @@ final class SharedClient: @unchecked Sendable {
         self.connection = connection
     }
 
-    func call(_ request: Request) async throws -> Response {
-        try await offPool { try self.connection.call(request) }
+    func call(_ command: Command, id: RequestID? = nil) async throws -> Response {
+        try await offPool { try self.connection.call(command, id: id) }
     }
 }

@@ -17,10 +17,8 @@ final class EventRecorder: Sendable {
 
     init(socketPath: String, account: String? = nil, profile: Bool = false) throws {
         let client = try BlockingClient(path: socketPath)
-        var request = Request(op: "watch", account: account)
-        request.profile = profile ? true : nil
         client.setReadTimeout(seconds: 30)
-        try client.send(request)
+        try client.send(.watch(WatchArgs(account: account, profile: profile)), id: nil)
         _ = try client.receiveLine()  // the acknowledgement: from here on, events
         client.setReadTimeout(seconds: 0)
         let box = ClientBox(client)

@@ -42,7 +42,7 @@ import TokendTestSupport
             let log = world.daemonLog
             #expect(log.components(separatedBy: "the stored session cannot be read").count - 1 == names.count, "reported once per account")
             #expect(!log.contains("keyring operation failed"), "no retry loop")
-            #expect(try await world.call(Request(op: "hello")).ok)
+            #expect(try await world.call(.hello).ok)
             for name in names {
                 #expect(world.keyring.secretToolLookup(account: name)?.trimmingCharacters(in: .newlines) == written[name], "\(name) left as it was")
             }

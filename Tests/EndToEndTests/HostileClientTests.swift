@@ -115,7 +115,7 @@ import Glibc
             #expect(requests >= 1000, "thousands of requests were sent (\(requests))")
             #expect(after - before < Self.memoryBound, "resident memory grew by \(after - before) bytes")
             // Others are served while it hangs there.
-            #expect(try await world.call(Request(op: "status", account: "work")).ok)
+            #expect(try await world.call(.status(StatusArgs(account: "work"))).ok)
             print("never-reading client: \(requests) requests sent before the daemon pushed back; VmRSS \(before / 1024) KiB -> \(after / 1024) KiB")
             await probe.finish()
         }
@@ -144,7 +144,7 @@ import Glibc
             }
             let during = try descriptorCount(pid)
             let rssDuring = try residentBytes(pid)
-            #expect(try await world.call(Request(op: "hello", id: .string("501st"))).id == .string("501st"))
+            #expect(try await world.call(.hello, id: .string("501st")).id == .string("501st"))
             held.removeAll()  // closes all 500
             try await poll(timeout: Patience.seconds, "descriptors back to \(baseline)") { try descriptorCount(pid) <= baseline }
             let after = try descriptorCount(pid)
@@ -152,7 +152,7 @@ import Glibc
             // out (the status poll's, the harness's start-up one: 25 -> 522 -> 23 once); two to
             // spare for those the lower count still holds.
             #expect(during >= min(baseline, after) + 498, "the daemon holds the 500 (\(baseline) -> \(during) -> \(after) descriptors)")
-            #expect(try await world.call(Request(op: "list")).ok)
+            #expect(try await world.call(.list(StatusArgs())).ok)
             print("500 connections: descriptors \(baseline) -> \(during) -> \(after); VmRSS \(rssBefore / 1024) KiB -> \(rssDuring / 1024) KiB")
             await probe.finish()
         }
@@ -183,7 +183,7 @@ import Glibc
             held.removeAll()
             // The one that waited is served once descriptors are free, and so is a new client.
             #expect(try await waiting.response(timeout: Patience.seconds).id == .string("late"))
-            #expect(try await world.call(Request(op: "hello")).ok)
+            #expect(try await world.call(.hello).ok)
             #expect(kill(pid, 0) == 0, "the daemon is still running")
             #expect(world.daemonLog.contains("Fatal error") == false)
         }
@@ -215,7 +215,7 @@ import Glibc
                 world.daemonLog.contains("refused a client of another user")
             }
             // Root's clients are still served.
-            #expect(try await world.call(Request(op: "list")).accounts?.map(\.name) == ["work"])
+            #expect(try await world.call(.list(StatusArgs())).accounts?.map(\.name) == ["work"])
             await probe.finish()
         }
     }
@@ -254,7 +254,7 @@ final class ServedProbe: Sendable {
                 do {
                     let client = try BlockingClient(path: path)
                     client.setReadTimeout(seconds: Patience.seconds)
-                    let reply = try client.call(Request(op: "hello"))
+                    let reply = try client.call(.hello)
                     state.withLock { reply.ok ? ($0.answered += 1) : $0.failures.append("\(reply)") }
                 } catch {
                     state.withLock { $0.failures.append("\(error)") }

@@ -26,7 +26,7 @@ import TokendTestSupport
     }
 
     func states(_ world: DaemonHarness) async throws -> [String: String] {
-        let reply = try await world.call(Request(op: "list"))
+        let reply = try await world.call(.list(StatusArgs()))
         return Dictionary(uniqueKeysWithValues: (reply.accounts ?? []).map { ($0.name, $0.state) })
     }
 

@@ -121,7 +121,7 @@ import TokendTestSupport
             var latencies: [Double] = []
             for _ in 0..<200 {
                 let asked = ContinuousClock.now
-                let response = try await client.call(Request(op: "token", account: "work", minValid: 1))
+                let response = try await client.call(.token(TokenArgs(account: "work", minValid: 1)))
                 #expect(response.ok, "\(String(describing: response.error))")
                 let elapsed = ContinuousClock.now - asked
                 latencies.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)

@@ -47,7 +47,7 @@ import TokendTestSupport
             client.connection.setReadTimeout(seconds: 30)
             for account in accounts {
                 let session = world.fake.createUser()
-                let response = try await client.call(Request(op: "import", account: account, refreshToken: session.refreshToken))
+                let response = try await client.call(.import(ImportArgs(account: account, refreshToken: session.refreshToken)))
                 #expect(response.ok, "\(account): \(String(describing: response.error))")
             }
             let start = Date()
@@ -58,7 +58,7 @@ import TokendTestSupport
             while Date() < end {
                 let account = accounts[index % accounts.count]
                 let asked = Date()
-                let response = try await client.call(Request(op: "token", account: account, minValid: 1))
+                let response = try await client.call(.token(TokenArgs(account: account, minValid: 1)))
                 if let token = response.token, let expiry = JWTClaims(token: token)?.expiresAt, expiry.timeIntervalSince(asked) >= 0.99 {
                     answers += 1
                 } else {

@@ -6,7 +6,8 @@ import TokendProtocol
 import TokendTestSupport
 
 /// Every provider answer is input (docs/security.md, "Provider answers"). The real tokend, with a
-/// Firebase account and an OpenID Connect account both pointed at one hostile stand-in, is driven
+/// Firebase account on the fake Firebase and an OpenID Connect account on the fake OIDC provider,
+/// both turned hostile by their fault layer's scripted answerer on every route, is driven
 /// through every operation that makes it parse a provider's answer — refresh, import, each
 /// sign-in method, device authorization and polling, discovery, JWKS, scoped grants, every
 /// Identity Toolkit call, revocation — while the stand-in answers each request with seeded random
@@ -33,13 +34,16 @@ import TokendTestSupport
         try await withWorld(accounts: [], startDaemon: false) { world in
             let hostile = try await FakeOIDC.start()
             try await withTearDown(hostile, tearDown: { await $0.shutdown() }) { hostile in
+                let firebase = world.fake
                 let generator = HostileAnswers(seed: seed)
-                hostile.respond { request, base in generator.answer(to: request, base: base) }
+                let base = hostile.issuer
+                hostile.faults.answer { generator.answer(to: $0, base: base) }
+                firebase.faults.answer { generator.answer(to: $0, base: base) }
                 try world.writeConfig("""
                     [account.fb]
                     provider = "firebase"
                     api_key = "property-key"
-                    emulator = "127.0.0.1:\(hostile.port)"
+                    emulator = "\(firebase.emulatorHost)"
 
                     [account.oi]
                     provider = "oidc"
@@ -55,15 +59,17 @@ import TokendTestSupport
                     let context = "seed \(seed), step \(step), tokenctl \(operation.arguments.joined(separator: " ")): exit \(run.status), \(run.stderr)"
                     #expect(Self.allowedExits.contains(run.status), "\(context)")
                     if run.status != 0 { #expect(!run.stderr.isEmpty, "a failure says why: \(context)") }
-                    let hello = try await world.call(Request(op: "hello"), timeout: 10)
+                    let hello = try await world.call(.hello, timeout: 10)
                     #expect(hello.ok, "tokend stopped answering after \(context)")
                     #expect(!world.daemonLog.contains("Fatal error"), "tokend crashed after \(context)")
                     if !hello.ok || world.daemonLog.contains("Fatal error") { return }
                 }
-                // The property means something only if the parsers were reached.
-                let paths = Set(hostile.requests.map(\.path))
-                #expect(hostile.requests.count >= Self.operationsPerSeed / 4, "seed \(seed): only \(hostile.requests.count) provider requests: \(paths)")
-                print("seed \(seed): \(hostile.requests.count) hostile answers to \(paths.sorted())")
+                // The property means something only if the parsers were reached, on both fakes.
+                let paths = Set(hostile.requests.map(\.path) + firebase.requests.map(\.path))
+                let count = hostile.requests.count + firebase.requests.count
+                #expect(count >= Self.operationsPerSeed / 4, "seed \(seed): only \(count) provider requests: \(paths)")
+                #expect(!hostile.requests.isEmpty && !firebase.requests.isEmpty, "seed \(seed): one fake was never asked: \(paths)")
+                print("seed \(seed): \(count) hostile answers to \(paths.sorted())")
             }
         }
     }
@@ -119,13 +125,13 @@ final class HostileAnswers: Sendable {
 
     init(seed: UInt64) { random = Mutex(SplitMix(seed: seed)) }
 
-    func answer(to request: FakeOIDC.Request, base: String) -> FakeOIDC.Answer? {
+    func answer(to request: IncomingRequest, base: String) -> Reply? {
         random.withLock { random in Self.answer(to: request, base: base, random: &random) }
     }
 
     static let statuses = [200, 200, 200, 200, 400, 401, 403, 404, 428, 429, 500, 503]
 
-    static func answer(to request: FakeOIDC.Request, base: String, random: inout SplitMix) -> FakeOIDC.Answer {
+    static func answer(to request: IncomingRequest, base: String, random: inout SplitMix) -> Reply {
         let status = statuses[random.below(statuses.count)]
         var headers: [String: String] = [:]
         if random.chance(30) { headers["Retry-After"] = ["1e19", "-5", "nan", "99999999999999999999", "1", "Wed, 21 Oct 2015 07:28:00 GMT", ""][random.below(7)] }
@@ -137,18 +143,18 @@ final class HostileAnswers: Sendable {
                 "authorization_endpoint": base + "/authorize", "revocation_endpoint": base + "/revoke", "jwks_uri": base + "/jwks",
             ]
             if random.chance(20) { document[["token_endpoint", "jwks_uri", "issuer", "device_authorization_endpoint"][random.below(4)]] = extreme(&random, depth: 0) }
-            return FakeOIDC.Answer(status: 200, body: json(document), headers: headers)
+            return Reply(status: 200, body: json(document), headers: headers)
         }
         switch random.below(10) {
-        case 0: return FakeOIDC.Answer(status: status, body: "", headers: headers)
-        case 1: return FakeOIDC.Answer(status: status, body: "<html>not json</html>", headers: headers)
-        case 2: return FakeOIDC.Answer(status: status, body: json(extreme(&random, depth: 0)), headers: headers)
+        case 0: return Reply(status: status, body: "", headers: headers)
+        case 1: return Reply(status: status, body: "<html>not json</html>", headers: headers)
+        case 2: return Reply(status: status, body: json(extreme(&random, depth: 0)), headers: headers)
         default:
             var object: [String: Any] = [:]
             for field in fields(for: request.path) where random.chance(70) {
                 object[field] = random.chance(50) ? plausible(field, base: base, random: &random) : extreme(&random, depth: 0)
             }
-            return FakeOIDC.Answer(status: status, body: json(object), headers: headers)
+            return Reply(status: status, body: json(object), headers: headers)
         }
     }
 

@@ -11,7 +11,7 @@ import TokendTestSupport
     @Test func aReloadIsAppliedBeforeTokenctlReturns() async throws {
         try await withWorld { world in
             try await world.importNewUser()
-            let hello = try await world.call(Request(op: "hello"))
+            let hello = try await world.call(.hello)
             #expect(hello.capabilities?.contains("reload") == true)
 
             try world.writeConfig([world.firebaseAccount("work"), world.firebaseAccount("play")].joined(separator: "\n"))
@@ -47,11 +47,11 @@ import TokendTestSupport
     /// `config_error` with the located problem on failure.
     @Test func theReloadOpAnswersWhatWasApplied() async throws {
         try await withWorld { world in
-            let applied = try await world.call(Request(op: "reload", id: .number(4)))
+            let applied = try await world.call(.reload, id: .number(4))
             #expect(applied.ok && applied.id == .number(4))
             #expect(applied.config == world.configPath && applied.configured == ["work"])
             try world.writeConfig("[account.work]\nprovider = \n")
-            let refused = try await world.call(Request(op: "reload"))
+            let refused = try await world.call(.reload)
             #expect(refused.error?.code == .configError)
             #expect(refused.error?.message.hasPrefix("\(world.configPath):2") == true, "\(String(describing: refused.error))")
             // SIGHUP still reloads, without an answer to wait for.

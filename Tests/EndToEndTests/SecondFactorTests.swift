@@ -107,12 +107,12 @@ import Glibc
     }
 
     /// A streamed reply's lines (progress lines, then the response line).
-    static func stream(_ world: DaemonHarness, _ request: Request) async throws -> [String] {
+    static func stream(_ world: DaemonHarness, _ command: Command, id: RequestID? = nil) async throws -> [String] {
         let socketPath = world.socketPath
         return try await offPool {
             let client = try BlockingClient(path: socketPath)
             client.setReadTimeout(seconds: 30)
-            try client.send(request)
+            try client.send(command, id: id)
             var lines: [String] = []
             while true {
                 let line = String(decoding: try client.receiveLine(), as: UTF8.self)
@@ -174,8 +174,8 @@ import Glibc
         try await withWorld { world in
             let uid = world.fake.createUser(email: "han@example.com", password: Self.password).uid
             let totp = world.fake.enrollTOTP(uid)
-            let first = Command.login(LoginArgs(account: "work", method: .email, email: "han@example.com", secret: Self.password)).request(id: .number(1))
-            let lines = try await Self.stream(world, first)
+            let first = Command.login(LoginArgs(account: "work", method: .email, email: "han@example.com", secret: Self.password))
+            let lines = try await Self.stream(world, first, id: .number(1))
             let progress = try #require(lines.compactMap { try? JSONDecoder().decode(LoginProgress.self, from: Data($0.utf8)) }.first { $0.progress == .secondFactor })
             #expect(progress.factor == totp.id && progress.factors?.first?.kind == .totp)
             let handle = try #require(progress.handle)
@@ -183,15 +183,15 @@ import Glibc
             let ended = try #require(lines.last.flatMap { try? JSONDecoder().decode(Response.self, from: Data($0.utf8)) })
             #expect(ended.error?.code == .needsLogin && ended.error?.message.hasPrefix("SECOND_FACTOR_REQUIRED") == true, "\(ended)")
 
-            let forged = Command.login(LoginArgs(account: "work", method: .secondFactor, secret: "123456", handle: "forged")).request(id: nil)
+            let forged = Command.login(LoginArgs(account: "work", method: .secondFactor, secret: "123456", handle: "forged"))
             let refused = try await world.call(forged)
             #expect(refused.error?.code == .needsLogin && refused.error?.message.contains("SECOND_FACTOR_EXPIRED") == true, "\(refused)")
 
             // A wrong code spends the handle: the right code after it is refused too.
-            let wrong = Command.login(LoginArgs(account: "work", method: .secondFactor, secret: "0000", handle: handle)).request(id: nil)
+            let wrong = Command.login(LoginArgs(account: "work", method: .secondFactor, secret: "0000", handle: handle))
             #expect(try await world.call(wrong).error?.message.contains("INVALID_CODE") == true)
             let right = try #require(TOTP.code(base32Secret: totp.secret, at: Date()))
-            let again = Command.login(LoginArgs(account: "work", method: .secondFactor, secret: right, handle: handle)).request(id: nil)
+            let again = Command.login(LoginArgs(account: "work", method: .secondFactor, secret: right, handle: handle))
             #expect(try await world.call(again).error?.message.contains("SECOND_FACTOR_EXPIRED") == true)
             #expect(try await world.storedSession() == nil)
         }

@@ -43,7 +43,7 @@ import Glibc
                     spawnedDaemons.withLock { _ = $0.remove(pid) }
                     throw HarnessError("tokend exited with \(status)")
                 }
-                return (try? BlockingClient(path: socket).call(Request(op: "hello")))?.ok == true
+                return (try? BlockingClient(path: socket).call(.hello))?.ok == true
             }
             return pid
         }
@@ -127,7 +127,7 @@ import Glibc
         let second = try scratch.runToExit(socket: socket)
         #expect(second.status == 75)
         #expect(second.stderr.contains("already serving"), "\(second.stderr)")
-        #expect(try BlockingClient(path: socket).call(Request(op: "hello")).ok, "the first tokend still answers")
+        #expect(try BlockingClient(path: socket).call(.hello).ok, "the first tokend still answers")
     }
 
     /// Binds a Unix socket at `path` and closes it without unlinking: what a killed daemon leaves.

@@ -151,7 +151,7 @@ import TokendTestSupport
                 let client = try BlockingClient(path: socket)
                 client.setReadTimeout(seconds: 30)
                 while !stop.load(ordering: .relaxed) {
-                    let response = try client.call(Request(op: "token", account: "work", minValid: 1))
+                    let response = try client.call(.token(TokenArgs(account: "work", minValid: 1)))
                     if response.ok { served.add(1, ordering: .relaxed) } else { failed.add(1, ordering: .relaxed) }
                 }
             } }
@@ -170,13 +170,13 @@ import TokendTestSupport
             try writer2.write(contentsOf: Data("this is not json\n".utf8))
             let badRequest: Response = try garbage.receive()
             #expect(badRequest.error?.code == .badRequest)
-            #expect(try garbage.call(Request(op: "hello", id: .number(2))).ok, "the connection survives a bad line")
+            #expect(try garbage.call(.hello, id: .number(2)).ok, "the connection survives a bad line")
 
             try await poll("the busy client is served") { served.load(ordering: .relaxed) > 20 }
             stop.store(true, ordering: .relaxed)
             try await busy.value
             #expect(failed.load(ordering: .relaxed) == 0)
-            #expect(try await world.call(Request(op: "hello")).ok, "the daemon keeps running")
+            #expect(try await world.call(.hello).ok, "the daemon keeps running")
         }
     }
 

@@ -18,19 +18,19 @@ import Testing
 
     @Test func withoutASessionItNeedsLogin() {
         let machine = AccountMachine()
-        #expect(machine.serve(.id, minValid: 60, at: t0) == .refuse(TokendError(.needsLogin, AccountMachine.noSessionReason)))
+        #expect(machine.answer(.id, minValid: 60, at: t0) == .refuse(TokendError(.needsLogin, AccountMachine.noSessionReason)))
         #expect(machine.nextWake == nil)
     }
 
     @Test func servesAHeldTokenThatMeetsMinValid() {
         let machine = AccountMachine(tokens: session())
-        #expect(machine.serve(.id, minValid: 60, at: t0) == .token("id-1", expiresAt: t0.addingTimeInterval(3600)))
+        #expect(machine.answer(.id, minValid: 60, at: t0) == .token("id-1", expiresAt: t0.addingTimeInterval(3600)))
     }
 
     @Test func neverServesATokenWithLessThanMinValidLeft() {
         let machine = AccountMachine(tokens: session())
-        #expect(machine.serve(.id, minValid: 61, at: t0.addingTimeInterval(3540)) == .refresh)
-        #expect(machine.serve(.id, minValid: 0, at: t0.addingTimeInterval(3600)) == .refresh)
+        #expect(machine.answer(.id, minValid: 61, at: t0.addingTimeInterval(3540)) == .refresh)
+        #expect(machine.answer(.id, minValid: 0, at: t0.addingTimeInterval(3600)) == .refresh)
     }
 
     @Test func proactiveRefreshIsDueAtExpiryMinusMargin() {
@@ -44,7 +44,7 @@ import Testing
         let machine = AccountMachine(tokens: session())
         let afterSuspend = t0.addingTimeInterval(7200)
         #expect(machine.isRefreshDue(at: afterSuspend))
-        #expect(machine.serve(.id, minValid: 0, at: afterSuspend) == .refresh)
+        #expect(machine.answer(.id, minValid: 0, at: afterSuspend) == .refresh)
     }
 
     @Test func singleFlightOnlyOneTicketAtATime() {
@@ -52,7 +52,7 @@ import Testing
         let ticket = machine.startRefresh(at: t0)
         #expect(ticket != nil)
         #expect(machine.startRefresh(at: t0) == nil)
-        #expect(machine.serve(.id, minValid: 600, at: t0) == .wait)
+        #expect(machine.answer(.id, minValid: 600, at: t0) == .wait)
     }
 
     @Test func rotatedRefreshTokenReplacesTheOld() {
@@ -85,7 +85,7 @@ import Testing
         #expect(machine.tokens?.accessToken == "access-2")
         // Another refresh would answer the same and, at some providers, cancel the access token
         // others hold (issue 32): refused at once, the lifetime re-learnt at the normal refresh.
-        #expect(machine.serve(.id, minValid: 0, at: later) == .refuse(AccountMachine.unsatisfiable(kind: .id, minValid: 0, tokens: machine.tokens, now: later)))
+        #expect(machine.answer(.id, minValid: 0, at: later) == .refuse(Advice.unsatisfiable(kind: .id, minValid: 0, tokens: machine.tokens, now: later)))
     }
 
     @Test func transientFailureKeepsTokensAndBacksOff() {
@@ -95,7 +95,7 @@ import Testing
         let completion = machine.finish(ticket, .transient(failure, retryAfter: nil), at: t0, jitterDraw: 0.5)
         #expect(completion == .willRetry(failure, retryAt: t0.addingTimeInterval(0.5)))
         #expect(machine.tokens?.refreshToken == "rt-1")
-        #expect(machine.serve(.id, minValid: 60, at: t0) == .token("id-1", expiresAt: t0.addingTimeInterval(3600)))
+        #expect(machine.answer(.id, minValid: 60, at: t0) == .token("id-1", expiresAt: t0.addingTimeInterval(3600)))
         #expect(machine.stateName(at: t0) == "retrying")
     }
 
@@ -103,7 +103,7 @@ import Testing
         var machine = AccountMachine(tokens: session(expiresIn: 10))
         let ticket = machine.startRefresh(at: t0)!
         _ = machine.finish(ticket, .transient(RefreshFailure(code: "timeout", message: "t"), retryAfter: 100), at: t0, jitterDraw: 0)
-        #expect(machine.serve(.id, minValid: 0, at: t0.addingTimeInterval(11)) == .retryAt(t0.addingTimeInterval(100)))
+        #expect(machine.answer(.id, minValid: 0, at: t0.addingTimeInterval(11)) == .retryAt(t0.addingTimeInterval(100)))
         #expect(machine.stateName(at: t0.addingTimeInterval(11)) == "unavailable")
     }
 
@@ -132,7 +132,7 @@ import Testing
         #expect(machine.finish(ticket, .needsLogin(failure), at: t0, jitterDraw: 0) == .loggedOut(failure, refreshToken: "rt-1"))
         #expect(machine.tokens == nil)
         #expect(machine.nextWake == nil)
-        guard case .refuse(let error) = machine.serve(.id, minValid: 0, at: t0) else { Issue.record("expected refusal"); return }
+        guard case .refuse(let error) = machine.answer(.id, minValid: 0, at: t0) else { Issue.record("expected refusal"); return }
         #expect(error.code == .needsLogin)
     }
 
@@ -140,8 +140,8 @@ import Testing
         var machine = AccountMachine(tokens: session(expiresIn: 100))
         let ticket = machine.startRefresh(at: t0)!
         _ = machine.finish(ticket, .misconfigured(RefreshFailure(code: "API_KEY_INVALID", message: "bad key")), at: t0, jitterDraw: 0)
-        #expect(machine.serve(.id, minValid: 60, at: t0) == .token("id-1", expiresAt: t0.addingTimeInterval(100)))
-        guard case .refuse(let error) = machine.serve(.id, minValid: 60, at: t0.addingTimeInterval(50)) else { Issue.record("expected refusal"); return }
+        #expect(machine.answer(.id, minValid: 60, at: t0) == .token("id-1", expiresAt: t0.addingTimeInterval(100)))
+        guard case .refuse(let error) = machine.answer(.id, minValid: 60, at: t0.addingTimeInterval(50)) else { Issue.record("expected refusal"); return }
         #expect(error.code == .configError)
         #expect(machine.startRefresh(at: t0) == nil)
         #expect(machine.startRefresh(at: t0, force: true) != nil)
@@ -167,7 +167,7 @@ import Testing
         #expect(machine.tokens?.refreshToken == "rt-1")
         // The held token is served again within its own horizon (3300 s) while the keyring writes;
         // a request reaching past it waits for the new tokens.
-        #expect(machine.serve(.id, minValid: 3295, at: t0.addingTimeInterval(10)) == .wait, "still refreshing while the keyring writes")
+        #expect(machine.answer(.id, minValid: 3295, at: t0.addingTimeInterval(10)) == .wait, "still refreshing while the keyring writes")
         #expect(machine.persisted(ticket, next, at: t0, jitterDraw: 0) == .refreshed(next))
         #expect(machine.tokens == next)
     }
@@ -192,8 +192,8 @@ import Testing
         _ = machine.finishPersisting(ticket, .refreshed(issued("id-2")), at: t0.addingTimeInterval(1))
         // 3299 s: what a fresh token promises (its lifetime less the margin), one second more than
         // this one, a second old, still can (a longer min_valid is refused before any refresh).
-        #expect(machine.serve(.id, minValid: 3299, at: t0.addingTimeInterval(1)) == .refresh, "a new request may refresh")
-        guard case .refuse(let error) = machine.serve(.id, minValid: 3299, at: t0.addingTimeInterval(1), requestStart: t0) else {
+        #expect(machine.answer(.id, minValid: 3299, at: t0.addingTimeInterval(1)) == .refresh, "a new request may refresh")
+        guard case .refuse(let error) = machine.answer(.id, minValid: 3299, at: t0.addingTimeInterval(1), requestStart: t0) else {
             Issue.record("expected refusal"); return
         }
         #expect(error.code == .badRequest)
@@ -206,7 +206,7 @@ import Testing
         var machine = AccountMachine(tokens: session())
         let ticket = machine.startRefresh(at: t0)!
         _ = machine.finishPersisting(ticket, .refreshed(issued("id-2")), at: t0.addingTimeInterval(1))
-        #expect(machine.serve(.id, minValid: 3299, at: t0.addingTimeInterval(1), requestStart: t0.addingTimeInterval(0.5)) == .refresh)
+        #expect(machine.answer(.id, minValid: 3299, at: t0.addingTimeInterval(1), requestStart: t0.addingTimeInterval(0.5)) == .refresh)
     }
 
     /// A refresh answered after a forward step of the wall clock (half an hour by the wall clock,
@@ -218,15 +218,15 @@ import Testing
         var machine = AccountMachine(tokens: session(expiresIn: 20))
         let ticket = machine.startRefresh(at: t0)!
         _ = machine.finishPersisting(ticket, .refreshed(issued("id-2", expiresIn: 20)), at: stepped, took: 1)
-        #expect(machine.serve(.id, minValid: 1, at: stepped, requestStart: t0) == .refresh)
+        #expect(machine.answer(.id, minValid: 1, at: stepped, requestStart: t0) == .refresh)
         let next = machine.startRefresh(at: stepped)!
         _ = machine.finishPersisting(next, .refreshed(issued("id-3", expiresIn: 20)), at: stepped.addingTimeInterval(1), took: 1)
-        #expect(machine.serve(.id, minValid: 1, at: stepped.addingTimeInterval(1), requestStart: t0) == .token("id-3", expiresAt: stepped.addingTimeInterval(20 - TokenSet.lifetimeGranularity)))
+        #expect(machine.answer(.id, minValid: 1, at: stepped.addingTimeInterval(1), requestStart: t0) == .token("id-3", expiresAt: stepped.addingTimeInterval(20 - TokenSet.lifetimeGranularity)))
 
         var slow = AccountMachine(tokens: session(expiresIn: 20))
         let slowTicket = slow.startRefresh(at: t0)!
         _ = slow.finishPersisting(slowTicket, .refreshed(issued("id-2", expiresIn: 20)), at: stepped, took: 1790)
-        guard case .refuse(let error) = slow.serve(.id, minValid: 1, at: stepped, requestStart: t0) else {
+        guard case .refuse(let error) = slow.answer(.id, minValid: 1, at: stepped, requestStart: t0) else {
             Issue.record("expected the slow refresh to be final"); return
         }
         #expect(error.code == .badRequest)
@@ -243,7 +243,7 @@ import Testing
     @Test func lockedKeyringIsNotAMissingSession() {
         var machine = AccountMachine()
         machine.markKeyringUnreadable(TokendError(.keyringLocked, "locked"))
-        #expect(machine.serve(.id, minValid: 0, at: t0) == .refuse(TokendError(.keyringLocked, "locked")))
+        #expect(machine.answer(.id, minValid: 0, at: t0) == .refuse(TokendError(.keyringLocked, "locked")))
         #expect(machine.stateName(at: t0) == "waiting_for_keyring")
         machine.restore(session(), jitterDraw: 0)
         #expect(machine.stateName(at: t0) == "active")
@@ -252,7 +252,7 @@ import Testing
     @Test func onlyARefreshTokenMeansRefreshAtOnce() {
         let machine = AccountMachine(tokens: TokenSet(refreshToken: "rt"))
         #expect(machine.isRefreshDue(at: t0))
-        #expect(machine.serve(.id, minValid: 0, at: t0) == .refresh)
+        #expect(machine.answer(.id, minValid: 0, at: t0) == .refresh)
     }
 }
 

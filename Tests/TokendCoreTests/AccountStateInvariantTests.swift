@@ -1,5 +1,5 @@
 import Testing
-import TokendCore
+@testable import TokendCore
 import TokendTestClock
 
 /// An account's state under long random runs of every input, in any order a daemon can see them:

@@ -1,5 +1,5 @@
 import Testing
-import TokendCore
+@testable import TokendCore
 import TokendTestClock
 
 /// An account's transitions as values: an input in, the account and the effects out, on a

@@ -1,6 +1,6 @@
 import Synchronization
 import Testing
-import TokendCore
+@testable import TokendCore
 import TokendTestClock
 
 /// The scheduler alone: which instant it arms for a machine, and that its timers fire only when

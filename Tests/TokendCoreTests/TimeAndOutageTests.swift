@@ -37,7 +37,7 @@ import Testing
     @Test func aClockJumpForwardNeverServesTheDeadToken() {
         let machine = AccountMachine(tokens: session(at: t0))
         let afterJump = t0.addingTimeInterval(2 * 3600)
-        #expect(machine.serve(.id, minValid: 0, at: afterJump) == .refresh)
+        #expect(machine.answer(.id, minValid: 0, at: afterJump) == .refresh)
         #expect(machine.isRefreshDue(at: afterJump), "a timer woken after the jump refreshes at once")
         #expect(machine.stateName(at: afterJump) == "stale")
     }
@@ -48,7 +48,7 @@ import Testing
         #expect(!machine.isRefreshDue(at: beforeJump))
         // The token's expiry is absolute: moving the clock back makes it look longer-lived, but
         // min_valid is still measured against its real `exp`.
-        #expect(machine.serve(.id, minValid: 60, at: beforeJump) == .token("id", expiresAt: t0.addingTimeInterval(3600)))
+        #expect(machine.answer(.id, minValid: 60, at: beforeJump) == .token("id", expiresAt: t0.addingTimeInterval(3600)))
     }
 
     @Test func suspendThroughABackoffRetriesAtOnceOnResume() {
@@ -57,7 +57,7 @@ import Testing
         _ = machine.finish(ticket, .transient(RefreshFailure(code: "network", message: "down"), retryAfter: 30), at: t0, jitterDraw: 0)
         let resumed = t0.addingTimeInterval(8 * 3600)
         #expect(machine.isRefreshDue(at: resumed))
-        #expect(machine.serve(.id, minValid: 0, at: resumed) == .retryAt(t0.addingTimeInterval(30)))
+        #expect(machine.answer(.id, minValid: 0, at: resumed) == .retryAt(t0.addingTimeInterval(30)))
         #expect(machine.startRefresh(at: resumed) != nil)
     }
 }

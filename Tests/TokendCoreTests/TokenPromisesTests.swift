@@ -20,15 +20,15 @@ import Testing
         let machine = AccountMachine(tokens: session())
         #expect(machine.servingHorizon == at(20))
         // 22 s are left, more than the 15 asked, but the refresh comes at 20 s: refresh first.
-        #expect(machine.serve(.access, minValid: 15, at: at(8)) == .refresh)
-        #expect(machine.serve(.access, minValid: 12, at: at(8)) == .token("at-1", expiresAt: at(30)))
+        #expect(machine.answer(.access, minValid: 15, at: at(8)) == .refresh)
+        #expect(machine.answer(.access, minValid: 12, at: at(8)) == .token("at-1", expiresAt: at(30)))
     }
 
     @Test func whileARefreshIsInFlightTheHeldTokenIsNotServed() {
         var machine = AccountMachine(tokens: session())
         _ = machine.startRefresh(at: at(1))
         #expect(machine.servingHorizon == .distantPast)
-        #expect(machine.serve(.access, minValid: 1, at: at(1)) == .wait)
+        #expect(machine.answer(.access, minValid: 1, at: at(1)) == .wait)
     }
 
     @Test func whileTheKeyringWritesTheAnswerTheHeldTokenIsServedWithinItsHorizon() {
@@ -36,8 +36,8 @@ import Testing
         let ticket = machine.startRefresh(at: at(1))!
         _ = machine.finish(ticket, .refreshed(IssuedTokens(accessToken: "at-2", expiresIn: 30)), at: at(1), jitterDraw: 0)
         #expect(machine.servingHorizon == at(20))
-        #expect(machine.serve(.access, minValid: 5, at: at(2)) == .token("at-1", expiresAt: at(30)))
-        #expect(machine.serve(.access, minValid: 19, at: at(2)) == .wait)
+        #expect(machine.answer(.access, minValid: 5, at: at(2)) == .token("at-1", expiresAt: at(30)))
+        #expect(machine.answer(.access, minValid: 19, at: at(2)) == .wait)
     }
 
     @Test func duringABackoffTheTokenIsServedWhileItLasts() {
@@ -45,7 +45,7 @@ import Testing
         let ticket = machine.startRefresh(at: at(20))!
         _ = machine.finish(ticket, .transient(RefreshFailure(code: "http_503", message: "unavailable"), retryAfter: nil), at: at(20), jitterDraw: 0)
         #expect(machine.servingHorizon == nil)
-        #expect(machine.serve(.access, minValid: 5, at: at(21)) == .token("at-1", expiresAt: at(30)))
+        #expect(machine.answer(.access, minValid: 5, at: at(21)) == .token("at-1", expiresAt: at(30)))
     }
 
     @Test func aRequestNoFreshTokenCanSatisfyIsRefusedWithoutARefresh() {
@@ -54,7 +54,7 @@ import Testing
         // Longer than the lifetime, and longer than what a fresh token can promise: refused,
         // both with the held token alive and with it dead.
         for (minValid, now) in [(60.0, at(1)), (21.0, at(1)), (60.0, at(40))] {
-            guard case .refuse(let error) = machine.serve(.access, minValid: minValid, at: now) else {
+            guard case .refuse(let error) = machine.answer(.access, minValid: minValid, at: now) else {
                 Issue.record("min_valid \(minValid) at +\(now.timeIntervalSince(t0)) s was not refused")
                 continue
             }
@@ -62,7 +62,7 @@ import Testing
             #expect(error.message.contains("20 s of the 30 s"))
         }
         // Exactly what a fresh token promises still refreshes.
-        #expect(machine.serve(.access, minValid: 20, at: at(1)) == .refresh)
+        #expect(machine.answer(.access, minValid: 20, at: at(1)) == .refresh)
     }
 
     @Test func theLifetimeIsLearntAgainAtTheNextRefresh() {
@@ -75,7 +75,7 @@ import Testing
         // 300 s counted from when the refresh was sent, less a second for rounding: 299 s, of
         // which a fresh token promises two thirds.
         #expect(machine.freshPromiseSpan == 299 - 299.0 / 3)
-        #expect(machine.serve(.access, minValid: 60, at: at(21)) == .token("at-2", expiresAt: at(319)))
+        #expect(machine.answer(.access, minValid: 60, at: at(21)) == .token("at-2", expiresAt: at(319)))
     }
 
     // MARK: - The promises

@@ -50,7 +50,7 @@ import TokendCore
 
     @Test(arguments: commands)
     func aCommandDecodesBackEqual(_ command: Command) throws {
-        #expect(try Command(command.request(id: .number(1))) == command)
+        #expect(try Command(command.fields(id: .number(1))) == command)
     }
 
     /// Through the bytes: the line the client writes, framed and decoded as the daemon does.
@@ -59,9 +59,9 @@ import TokendCore
         let line = command.line(id: .number(7))
         #expect(line.last == UInt8(ascii: "\n"))
         #expect(line.dropLast().allSatisfy { $0 != UInt8(ascii: "\n") }, "one line")
-        let request = try WireCoding.decodeRequest(Array(line.dropLast())).get()
+        let request = WireCoding.decodeRequest(Array(line.dropLast()))
         #expect(request.id == .number(7))
-        #expect(try Command(request) == command)
+        #expect(try request.command.get() == command)
     }
 
     @Test func everyOpAndEveryAccountActionIsCovered() {
@@ -83,8 +83,8 @@ import TokendCore
     func aTokenLineIsTheEncodersByteForByte(_ command: Command) throws {
         guard case .token(let args) = command, args.account.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x80 }) else { return }
         for id: RequestID? in [nil, .number(1), .number(-42)] {
-            let fast = try #require(TokenExchangeCoding.requestLine(args, id: id))
-            #expect(fast == WireCoding.encodeLine(command.request(id: id)))
+            let fast = try #require(TokenExchangeCoding.requestLine(command.fields(id: id)))
+            #expect(fast == WireCoding.encodeLine(command.fields(id: id)))
         }
     }
 

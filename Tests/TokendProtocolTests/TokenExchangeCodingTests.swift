@@ -14,18 +14,19 @@ import TokendCore
     ])
     func aTokenRequestLineDecodesToTheSameRequest(_ args: TokenArgs) throws {
         for id: RequestID? in [nil, .number(1), .number(-3)] {
-            let line = try #require(TokenExchangeCoding.requestLine(args, id: id))
+            let line = try #require(TokenExchangeCoding.requestLine(Command.token(args).fields(id: id)))
             #expect(line.last == UInt8(ascii: "\n"))
             #expect(line.dropLast().allSatisfy { $0 != UInt8(ascii: "\n") })
-            #expect(try WireCoding.decodeRequest(Array(line.dropLast())).get() == Command.token(args).request(id: id))
+            #expect(try WireCoding.decodeFields(Array(line.dropLast())).get() == Command.token(args).fields(id: id))
         }
     }
 
     @Test func otherRequestsAreLeftToTheEncoder() {
-        #expect(TokenExchangeCoding.requestLine(TokenArgs(account: "a"), id: .string("x")) == nil)
-        #expect(TokenExchangeCoding.requestLine(TokenArgs(account: "a"), id: .number(1.5)) == nil)
-        #expect(TokenExchangeCoding.requestLine(TokenArgs(account: "a", minValid: .infinity), id: nil) == nil)
-        #expect(TokenExchangeCoding.requestLine(TokenArgs(account: "a", timeout: .nan), id: nil) == nil)
+        #expect(TokenExchangeCoding.requestLine(Command.token(TokenArgs(account: "a")).fields(id: .string("x"))) == nil)
+        #expect(TokenExchangeCoding.requestLine(Command.token(TokenArgs(account: "a")).fields(id: .number(1.5))) == nil)
+        #expect(TokenExchangeCoding.requestLine(Command.token(TokenArgs(account: "a", minValid: .infinity)).fields(id: nil)) == nil)
+        #expect(TokenExchangeCoding.requestLine(Command.token(TokenArgs(account: "a", timeout: .nan)).fields(id: nil)) == nil)
+        #expect(TokenExchangeCoding.requestLine(Command.status(StatusArgs(account: "a")).fields(id: nil)) == nil, "another op's fields")
     }
 
     @Test(arguments: [
@@ -87,7 +88,7 @@ import TokendCore
     ])
     func aTokenRequestLineDecodesByHandAsTheDecoderReadsIt(_ line: String) throws {
         let fast = try #require(TokenExchangeCoding.request(Array(line.utf8)))
-        #expect(fast == (try JSONDecoder().decode(Request.self, from: Data(line.utf8))))
+        #expect(fast == (try JSONDecoder().decode(RequestFields.self, from: Data(line.utf8))))
     }
 
     @Test(arguments: [
@@ -166,7 +167,7 @@ import TokendCore
         }
         #expect(framed == [Array(text.utf8)])
         let fast = try #require(TokenExchangeCoding.request(framed[0]))
-        #expect(fast == (try JSONDecoder().decode(Request.self, from: Data(text.utf8))))
+        #expect(fast == (try JSONDecoder().decode(RequestFields.self, from: Data(text.utf8))))
     }
 
     @Test(arguments: requestLines)
@@ -176,7 +177,7 @@ import TokendCore
         for end in 0..<whole {
             let prefix = Array(bytes[..<end])
             #expect(TokenExchangeCoding.request(prefix) == nil, "prefix of \(end) bytes")
-            guard case .failure = WireCoding.decodeRequest(prefix) else {
+            guard case .failure = WireCoding.decodeFields(prefix) else {
                 Issue.record("a prefix of \(end) bytes decoded")
                 continue
             }
@@ -199,7 +200,7 @@ import TokendCore
 
     @Test(arguments: requestLines)
     func noChangedByteMakesTheHandReadRequestDisagreeWithTheDecoder(_ text: String) {
-        Self.everySubstitution(of: text, fast: TokenExchangeCoding.request) { try? JSONDecoder().decode(Request.self, from: Data($0)) }
+        Self.everySubstitution(of: text, fast: TokenExchangeCoding.request) { try? JSONDecoder().decode(RequestFields.self, from: Data($0)) }
     }
 
     @Test(arguments: replyLines)

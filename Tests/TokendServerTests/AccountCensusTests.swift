@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TokendCore
+@testable import TokendCore
 @testable import TokendServer
 
 /// The kept count of states agrees with asking every machine, whatever the clock says, as
@@ -27,19 +27,19 @@ struct AccountCensusTests {
             machine(expiringIn: 40) { $0.markKeyringUnreadable(TokendError(.keyringUnavailable, "frozen")) },
         ]
         var census = AccountCensus()
-        for machine in machines { census.add(machine) }
+        for machine in machines { census.add(machine.stateNames) }
         for offset in [-10.0, 0, 9.999, 10, 10.001, 19, 20, 29, 30, 31, 100] {
             let now = t0.addingTimeInterval(offset)
             #expect(census.counts(at: now) == recount(machines, at: now), "at t0 + \(offset) s")
         }
         // Equal instants: removing one of two leaves the other.
-        census.remove(machines.remove(at: 1))
-        census.remove(machines.remove(at: 3))
+        census.remove(machines.remove(at: 1).stateNames)
+        census.remove(machines.remove(at: 3).stateNames)
         for offset in [0.0, 10, 10.5, 35] {
             let now = t0.addingTimeInterval(offset)
             #expect(census.counts(at: now) == recount(machines, at: now), "after removals, at t0 + \(offset) s")
         }
-        for machine in machines { census.remove(machine) }
+        for machine in machines { census.remove(machine.stateNames) }
         #expect(census.counts(at: t0).isEmpty)
     }
 }

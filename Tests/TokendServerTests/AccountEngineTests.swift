@@ -8,8 +8,10 @@ import TokendFakes
 import TokendTestSupport
 
 @Suite struct AccountEngineTests {
-    @Test func importRefreshesAndPersists() async throws {
-        let fixture = try await EngineFixture.make()
+    /// The engine on the fake in both of the fixture's modes: in-process and over loopback.
+    @Test(arguments: FakeFirebase.Serving.allCases)
+    func importRefreshesAndPersists(_ serving: FakeFirebase.Serving) async throws {
+        let fixture = try await EngineFixture.make(serving: serving)
         try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
             let session = try await fixture.importSession()
             #expect(fixture.store.storedTokens(account: "work")?.refreshToken == session.refreshToken)
@@ -175,16 +177,16 @@ import TokendTestSupport
     @Test func everyRequestGetsAReply() async throws {
         let fixture = try await EngineFixture.make()
         try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
-            #expect(await fixture.respond(Request(op: "token", account: "other")).error?.code == .unknownAccount)
-            #expect(await fixture.respond(Request(op: "token", account: "work")).error?.code == .needsLogin)
-            #expect(await fixture.respond(Request(op: "status", account: "work")).accounts?.first?.state == "needs_login")
+            #expect(await fixture.respond(.token(TokenArgs(account: "other"))).error?.code == .unknownAccount)
+            #expect(await fixture.respond(.token(TokenArgs(account: "work"))).error?.code == .needsLogin)
+            #expect(await fixture.respond(.status(StatusArgs(account: "work"))).accounts?.first?.state == "needs_login")
         }
     }
 
     @Test func watchStreamsEventsWithoutTokens() async throws {
         let fixture = try await EngineFixture.make()
         try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
-            guard case .stream(let lines) = await fixture.handler.handle(Request(op: "watch", account: "work")) else {
+            guard case .stream(let lines) = await fixture.handler.handle(DecodedRequest(.watch(WatchArgs(account: "work")))) else {
                 Issue.record("expected watch"); return
             }
             var iterator = lines.makeAsyncIterator()

@@ -84,6 +84,16 @@ import TokendProtocol
         await expectBadRequest(line, id: .string("t"), mentions: field)
     }
 
+    /// Every field of the table is checked for its type whatever the op: a field of another op
+    /// with a wrong value is refused, not ignored like an unknown one.
+    @Test(arguments: [
+        (#"{"op":"hello","id":"t","min_valid":"60"}"#, "min_valid"), (#"{"op":"list","id":"t","create":"yes"}"#, "create"),
+        (#"{"op":"frobnicate","id":"t","scopes":"openid"}"#, "scopes"), (#"{"op":"token","id":"t","account":"w","profile":1}"#, "profile"),
+    ])
+    func aFieldOfAnotherOpWithTheWrongTypeIsNamed(_ line: String, _ field: String) async {
+        await expectBadRequest(line, id: .string("t"), mentions: field)
+    }
+
     /// Values of the right type that break the op's rules: the message names the op and the field.
     @Test(arguments: [
         (#"{"op":"token","id":"t"}"#, #"token: "account""#), (#"{"op":"token","id":"t","account":""}"#, #"token: "account""#),

@@ -73,6 +73,22 @@ import TokendTestSupport
         #expect(engine.calls.count == 2, "\(engine.calls)")
     }
 
+    /// The request the accept loop decoded and could not answer comes with the connection, and is
+    /// asked as it is: no line of it is read again, and the lines behind it wait for its reply.
+    @Test func aCarriedRequestIsAskedFirstWithoutItsLine() async throws {
+        let stub = StubbedHandler(Self.heldScript(nil))
+        let handler = stub.handler
+        let carried = WireCoding.decodeRequest(Array(#"{"op":"status","id":1,"account":"work"}"#.utf8))
+        let channel = try await NIOAsyncTestingChannel {
+            try $0.pipeline.syncOperations.addHandler(ConnectionChannelHandler(handler, carried: carried))
+        }
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1))
+        try await send(#"{"op":"hello","id":2}"#, to: channel)
+        #expect(try await nextReply(channel).id == .number(1))
+        #expect(try await nextReply(channel).id == .number(2))
+        #expect(stub.engine.calls == [.statuses(account: "work")])
+    }
+
     /// A token request behind one that went to the engine waits its turn: answered at once, its
     /// reply would overtake the earlier one's.
     @Test func aReplyNeverOvertakesAnEarlierRequests() async throws {

@@ -80,7 +80,7 @@ import Glibc
             #expect(await events.next() == .step(.ready))
             // A client with a `watch` open, on a thread of its own (the client blocks).
             DispatchQueue.global().async {
-                guard let client = try? BlockingClient(path: socket), (try? client.send(Request(op: "watch"))) != nil,
+                guard let client = try? BlockingClient(path: socket), (try? client.send(.watch(WatchArgs()), id: nil)) != nil,
                     (try? client.receive(Response.self))?.ok == true
                 else {
                     see.yield(.watchEnded)

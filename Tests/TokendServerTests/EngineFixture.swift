@@ -8,7 +8,8 @@ import TokendFakes
 import TokendSystem
 import TokendTestSupport
 
-/// An engine wired to the in-process fake and an in-memory keyring: the daemon minus its socket.
+/// An engine wired to the fake (in-process by default, through the transport seam; or over
+/// loopback) and an in-memory keyring: the daemon minus its socket.
 struct EngineFixture {
     let fake: FakeFirebase
     let store: InMemorySecretStore
@@ -17,12 +18,13 @@ struct EngineFixture {
     let transport: HTTPTransport
 
     static func make(
-        options: FakeFirebase.Options = .init(), store: InMemorySecretStore = InMemorySecretStore(timeout: 2), clock: (any WallClock)? = nil
+        options: FakeFirebase.Options = .init(), store: InMemorySecretStore = InMemorySecretStore(timeout: 2), clock: (any WallClock)? = nil,
+        serving: FakeFirebase.Serving = .inProcess
     ) async throws -> EngineFixture {
         var options = options
         if let clock { options.clock = clock }
-        let fake = try await FakeFirebase.start(options: options)
-        let transport = HTTPTransport(environment: [:])
+        let fake = try await FakeFirebase.start(serving: serving, options: options)
+        let transport = fake.transport()
         let hub = EventHub()
         var logger = Logger(label: "test")
         logger.logLevel = .critical
@@ -48,8 +50,8 @@ struct EngineFixture {
         return session
     }
 
-    func respond(_ request: Request) async -> Response {
-        guard case .response(let response) = await handler.handle(request) else { return Response.failure(TokendError(.internal, "watch")) }
+    func respond(_ command: Command) async -> Response {
+        guard case .response(let response) = await handler.handle(DecodedRequest(command)) else { return Response.failure(TokendError(.internal, "watch")) }
         return response
     }
 

@@ -34,7 +34,7 @@ import TokendTestSupport
 
     /// The first line a login stream answers with.
     func firstLine(_ handler: RequestRouter) async -> (RequestRouter.StreamLine?, AsyncStream<RequestRouter.StreamLine>?) {
-        guard case .stream(let stream) = await handler.handle(Command.login(LoginArgs(account: "corp", method: .browser, timeout: 60)).request(id: nil)) else { return (nil, nil) }
+        guard case .stream(let stream) = await handler.handle(DecodedRequest(.login(LoginArgs(account: "corp", method: .browser, timeout: 60)))) else { return (nil, nil) }
         var iterator = stream.makeAsyncIterator()
         return (await iterator.next(), stream)
     }
@@ -43,7 +43,7 @@ import TokendTestSupport
     /// by the engine with the ones it does, before any flow runs.
     @Test func aMethodTheProviderDoesNotOfferIsRefusedWithTheOnesItDoes() async throws {
         let handler = await handler()
-        let request = Command.login(LoginArgs(account: "corp", method: .anonymous, timeout: 60)).request(id: nil)
+        let request = DecodedRequest(.login(LoginArgs(account: "corp", method: .anonymous, timeout: 60)))
         guard case .stream(let stream) = await handler.handle(request) else { Issue.record("no stream"); return }
         var iterator = stream.makeAsyncIterator()
         guard case .response(let refusal)? = await iterator.next() else { Issue.record("expected a refusal"); return }

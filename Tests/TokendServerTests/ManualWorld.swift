@@ -103,7 +103,7 @@ struct ManualWorld {
 
     /// The instant the account's timer is armed for, if any.
     func armed(_ name: String) async -> Date? {
-        await engine.accounts[name]?.wake?.deadline
+        await engine.accounts[name]?.armedDeadline
     }
 
     func state(_ name: String) async -> String? {

@@ -103,9 +103,7 @@ import TokendTestSupport
 
     @Test func firebaseAccountsHaveNoScopedTokens() async throws {
         let fixture = try await EngineFixture.make()
-        var request = Request(op: "token", account: "work")
-        request.audience = "https://api.example.com"
-        let response = await fixture.respond(request)
+        let response = await fixture.respond(.token(TokenArgs(account: "work", audience: "https://api.example.com")))
         #expect(response.error?.code == .badRequest && response.error?.message.contains("firebase") == true)
         await fixture.shutdown()
     }

@@ -1,5 +1,5 @@
 import Testing
-import TokendCore
+@testable import TokendCore
 import TokendKeyring
 import TokendProtocol
 @testable import TokendServer

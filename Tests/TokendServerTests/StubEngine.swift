@@ -95,7 +95,7 @@ final class StubEngine: EngineServices {
         }
     }
 
-    func token(account: String, kind: TokenKind?, minValid: Double, timeout: Double, scope: TokenScope?) async -> Result<TokenGrant, TokendError> {
+    func token(account: String, kind: TokenKind?, scope: TokenScope?, minValid: Double, timeout: Double) async -> Result<TokenGrant, TokendError> {
         record(.token(account: account, kind: kind, minValid: minValid, timeout: timeout, scope: scope)) { $0.token }
     }
 

@@ -39,6 +39,8 @@ BIN = os.environ.get("TOKEND_BIN_DIR", ".build/debug")
 # The private session scripts/chaos runs this in: its directory, and its keyring's verbs.
 ROOT = os.environ.get("TOKEND_SESSION_ROOT") or sys.exit("chaos.py: run me through scripts/chaos")
 SESSION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "private-session")
+# The scripts' one world (the fake Firebase and its accounts), as every shell suite has it.
+WORLD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "world.sh")
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 # Loaded before libfaketime: it keeps monotonic timers where a real wall-clock step leaves them
 # (libfaketime shifts them by its offset; Sources/CTokendFaketimeFix says how it was measured).
@@ -167,7 +169,7 @@ class World:
     def start_fake(self):
         log = open(self.fake_log, "ab")
         self.fake = subprocess.Popen(
-            [BIN + "/tokend-fake-firebase", "--lifetime", str(TOKEN_LIFETIME), "--rotate"],
+            [WORLD, "fake", "--lifetime", str(TOKEN_LIFETIME), "--rotate"],
             stdout=subprocess.PIPE, stderr=log, env=self.env())
         line = self.fake.stdout.readline().decode().strip()
         if not line.startswith("FIREBASE_AUTH_EMULATOR_HOST="):
@@ -218,14 +220,13 @@ class World:
     # -- tokend -------------------------------------------------------------------------------
 
     def write_config(self, accounts):
-        lines = []
-        for name in sorted(accounts):
-            lines += ["[account.%s]" % name, 'provider = "firebase"', 'api_key = "chaos-api-key"',
-                      'emulator = "%s"' % self.emulator, ""]
+        sections = [self.run([WORLD, "account", name, self.emulator, "chaos-api-key"], timeout=30).stdout for name in sorted(accounts)]
+        if not all(sections):
+            raise RuntimeError("scripts/lib/world.sh account printed no section")
         os.makedirs(os.path.dirname(self.config_path), exist_ok=True)
         temporary = self.config_path + ".new"
         with open(temporary, "w") as f:
-            f.write("\n".join(lines))
+            f.write("".join(sections))
         os.rename(temporary, self.config_path)
 
     def write_offset(self, offset):

@@ -115,12 +115,10 @@ clean_root_checks() {
   as_user sh -c "{ echo '$line'; cat /etc/zsh/newuser.zshrc.recommended; } > ~/.zshrc"
 
   # --- 3. Completions of the tarball's install, in each shell ----------------------------------
-  "$bin/tokend-fake-firebase" --lifetime 3600 >"$scratch/fake.out" 2>"$scratch/fake.log" &
-  poll 20 grep -q '^FIREBASE_AUTH_EMULATOR_HOST=' "$scratch/fake.out"
-  emulator=$(sed -n 's/^FIREBASE_AUTH_EMULATOR_HOST=//p' "$scratch/fake.out")
+  start_fake "$scratch" --lifetime 3600
   write_config "$emulator"
   # --- 6. `tokend &` then at once `tokenctl token`: tokenctl waits for the socket -------------
-  refresh=$(curl -sf -X POST -d '{}' "http://$emulator/_fake/users" | python3 -c 'import json,sys; print(json.load(sys.stdin)["refresh_token"])')
+  refresh=$(new_refresh_token)
   as_user sh -c 'tokend 2>~/tokend.log & tokenctl list >/dev/null 2>~/list.err; echo $? > ~/list.status' 
   check "'tokend &' then at once 'tokenctl list': answered, not 69 ($(cat "$croot/home/alice/list.err"))" \
     [ "$(cat "$croot/home/alice/list.status")" = 0 ]

@@ -1,8 +1,9 @@
 # Shared by scripts/test, scripts/demo and scripts/install: installs the Debian packages a step
 # needs, only when one is missing, so every script is idempotent and cheap on a second run.
 
-# Packages to build (libsecret and GLib headers).
-BUILD_PACKAGES=(libsecret-1-dev libglib2.0-dev pkg-config)
+# Packages to build (libsecret and GLib headers; tpm2-tss's ESYS, TCTI loader and marshalling
+# for the tpm2 store).
+BUILD_PACKAGES=(libsecret-1-dev libglib2.0-dev pkg-config libtss2-dev)
 # What scripts/lib/private-session needs: a session bus, a real gnome-keyring, secret-tool, gdbus
 # (libglib2.0-bin) to lock the keyring and python3-dbus to unlock it in place (keyring-unlock).
 SESSION_PACKAGES=(dbus gnome-keyring libsecret-tools libglib2.0-bin python3-dbus)
@@ -10,7 +11,9 @@ SESSION_PACKAGES=(dbus gnome-keyring libsecret-tools libglib2.0-bin python3-dbus
 # clock jumps. scripts/test-systemd adds a user manager (systemd), nsenter and runuser
 # (util-linux), gdb for the ptrace check, curl and python3 for the fake's control plane. git is
 # the other tool of the integration tests; man-db and groff-base render tokenctl's man page.
-RUNTIME_PACKAGES=("${SESSION_PACKAGES[@]}" socat faketime procps systemd util-linux gdb curl python3 git man-db groff-base)
+# The other stores' real pieces (StoreTests): a TPM 2.0 simulator and its tools, pass and gnupg.
+STORE_PACKAGES=(swtpm swtpm-tools tpm2-tools pass gnupg)
+RUNTIME_PACKAGES=("${SESSION_PACKAGES[@]}" socat faketime procps systemd util-linux gdb curl python3 git man-db groff-base "${STORE_PACKAGES[@]}")
 
 ensure_packages() {
   local missing=()

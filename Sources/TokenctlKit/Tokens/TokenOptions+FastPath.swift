@@ -17,9 +17,8 @@ protocol FastParsedCommand: TokenctlCommand {
 extension FastParsedCommand {
     mutating func takeTrailing(_ arguments: [String]?) -> Bool { arguments == nil }
 
-    /// `NAME ACCOUNT [--min-valid S] [--kind K] [--scope S] [--audience A] [--socket P] [--timeout S]
-    /// [-- CMD…]`, also with
-    /// `--opt=value`. Anything else — help, a typo, a bad value — returns nil and takes the
+    /// `NAME ACCOUNT [OPTION VALUE]… [-- CMD…]` (the options of `RequestField.option` and
+    /// `--socket`), also with `--opt=value`. Anything else — help, a typo, a bad value — returns nil and takes the
     /// ArgumentParser path, which owns every error message; tests check both paths agree.
     static func parseFast(_ arguments: [String]) -> Self? {
         guard let fast = FastArguments(arguments, name: fastName) else { return nil }
@@ -38,49 +37,42 @@ extension FastParsedCommand {
     }
 }
 
-/// The options of `token`, `header`, `exec` and `exec-credential` as plain values, and the one
-/// table of them that both paths read: ArgumentParser fills `TokenOptions` and hands its values
-/// on as these (`TokenOptions.fields`), the fast path reads argv with `take`, which maps each
-/// option onto its field of the request (`TokenRequestField.option`, the protocol's table), and
-/// `command` turns them into the one `token` command. A new field is a row in that table, a
-/// property and a case in `take` here, and its `@Option` in `TokenOptions`.
+/// The options of `token`, `header`, `exec` and `exec-credential` as plain values, read through
+/// the protocol's one table of request fields: ArgumentParser fills `TokenOptions` and hands its
+/// values on as these (`TokenOptions.fields`); the fast path reads argv with `take`, which finds
+/// each option's field by `RequestField.option` and parses its value by the field's type; and
+/// `command` turns them into the one `token` command. A new field is its row in `RequestField`,
+/// its place in `TokenArgs`, and its `@Option` in `TokenOptions`.
 struct TokenFields: Equatable {
-    var minValid: Double?
-    var kind: Tokenctl.KindArgument?
-    var scope: String?
-    var audience: String?
+    /// The request's fields the options set.
+    var request = RequestFields()
+    /// Where to connect, no field of the request.
     var socket: String?
-    var timeout: Double?
 
     /// Takes `flag`'s `value`; false for an unknown flag, a value that does not parse or a flag
     /// given twice (ArgumentParser then says what is wrong).
     mutating func take(_ flag: String, _ value: String) -> Bool {
-        // `--socket` is where to connect, no field of the request.
-        if flag == "--socket" { return Self.fill(&socket, value) }
-        switch TokenRequestField(option: flag) {
-        case .minValid: return Self.fill(&minValid, Double(value))
-        case .kind: return Self.fill(&kind, Tokenctl.KindArgument(rawValue: value))
-        case .scope: return Self.fill(&scope, value)
-        case .audience: return Self.fill(&audience, value)
-        case .timeout: return Self.fill(&timeout, Double(value))
-        case .account, .id, .op, nil: return false
+        if flag == "--socket" {
+            guard socket == nil else { return false }
+            socket = value
+            return true
         }
-    }
-
-    private static func fill<Value>(_ slot: inout Value?, _ value: Value?) -> Bool {
-        guard slot == nil, let value else { return false }
-        slot = value
+        guard let field = RequestField(option: flag), request[field] == nil, let parsed = field.value(parsing: value) else { return false }
+        request[field] = parsed
         return true
     }
 
     /// The `token` command these fields make for `account`: the daemon waits for a refresh as
     /// long as tokenctl waits for its answer.
     func command(account: String) -> Command {
-        .token(TokenArgs(account: account, minValid: minValid, kind: kind?.tokenKind, timeout: connection.timeout, scope: scope, audience: audience))
+        var fields = request
+        fields.set(.account, account)
+        fields.set(.timeout, connection.timeout)
+        return .token(TokenArgs(fields: fields))
     }
 
     var connection: ConnectionSettings {
-        ConnectionSettings(socket: socket, timeout: timeout ?? ConnectionOptions.defaultTimeout)
+        ConnectionSettings(socket: socket, timeout: request.number(.timeout) ?? ConnectionOptions.defaultTimeout)
     }
 }
 
@@ -122,7 +114,7 @@ struct FastArguments {
         }
         do {
             try ConnectionSettings.validate(timeout: connection.timeout)
-            try TokenOptions.validate(account: account, minValid: fields.minValid)
+            try TokenOptions.validate(account: account, fields)
         } catch {
             return nil
         }

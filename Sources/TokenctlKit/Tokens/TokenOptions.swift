@@ -30,28 +30,33 @@ struct TokenOptions: ParsableArguments {
     /// every property wrapper: a command the fast path builds has only their definitions.
     var fields: TokenFields {
         get {
-            TokenFields(
-                minValid: minValid, kind: kind, scope: scope, audience: audience, socket: connection.socket, timeout: connection.timeoutOption)
+            var fields = TokenFields(socket: connection.socket)
+            fields.request.set(.minValid, minValid)
+            fields.request.set(.kind, kind?.tokenKind)
+            fields.request.set(.scope, scope)
+            fields.request.set(.audience, audience)
+            fields.request.set(.timeout, connection.timeoutOption)
+            return fields
         }
         set {
-            minValid = newValue.minValid
-            kind = newValue.kind
-            scope = newValue.scope
-            audience = newValue.audience
+            minValid = newValue.request.number(.minValid)
+            kind = newValue.request.tokenKind(.kind).flatMap { Tokenctl.KindArgument(rawValue: $0.rawValue) }
+            scope = newValue.request.string(.scope)
+            audience = newValue.request.string(.audience)
             var connection = ConnectionOptions()
             connection.socket = newValue.socket
-            connection.timeoutOption = newValue.timeout
+            connection.timeoutOption = newValue.request.number(.timeout)
             self.connection = connection
         }
     }
 
     func validate() throws {
-        try Self.validate(account: account, minValid: minValid)
+        try Self.validate(account: account, fields)
     }
 
-    static func validate(account: String, minValid: Double?) throws {
+    static func validate(account: String, _ fields: TokenFields) throws {
         try validateAccount(account)
-        if let minValid, !(minValid.isFinite && minValid >= 0) {
+        if let minValid = fields.request.number(.minValid), !(minValid.isFinite && minValid >= 0) {
             throw ValidationError("--min-valid must be zero or a positive number of seconds")
         }
     }

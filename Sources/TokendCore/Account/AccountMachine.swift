@@ -4,7 +4,7 @@
 /// (a refresh outcome, an import, a logout). Every refresh carries the `generation` it started
 /// in, so a slow refresh that finishes after a logout or a new import is recognised as stale and
 /// can never write over the newer session (pizauth's versioned `AccountId`).
-public struct AccountMachine: Sendable {
+struct AccountMachine: Sendable {
     public enum Phase: Sendable, Equatable {
         /// Holding tokens (or nothing yet); the next refresh is on schedule.
         case idle
@@ -19,18 +19,6 @@ public struct AccountMachine: Sendable {
         /// The keyring could not be read yet (locked, or no Secret Service): we do not know whether
         /// a session exists, and must not claim that none does.
         case awaitingKeyring(TokendError)
-    }
-
-    /// What a `token` request should do now.
-    public enum ServeDecision: Sendable, Equatable {
-        case token(String, expiresAt: Date)
-        /// Start a refresh (none is in flight) and wait for it.
-        case refresh
-        /// A refresh is in flight: wait for it.
-        case wait
-        /// Backing off: nothing will happen before this instant.
-        case retryAt(Date)
-        case refuse(TokendError)
     }
 
     /// What finishing a refresh means for the outside world.
@@ -57,7 +45,7 @@ public struct AccountMachine: Sendable {
     public private(set) var lastError: RefreshFailure?
     /// Consecutive transient failures.
     public private(set) var failures = 0
-    public var policy: RefreshPolicy
+    var policy: RefreshPolicy
     /// The jitter draw for the current tokens, fixed when they arrive so the schedule is stable.
     private var jitterDraw: Double = 0
     /// The provider answered the refresh in flight and its tokens are being written to the
@@ -66,7 +54,7 @@ public struct AccountMachine: Sendable {
     /// The refresh being persisted, and the one that brought the held tokens, was answered after
     /// a forward step of the wall clock: what its tokens cannot satisfy, the next refresh may.
     private var answerCameAcrossAClockStep = false
-    private var tokensCameAcrossAClockStep = false
+    private(set) var tokensCameAcrossAClockStep = false
 
     public init(policy: RefreshPolicy = RefreshPolicy(), tokens: TokenSet? = nil, jitterDraw: Double = 0) {
         self.policy = policy
@@ -75,7 +63,7 @@ public struct AccountMachine: Sendable {
         self.phase = tokens == nil ? .needsLogin(reason: AccountMachine.noSessionReason) : .idle
     }
 
-    public static let noSessionReason = "no session is stored for this account"
+    static let noSessionReason = Advice.noSessionStored
     /// Proactive refreshes are at least this far apart (found by the fuzzer, docs/fuzzing.md):
     /// far below any real token's life, so only a provider misbehaving ever meets it.
     public static let minimumRefreshInterval: Double = 1
@@ -118,41 +106,6 @@ public struct AccountMachine: Sendable {
     public func isRefreshDue(at now: Date) -> Bool {
         guard let wake = nextWake else { return false }
         return wake <= now
-    }
-
-    /// The answer to a `token` request for `kind` that must stay valid for `minValid` seconds,
-    /// asked at `now` by a request that began at `requestStart` (if it waited already): tokens from
-    /// a refresh sent since the request began that still cannot satisfy it are final. One sent
-    /// before, or answered after a forward step of the wall clock (its tokens come back already
-    /// dead by the stepped clock; ClockTests), is no answer to this request: it refreshes again.
-    public func serve(_ kind: TokenKind, minValid: Double, at now: Date, requestStart: Date? = nil) -> ServeDecision {
-        switch phase {
-        case .needsLogin, .awaitingKeyring: return .refuse(phaseError!)
-        default: break
-        }
-        if let (token, expiresAt) = servableTokens?.token(kind, validFor: minValid, at: now, horizon: servingHorizon) {
-            return .token(token, expiresAt: expiresAt)
-        }
-        // The last refresh issued no token of this kind: another would answer the same (re-learnt
-        // at the account's own refresh), and at some providers it cancels what others hold.
-        if phaseError == nil, tokens?.issuedAt != nil, tokens?.token(kind) == nil {
-            return .refuse(Self.unsatisfiable(kind: kind, minValid: minValid, tokens: tokens, now: now))
-        }
-        // What the last refresh taught: a fresh token cannot keep this promise either, so a
-        // refresh (which cancels the token other clients hold, at some providers) would be waste.
-        if phaseError == nil, let span = freshPromiseSpan, tokens?.token(kind) != nil, minValid > span {
-            return .refuse(Self.unsatisfiable(kind: kind, minValid: minValid, span: span, tokens: tokens))
-        }
-        switch phase {
-        case .idle:
-            if let requestStart, let sent = tokens?.issuedAt, sent >= requestStart, !tokensCameAcrossAClockStep {
-                return .refuse(Self.unsatisfiable(kind: kind, minValid: minValid, tokens: tokens, now: now))
-            }
-            return .refresh
-        case .refreshing: return .wait
-        case .backingOff(let until, _): return .retryAt(until)
-        case .misconfigured, .needsLogin, .awaitingKeyring: return .refuse(phaseError!)
-        }
     }
 
     /// The latest instant a promise made now may end (docs/architecture.md, "Promises"): while
@@ -207,7 +160,7 @@ public struct AccountMachine: Sendable {
     }
 
     /// The tokens a request may be handed when they are valid long enough: none while the account
-    /// needs a login or waits for its keyring. `serve` and the daemon's held-token table use it.
+    /// needs a login or waits for its keyring. `AccountState.serve` and the daemon's held-token table use it.
     public var servableTokens: TokenSet? {
         switch phase {
         case .needsLogin, .awaitingKeyring: nil
@@ -221,7 +174,7 @@ public struct AccountMachine: Sendable {
         if let lastRefresh, lastRefresh >= requestStart { return .success(tokens?.expiresAt) }
         if let phaseError { return .failure(phaseError) }
         if case .backingOff(let until, _) = phase { return .failure(backingOff(until)) }
-        return .failure(TokendError(.unavailable, "the refresh did not complete; try again"))
+        return .failure(Advice.refreshIncomplete)
     }
 
     // MARK: - Telling
@@ -441,20 +394,5 @@ extension AccountMachine {
         case .awaitingKeyring(let error): error
         case .idle, .refreshing, .backingOff: nil
         }
-    }
-
-    /// A fresh token can promise only `span` seconds (its lifetime less the refresh margin).
-    public static func unsatisfiable(kind: TokenKind, minValid: Double, span: Double, tokens: TokenSet?) -> TokendError {
-        let lifetime = tokens.flatMap { set in set.issuedAt.flatMap { set.expiresAt?.timeIntervalSince($0) } } ?? span
-        return TokendError(.badRequest, "min_valid \(Int(saturating: minValid)) s is longer than a fresh \(kind.rawValue) token can promise (\(Int(saturating: max(0, span))) s of the \(Int(saturating: lifetime)) s it lives: the rest is the refresh margin); ask for less")
-    }
-
-    /// A fresh refresh still cannot give `minValid` seconds of a `kind` token.
-    public static func unsatisfiable(kind: TokenKind, minValid: Double, tokens: TokenSet?, now: Date) -> TokendError {
-        guard let (_, expiresAt) = tokens?.token(kind) else {
-            return TokendError(.badRequest, "the provider issued no \(kind.rawValue) token on refresh; ask for the other kind")
-        }
-        let left = Int(saturating: expiresAt.timeIntervalSince(now))
-        return TokendError(.badRequest, "min_valid \(Int(saturating: minValid)) s is longer than a fresh \(kind.rawValue) token lives (\(left) s); ask for less")
     }
 }

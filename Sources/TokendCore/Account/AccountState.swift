@@ -26,43 +26,45 @@ public protocol StoredSessionFailure: Error, Sendable, Equatable {
 /// One account as the engine holds it: its configuration, its `AccountMachine` and what the
 /// engine tracks beside it. A value: every change goes through its transition
 /// (AccountTransitions.swift) or one of the user-action steps below; the engine only stores it
-/// (docs/architecture.md, "The engine"). Generic over what lives outside the core: the daemon's
+/// (docs/architecture.md, "The engine"): the fields are `internal(set)` and the machine internal,
+/// so the compiler keeps every write in this module. Generic over what lives outside the core: the daemon's
 /// configuration, its provider and its keyring's failures (TokendServer names the one it uses).
 public struct AccountState<Configuration: AccountSettings, Provider: Sendable, Failure: StoredSessionFailure>: Sendable {
-    public var configuration: Configuration
-    public var machine: AccountMachine
+    public internal(set) var configuration: Configuration
+    /// The session's state machine: the core's own; the engine reads the account (below), never it.
+    var machine: AccountMachine
     /// The provider made for `configuration`: the state only keeps it (the engine calls it).
-    public var provider: Provider
+    public internal(set) var provider: Provider
     /// The session in memory has not reached the keyring yet (it was locked or unavailable
     /// when we wrote): written back as soon as the keyring answers again.
-    public var unsaved = false
+    public internal(set) var unsaved = false
     /// The keyring holds this session's refresh token but older ID and access tokens: a
     /// refresh that did not rotate the refresh token is served at once and written back
     /// later, coalesced (AccountEngine+WriteBack.swift).
-    public var writeBackDeferred = false
+    public internal(set) var writeBackDeferred = false
     /// Unique across the engine's life: an account removed and added again by reloads is a
     /// new incarnation, so a refresh or a keyring read begun for the old one can never be
     /// applied to the new one (its machine's generations start over).
-    public var incarnation: UInt64
+    public internal(set) var incarnation: UInt64
     /// Set while a browser, device or Google login runs: one interactive login at a time.
-    public var interactiveLogin = false
+    var interactiveLogin = false
     /// User actions (login, import, logout, delete, upgrade) are numbered as they are issued;
     /// a login's session is installed only if no later-issued action has committed yet, so
     /// the newest choice of the user wins whatever order the providers answer in.
-    public var issuedUserActions: UInt64 = 0
-    public var committedUserAction: UInt64 = 0
+    var issuedUserActions: UInt64 = 0
+    var committedUserAction: UInt64 = 0
     /// Upgrades setting a password now in flight. Setting a password voids the user's older
     /// refresh tokens (Firebase's `validSince`), so a refresh answered `TOKEN_EXPIRED`
     /// meanwhile is no verdict on the account: the upgrade's answer brings the new session.
-    public var passwordChangesInFlight = 0
+    var passwordChangesInFlight = 0
     /// The stored session is being read for the first time: a `token` request waits for that
     /// read (within its timeout) instead of being told the keyring is unreadable.
-    public var restoring = false
+    public internal(set) var restoring = false
     /// Down-scoped access tokens (AccountState+Serving.swift); dropped with the account
     /// and when its configuration changes.
-    public var scopedTokens = ScopedTokenCache()
+    public internal(set) var scopedTokens = ScopedTokenCache()
     /// The timer armed for the account's next wake-up (`RefreshScheduler`).
-    public var wake: RefreshScheduler.Wake?
+    var wake: RefreshScheduler.Wake?
 }
 
 extension AccountState {
@@ -73,7 +75,7 @@ extension AccountState {
         self.init(configuration: configuration, machine: machine, provider: provider, incarnation: incarnation, restoring: true)
     }
 
-    public init(configuration: Configuration, machine: AccountMachine, provider: Provider, incarnation: UInt64, restoring: Bool = false) {
+    init(configuration: Configuration, machine: AccountMachine, provider: Provider, incarnation: UInt64, restoring: Bool = false) {
         self.configuration = configuration
         self.machine = machine
         self.provider = provider
@@ -87,9 +89,7 @@ extension AccountState {
     public mutating func issueUserAction(interactive: Bool, changingPassword: Bool) -> Result<AccountTicket, TokendError> {
         if interactive {
             guard !interactiveLogin else {
-                return .failure(TokendError(
-                    .unavailable,
-                    "a login for \(configuration.name) is already waiting for the user; finish or cancel it (Ctrl-C in its tokenctl) first"))
+                return .failure(Advice.loginAlreadyWaiting(configuration.name))
             }
             interactiveLogin = true
         }
@@ -133,5 +133,62 @@ extension AccountState {
         if unsaved, machine.tokens != nil { return true }
         if case .awaitingKeyring = machine.phase { return true }
         return false
+    }
+}
+
+// MARK: - What the engine reads (the machine stays behind the account)
+
+extension AccountState {
+    /// The session held in memory.
+    public var tokens: TokenSet? { machine.tokens }
+    public var lastError: RefreshFailure? { machine.lastError }
+    public var lastRefresh: Date? { machine.lastRefresh }
+    /// When the account next wants the scheduler's attention (`AccountMachine.nextWake`).
+    public var nextWake: Date? { machine.nextWake }
+    /// When a backoff ends, if the account is backing off past `now`.
+    public func backoff(at now: Date) -> Date? { machine.backoff(at: now) }
+
+    /// The stored session has not been read usably yet (locked, unavailable, first read).
+    public var isAwaitingKeyring: Bool {
+        if case .awaitingKeyring = machine.phase { return true }
+        return false
+    }
+
+    /// What the event loop may answer without the engine, and until when (`HeldTokens`).
+    public var servableTokens: TokenSet? { machine.servableTokens }
+    public var servingHorizon: Date? { machine.servingHorizon }
+
+    /// When a request waiting on a slow refresh is handed the held token instead.
+    public func refreshPatienceEnds(deadline: Date) -> Date? { machine.refreshPatienceEnds(deadline: deadline) }
+
+    /// How the latest refresh since `start` went: the new expiry, or why not.
+    public func refreshOutcome(since start: Date) -> Result<Date?, TokendError> {
+        machine.refreshOutcome(since: start) { Advice.unavailable(lastError: machine.lastError, retryAt: $0) }
+    }
+
+    /// The state name `status` and `list` show (docs/protocol.md), and the same without the clock
+    /// (`AccountMachine.stateNames`), for a count kept as accounts change.
+    public func stateName(at now: Date) -> String { machine.stateName(at: now) }
+    public var stateNames: (live: String, expired: String, changesAt: Date?) { machine.stateNames }
+
+    /// Why the account is in its state, for `status`: a backoff's count and next try, or the
+    /// phase's own error.
+    public var statusMessage: String? {
+        if case .backingOff(let until, let attempt) = machine.phase {
+            // "time" and "(s)" apart: CoreIsPureTests reads `time(` as the C clock call.
+            return "refresh failed \(attempt + 1) time" + "(s) in a row; next try at \(Timestamp.format(until))"
+        }
+        return machine.phaseError?.message
+    }
+
+    /// The session a refresh's answer makes when its account was removed meanwhile, asked of the
+    /// account as the refresh left it: with a rotated refresh token it may be the only live one,
+    /// so the keyring must still get it. Nil when nothing rotated.
+    public func orphanedSession(_ ticket: AccountTicket, _ outcome: RefreshOutcome, at now: Date) -> TokenSet? {
+        guard let presented = ticket.refreshToken, case .refreshed(let issued) = outcome, let rotated = issued.refreshToken, rotated != presented else {
+            return nil
+        }
+        // A narrowed grant rotates only the refresh token: its access token is not the session's.
+        return ticket.narrowedTo == nil ? machine.tokensAfter(ticket, issued, at: now) : machine.tokensAfterRotation(ticket, to: rotated)
     }
 }

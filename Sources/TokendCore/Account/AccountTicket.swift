@@ -5,22 +5,22 @@
 /// its result) and, for a refresh, again by `AccountMachine` against its phase.
 public struct AccountTicket: Sendable, Equatable {
     /// The account's life: a reload that removes and adds it again starts a new incarnation.
-    public var incarnation: UInt64
+    public internal(set) var incarnation: UInt64
     /// The endpoint the account pointed at: a session belongs to the endpoint that issued it.
-    public var endpoint: String
+    public internal(set) var endpoint: String
     /// The machine's session generation (`AccountMachine.generation`).
-    public var generation: UInt64
+    public internal(set) var generation: UInt64
     /// The user action this operation is (numbered as issued), or for other operations the last
     /// one issued when it began.
-    public var userAction: UInt64
+    public internal(set) var userAction: UInt64
     /// A refresh's (or grant's): the refresh token it presented. Nil for other operations.
-    public var refreshToken: String?
+    public internal(set) var refreshToken: String?
     /// A refresh's: when the request went out; the new tokens' lifetimes count from here.
-    public var startedAt: Date?
+    public internal(set) var startedAt: Date?
     /// A refresh that is a grant of a token narrowed to this scope (AccountState+Serving.swift).
-    public var narrowedTo: TokenScope?
+    public internal(set) var narrowedTo: TokenScope?
     /// The grant was asked for by a `token` request now, not by the recheck ahead of need.
-    public var requested: Bool
+    public internal(set) var requested: Bool
 
     public init(
         incarnation: UInt64 = 0, endpoint: String = "", generation: UInt64 = 0, userAction: UInt64 = 0, refreshToken: String? = nil,

@@ -258,8 +258,8 @@ extension AccountState {
     /// or audience, which says nothing against the refresh token (a success that minted nothing,
     /// and only the requests for this key fail). Nil: a failure to handle as a refresh's.
     public struct GrantAnswer {
-        public var issued: IssuedTokens
-        public var refusal: TokendError?
+        public internal(set) var issued: IssuedTokens
+        public internal(set) var refusal: TokendError?
     }
 
     /// OAuth errors that refuse one narrowed grant, not the session or the client: the scope is
@@ -271,13 +271,13 @@ extension AccountState {
     /// asked (a provider that ignores `scope` on refresh); nil when it is what was asked.
     public static func refusal(of issued: IssuedTokens, asked scope: TokenScope) -> TokendError? {
         guard issued.accessToken != nil else {
-            return TokendError(.configError, "the provider answered the grant for \(scope) without an access token")
+            return Advice.grantWithoutAccessToken(scope)
         }
         // RFC 6749 §5.1: an answer without `scope` was granted the scope asked for.
         guard !scope.scopes.isEmpty, let granted = issued.scopes else { return nil }
         let wider = Set(granted).subtracting(scope.scopes).sorted()
         guard !wider.isEmpty else { return nil }
-        return TokendError(.configError, "the provider answered the grant for \(scope) with a wider token (also \"\(wider.joined(separator: " "))\"), which tokend does not hand out: the provider may not narrow scopes on refresh")
+        return Advice.grantWider(scope, also: wider)
     }
 
     public static func grant(_ outcome: RefreshOutcome, narrowedTo scope: TokenScope) -> GrantAnswer? {
@@ -285,8 +285,7 @@ extension AccountState {
         case .refreshed(let issued):
             return GrantAnswer(issued: issued, refusal: Self.refusal(of: issued, asked: scope))
         case .misconfigured(let failure) where Self.scopeRefusals.contains(failure.code):
-            let refusal = TokendError(.badRequest, "the provider refuses \(scope) (\(failure.summary)): ask for a scope the session was granted and an audience the provider serves")
-            return GrantAnswer(issued: IssuedTokens(), refusal: refusal)
+            return GrantAnswer(issued: IssuedTokens(), refusal: Advice.grantRefused(scope, failure))
         default:
             return nil
         }

@@ -12,11 +12,11 @@
 /// back cannot hold it late. An idle daemon sleeps until its next timer.
 public struct RefreshScheduler {
     /// An account's armed wake-up.
-    public struct Wake: Sendable {
-        public var deadline: Date
+    struct Wake: Sendable {
+        var deadline: Date
         /// A proactive refresh (spread among the others), not the end of a backoff.
-        public var proactive: Bool
-        public var timer: TimerHandle
+        var proactive: Bool
+        var timer: TimerHandle
     }
 
     public let timers: any TimerSource
@@ -35,7 +35,7 @@ public struct RefreshScheduler {
     /// nothing (refreshing, needs a login, waiting for the keyring). `scopedDue`: when a narrowed
     /// token's proactive refresh is due; it counts only while the account is idle, as a grant
     /// takes the account's refresh slot.
-    public func nextWake(_ current: Wake?, machine: AccountMachine, scopedDue: Date?, now: Date) -> (deadline: Date, proactive: Bool)? {
+    func nextWake(_ current: Wake?, machine: AccountMachine, scopedDue: Date?, now: Date) -> (deadline: Date, proactive: Bool)? {
         let session = sessionWake(current, machine: machine, now: now)
         guard let scopedDue, machine.phase == .idle else { return session }
         guard let session, session.deadline <= scopedDue else { return (max(scopedDue, now), false) }
@@ -59,7 +59,7 @@ public struct RefreshScheduler {
     /// `notBefore`: the end of the latest promise on the held token, which a session refresh
     /// waits for (docs/architecture.md, "Promises").
     @discardableResult
-    public mutating func arm(_ wake: inout Wake?, machine: AccountMachine, scopedDue: Date?, notBefore: Date? = nil, now: Date, fire: @escaping @Sendable () -> Void) -> Date? {
+    mutating func arm(_ wake: inout Wake?, machine: AccountMachine, scopedDue: Date?, notBefore: Date? = nil, now: Date, fire: @escaping @Sendable () -> Void) -> Date? {
         disarm(&wake)
         guard let (due, proactive) = nextWake(nil, machine: machine, scopedDue: scopedDue, now: now) else { return nil }
         let deadline = max(due, notBefore ?? due)
@@ -72,7 +72,7 @@ public struct RefreshScheduler {
     }
 
     /// No timer armed in `wake`, and its claimed refresh second is free for others.
-    public mutating func disarm(_ armed: inout Wake?) {
+    mutating func disarm(_ armed: inout Wake?) {
         guard let wake = armed.take() else { return }
         wake.timer.cancel()
         guard wake.proactive else { return }
@@ -84,9 +84,32 @@ public struct RefreshScheduler {
 
     /// Whether a timer that fired at `now` should start the account's refresh: the machine's own
     /// instant has come, or the earlier one spreading moved it to (`wake`).
-    public static func isDue(_ wake: Wake?, machine: AccountMachine, at now: Date) -> Bool {
+    static func isDue(_ wake: Wake?, machine: AccountMachine, at now: Date) -> Bool {
         if machine.isRefreshDue(at: now) { return true }
         guard let wake, wake.proactive else { return false }
         return wake.deadline <= now
+    }
+}
+
+extension AccountState {
+    /// Arms the account's timer for its next wake-up, placed by `scheduler` among the other
+    /// accounts' (its armed one replaced); `notBefore`: the end of the latest promise on the held
+    /// token, which a session refresh waits for (docs/architecture.md, "Promises").
+    public mutating func arm(on scheduler: inout RefreshScheduler, notBefore: Date?, now: Date, fire: @escaping @Sendable () -> Void) {
+        let scopedDue = scopedTokens.nextDue(after: now, generation: machine.generation, policy: machine.policy)
+        scheduler.arm(&wake, machine: machine, scopedDue: scopedDue, notBefore: notBefore, now: now, fire: fire)
+    }
+
+    /// No timer armed for the account.
+    public mutating func disarm(on scheduler: inout RefreshScheduler) {
+        scheduler.disarm(&wake)
+    }
+
+    /// The instant the account's timer is armed for; nil when none is.
+    public var armedDeadline: Date? { wake?.deadline }
+
+    /// Whether a timer that fired at `now` should start the account's refresh (`RefreshScheduler.isDue`).
+    public func isRefreshDue(at now: Date) -> Bool {
+        RefreshScheduler.isDue(wake, machine: machine, at: now)
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 
 /// `/_fake/…`: the Swift API over HTTP, for shell scripts and demos that run the fake as a
-/// separate process. Never logged as a request, never faulted, never delayed.
+/// separate process. Never logged as a request, never faulted, never delayed. (`/_fake/faults`
+/// is every fake's: `FaultLayer.control`.)
 ///
 /// It hands out live tokens (`GET /_fake/requests`, `…/refresh_token`): a test double only.
 extension FakeFirebase.Backend {
@@ -18,7 +19,7 @@ extension FakeFirebase.Backend {
         switch (resource, segments.count) {
         case ("users", 1):
             try require(method, "POST")
-            let new = try decode(ControlWire.NewUser.self, body)
+            let new = try ControlWire.decode(ControlWire.NewUser.self, body)
             return .json(200, try createUserOverHTTP(new))
         case ("users", 3) where segments[2] == "refresh_token":
             try require(method, "GET")
@@ -32,28 +33,13 @@ extension FakeFirebase.Backend {
         case ("options", 1):
             if method == "GET" { return .json(200, ControlWire.Options(options)) }
             try require(method, "POST")
-            let change = try decode(ControlWire.OptionsChange.self, body)
+            let change = try ControlWire.decode(ControlWire.Options.self, body)
             try validate(change)
-            update { options in
-                if let lifetime = change.lifetime { options.lifetime = lifetime }
-                if let rotate = change.rotate { options.rotate = rotate }
-                if let revokePrevious = change.revoke_previous { options.revokePrevious = revokePrevious }
-                if let latency = change.latency { options.latency = latency }
-                if let totpEnabled = change.totp_enabled { options.totpEnabled = totpEnabled }
-            }
+            update(change.apply)
             return .json(200, ControlWire.Options(options))
-        case ("faults", 1):
-            if method == "DELETE" {
-                clearFaults()
-                return .json(200, ControlWire.Done())
-            }
-            try require(method, "POST")
-            let spec = try decode(ControlWire.Fault.self, body)
-            inject(try spec.decoded(), budget: try spec.budget())
-            return .json(200, ControlWire.Done())
         case ("requests", 1):
             try require(method, "GET")
-            return .json(200, requests.map(ControlWire.Request.init))
+            return Reply(status: 200, contentType: Reply.jsonContentType, body: Array(FakeJSON.encode(requests.map(ControlWire.Request.init), snakeCase: true)))
         default:
             throw .notFound("no control endpoint /_fake/\(segments.joined(separator: "/"))")
         }
@@ -84,16 +70,8 @@ extension FakeFirebase.Backend {
         guard found else { throw .notFound("no user \(uid)") }
     }
 
-    private func validate(_ change: ControlWire.OptionsChange) throws(ControlPlaneError) {
+    private func validate(_ change: ControlWire.Options) throws(ControlPlaneError) {
         if let lifetime = change.lifetime, lifetime <= 0 { throw .badRequest("\"lifetime\" must be positive") }
         if let latency = change.latency, latency < 0 { throw .badRequest("\"latency\" must not be negative") }
-    }
-
-    private func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8]) throws(ControlPlaneError) -> T {
-        do throws(BodyError) {
-            return try FakeJSON.decode(type, from: body)
-        } catch {
-            throw .badRequest("the body is not the JSON this endpoint takes")
-        }
     }
 }

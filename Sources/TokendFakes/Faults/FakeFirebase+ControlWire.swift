@@ -21,38 +21,33 @@ enum ControlWire {
         var refresh_token: String
     }
 
-    struct OptionsChange: Decodable {
+    /// The options as `GET /_fake/options` shows them (all) and `POST` changes them (those given;
+    /// the project's id and number are shown only).
+    struct Options: Codable {
         var lifetime: Int?
         var rotate: Bool?
         var revoke_previous: Bool?
         var latency: Double?
         /// TOTP second factors enabled for the project (off by default, as in production).
         var totp_enabled: Bool?
-    }
-
-    struct Options: Encodable {
-        var lifetime: Int
-        var rotate: Bool
-        var revoke_previous: Bool
-        var latency: Double
-        var project_id: String
-        var project_number: String
-        var totp_enabled: Bool
+        var project_id: String?
+        var project_number: String?
 
         init(_ options: FakeFirebase.Options) {
-            lifetime = options.lifetime
-            rotate = options.rotate
-            revoke_previous = options.revokePrevious
-            latency = options.latency
-            project_id = options.projectID
-            project_number = options.projectNumber
-            totp_enabled = options.totpEnabled
+            (lifetime, rotate, revoke_previous, latency) = (options.lifetime, options.rotate, options.revokePrevious, options.latency)
+            (totp_enabled, project_id, project_number) = (options.totpEnabled, options.projectID, options.projectNumber)
+        }
+
+        func apply(to options: inout FakeFirebase.Options) {
+            (options.lifetime, options.rotate) = (lifetime ?? options.lifetime, rotate ?? options.rotate)
+            (options.revokePrevious, options.latency) = (revoke_previous ?? options.revokePrevious, latency ?? options.latency)
+            options.totpEnabled = totp_enabled ?? options.totpEnabled
         }
     }
 
-    /// A fault as `POST /_fake/faults` takes it and `GET /_fake/requests` shows it:
+    /// A fault as `POST /_fake/faults` takes it on every fake and `GET /_fake/requests` shows it:
     /// `{"fault":"status","status":503,"retry_after":5,"count":3}`,
-    /// `{"fault":"firebase_error","code":"TOKEN_EXPIRED","seconds":20}`.
+    /// `{"fault":"hang","route":"/identitytoolkit.googleapis.com/*","seconds":20}`.
     struct Fault: Codable, Equatable {
         var fault: String
         var status: Int?
@@ -61,55 +56,47 @@ enum ControlWire {
         var code: String?
         var count: Int?
         var seconds: Double?
+        /// Where: a path, a prefix ending in `*`, or `*`; the fake's token endpoint when absent.
+        var route: String?
+        var headers: [String: String]?
+        /// `delay`'s seconds (`seconds` is the budget's).
+        var late: Double?
 
-        init(_ fault: FakeFirebase.Fault) {
+        /// The faults that take no argument, by their wire name.
+        static let plain: [String: FakeFault] = [
+            "refuse": .refuse, "drop": .drop, "drop_mid_response": .dropMidResponse, "hang": .hang, "trickle": .trickle,
+            "malformed_json": .malformedJSON, "missing_fields": .missingFields,
+        ]
+
+        init(_ fault: FakeFault) {
+            self.fault = Self.plain.first { $0.value == fault }?.key ?? ""
             switch fault {
-            case .status(let status, let retryAfter, let body):
-                self.init(kind: "status", status: status, retry_after: retryAfter, body: body)
-            case .firebaseError(let code, let status):
-                self.init(kind: "firebase_error", status: status, code: code)
-            case .oauthError(let code, let status):
-                self.init(kind: "oauth_error", status: status, code: code)
-            case .refuse: self.init(kind: "refuse")
-            case .drop: self.init(kind: "drop")
-            case .dropMidResponse: self.init(kind: "drop_mid_response")
-            case .hang: self.init(kind: "hang")
-            case .malformedJSON: self.init(kind: "malformed_json")
-            case .missingFields: self.init(kind: "missing_fields")
-            case .trickle: self.init(kind: "trickle")
-            case .redirect(let status, let location): self.init(kind: "redirect", status: status, body: location)
+            case .status(let status, let retryAfter, let body, let headers):
+                (self.fault, self.status, retry_after, self.body) = ("status", status, retryAfter, body)
+                self.headers = headers.isEmpty ? nil : headers
+            case .firebaseError(let code, let status): (self.fault, self.status, self.code) = ("firebase_error", status, code)
+            case .oauthError(let code, let status): (self.fault, self.status, self.code) = ("oauth_error", status, code)
+            case .redirect(let status, let location): (self.fault, self.status, body) = ("redirect", status, location)
+            case .delay(let seconds): (self.fault, late) = ("delay", seconds)
+            default: break
             }
         }
 
-        private init(kind: String, status: Int? = nil, retry_after: Int? = nil, body: String? = nil, code: String? = nil) {
-            self.fault = kind
-            self.status = status
-            self.retry_after = retry_after
-            self.body = body
-            self.code = code
-        }
-
         /// The Swift fault this describes; errors name the field a script got wrong.
-        func decoded() throws(ControlPlaneError) -> FakeFirebase.Fault {
+        func decoded() throws(ControlPlaneError) -> FakeFault {
+            if let plain = Self.plain[fault] { return plain }
             switch fault {
             case "status":
                 guard let status, (100...599).contains(status) else {
                     throw .badRequest("a status fault needs \"status\" between 100 and 599")
                 }
-                return .status(status, retryAfter: retry_after, body: body)
-            case "firebase_error":
-                guard let code, !code.isEmpty else { throw .badRequest("a firebase_error fault needs \"code\"") }
-                return .firebaseError(code, status: status ?? 400)
-            case "oauth_error":
-                guard let code, !code.isEmpty else { throw .badRequest("an oauth_error fault needs \"code\"") }
-                return .oauthError(code, status: status ?? 400)
-            case "refuse": return .refuse
-            case "drop": return .drop
-            case "drop_mid_response": return .dropMidResponse
-            case "hang": return .hang
-            case "malformed_json": return .malformedJSON
-            case "missing_fields": return .missingFields
-            case "trickle": return .trickle
+                return .status(status, retryAfter: retry_after, body: body, headers: headers ?? [:])
+            case "firebase_error", "oauth_error":
+                guard let code, !code.isEmpty else { throw .badRequest("a \(fault) fault needs \"code\"") }
+                return fault == "oauth_error" ? .oauthError(code, status: status ?? 400) : .firebaseError(code, status: status ?? 400)
+            case "delay":
+                guard let late, late > 0 else { throw .badRequest("a delay fault needs \"late\", positive seconds") }
+                return .delay(late)
             case "redirect":
                 guard let status, (300...399).contains(status), let body, !body.isEmpty else {
                     throw .badRequest("a redirect fault needs \"status\" 3xx and the Location in \"body\"")
@@ -134,36 +121,17 @@ enum ControlWire {
         }
     }
 
-    /// A logged request with every token in clear: the fake is a test double.
+    /// A logged request with every token in clear (the fake is a test double): its fields in
+    /// snake_case (`FakeJSON.encode(_:snakeCase:)`), times in seconds, and `rotated`.
     struct Request: Encodable {
-        var at: Double
-        var method: String
-        var path: String
-        var uid: String?
-        var grant_type: String?
-        var presented_refresh_token: String?
-        var status: Int?
-        var error_code: String?
-        var issued_refresh_token: String?
-        var issued_id_token: String?
-        var issued_expires_at: Double?
-        var rotated: Bool
-        var fault: Fault?
+        var request: FakeFirebase.Request
 
-        init(_ request: FakeFirebase.Request) {
-            at = request.at.timeIntervalSince1970
-            method = request.method
-            path = request.path
-            uid = request.uid
-            grant_type = request.grantType
-            presented_refresh_token = request.presentedRefreshToken
-            status = request.status
-            error_code = request.errorCode
-            issued_refresh_token = request.issuedRefreshToken
-            issued_id_token = request.issuedIDToken
-            issued_expires_at = request.issuedExpiresAt?.timeIntervalSince1970
-            rotated = request.rotated
-            fault = request.fault.map(Fault.init)
+        enum Extra: String, CodingKey { case rotated }
+
+        func encode(to encoder: any Encoder) throws {
+            try request.encode(to: encoder)
+            var extra = encoder.container(keyedBy: Extra.self)
+            try extra.encode(request.rotated, forKey: .rotated)
         }
     }
 
@@ -173,6 +141,19 @@ enum ControlWire {
 
     struct Done: Encodable {
         var ok = true
+    }
+
+    static let prefix = "/_fake"
+
+    /// `/_fake` and below: the control plane, on every fake, never faulted or logged.
+    static func isControl(_ path: String) -> Bool { path == prefix || path.hasPrefix(prefix + "/") }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8]) throws(ControlPlaneError) -> T {
+        do throws(BodyError) {
+            return try FakeJSON.decode(type, from: body)
+        } catch {
+            throw .badRequest("the body is not the JSON this endpoint takes")
+        }
     }
 }
 

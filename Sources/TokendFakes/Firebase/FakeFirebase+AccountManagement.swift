@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import TokendCore
+import TokendProviders
 import TokendSystem
 
 /// Identity Toolkit account management and federated sign-in: `signInWithIdp`, `lookup`,
@@ -368,11 +369,8 @@ extension FakeFirebase.Backend {
     /// `accounts:delete`: the user and every session of it are gone.
     func delete(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
         guard let request = try? FakeJSON.decode(IDTokenBody.self, from: body) else { return .failure(.invalidJSONPayload) }
-        let (user, claims): (Ledger.User, TokenClaims)
-        switch self.user(of: request.idToken, now: now, state: state) {
-        case .failure(let rejection): return .failure(rejection)
-        case .success(let found): (user, claims) = found
-        }
+        let found = self.user(of: request.idToken, now: now, state: state)
+        guard case .success(let (user, claims)) = found else { return .failure(found.rejection) }
         if state.options.adminOnlyDelete { return .failure(.firebase("ADMIN_ONLY_OPERATION")) }
         if let rejection = requireRecentSignIn(claims, now: now, state: state) { return .failure(rejection) }
         _ = state.ledger.delete(user.uid)

@@ -211,11 +211,8 @@ extension FakeFirebase.Backend {
             return .success(response("identitytoolkit#SignupNewUserResponse", minted))
         }
         // emulator: the ID token is read only after the email and password passed.
-        let user: Ledger.User
-        switch self.user(of: idToken, now: now, state: state) {
-        case .failure(let rejection): return .failure(rejection)
-        case .success(let (found, _)): user = found
-        }
+        let found = self.user(of: idToken, now: now, state: state)
+        guard case .success(let (user, _)) = found else { return .failure(found.rejection) }
         _ = state.ledger.change(user.uid) { linked in
             linked.email = email
             linked.emailVerified = false

@@ -208,11 +208,8 @@ extension FakeFirebase.Backend {
     /// `v2/accounts/mfaEnrollment:start` with `totpEnrollmentInfo`.
     func startEnrollment(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
         guard let request = try? FakeJSON.decode(EnrollStart.self, from: body) else { return .failure(.invalidJSONPayload) }
-        let (user, claims): (Ledger.User, TokenClaims)
-        switch self.user(of: request.idToken, now: now, state: state) {
-        case .failure(let rejection): return .failure(rejection)
-        case .success(let found): (user, claims) = found
-        }
+        let found = self.user(of: request.idToken, now: now, state: state)
+        guard case .success(let (user, claims)) = found else { return .failure(found.rejection) }
         if !state.options.totpEnabled { return .failure(.firebase("OPERATION_NOT_ALLOWED : TOTP based MFA not enabled.")) }
         // emulator `MFA_INELIGIBLE_PROVIDER`, read from the session's sign-in method.
         if let provider = Self.session(of: request.idToken)?.sign_in_provider, Self.ineligibleForSecondFactors.contains(provider) {
@@ -252,11 +249,8 @@ extension FakeFirebase.Backend {
     /// `v2/accounts/mfaEnrollment:finalize` with `totpVerificationInfo`.
     func finalizeEnrollment(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
         guard let request = try? FakeJSON.decode(EnrollFinalize.self, from: body) else { return .failure(.invalidJSONPayload) }
-        let user: Ledger.User
-        switch self.user(of: request.idToken, now: now, state: state) {
-        case .failure(let rejection): return .failure(rejection)
-        case .success(let (found, _)): user = found
-        }
+        let found = self.user(of: request.idToken, now: now, state: state)
+        guard case .success(let (user, _)) = found else { return .failure(found.rejection) }
         guard let sessionInfo = request.totpVerificationInfo?.sessionInfo, let session = state.ledger.enrollmentSessions[sessionInfo],
             session.uid == user.uid, session.expiresAt > now
         else { return .failure(.firebase("INVALID_SESSION_INFO")) }
@@ -279,11 +273,8 @@ extension FakeFirebase.Backend {
     /// `v2/accounts/mfaEnrollment:withdraw`.
     func withdrawEnrollment(_ body: [UInt8], now: Date, state: inout State) -> Result<ToolkitAnswer, FirebaseRejection> {
         guard let request = try? FakeJSON.decode(Withdraw.self, from: body) else { return .failure(.invalidJSONPayload) }
-        let user: Ledger.User
-        switch self.user(of: request.idToken, now: now, state: state) {
-        case .failure(let rejection): return .failure(rejection)
-        case .success(let (found, _)): user = found
-        }
+        let found = self.user(of: request.idToken, now: now, state: state)
+        guard case .success(let (user, _)) = found else { return .failure(found.rejection) }
         guard user.factors.contains(where: { $0.id == request.mfaEnrollmentId }) else { return .failure(.firebase("MFA_ENROLLMENT_NOT_FOUND")) }
         let newest = user.factors.last?.id == request.mfaEnrollmentId
         _ = state.ledger.change(user.uid) { changed in changed.factors.removeAll { $0.id == request.mfaEnrollmentId } }

@@ -1,4 +1,5 @@
 import Foundation
+import TokendProviders
 
 /// The Secure Token API's body, in either encoding it accepts: the JS SDK and REST callers send
 /// a form, the iOS SDK sends camelCase JSON, and snake_case JSON works too (docs/architecture.md, "Provider facts").
@@ -80,7 +81,10 @@ extension FakeFirebase.Backend {
         entry.uid = entry.presentedRefreshToken.flatMap(state.ledger.uid(of:))
 
         if let fault {
-            let action = fault.action(presented: entry.presentedRefreshToken, uid: entry.uid, options: options, now: now)
+            var partial = ["token_type": "Bearer", "project_id": options.projectNumber]
+            (partial["refresh_token"], partial["user_id"]) = (entry.presentedRefreshToken, entry.uid)
+            let wouldBe = Self.wouldBeAnswer(presented: entry.presentedRefreshToken, uid: entry.uid, options: options, now: now)
+            let action = fault.action(wouldBe: wouldBe, partial: partial)
             entry.fault = fault
             if fault.answersCompletely, case .reply(let reply) = action { entry.status = reply.status }
             entry.errorCode = fault.errorCode
@@ -104,7 +108,7 @@ extension FakeFirebase.Backend {
         }
         entry.status = reply.status
         log.append(entry)
-        return Decision(action: .reply(reply), delay: options.latency + options.refreshLatency)
+        return Decision(action: .reply(reply), delay: options.latency)
     }
 
     /// Checks in the order Google's stack does: method, key, body, grant type, refresh token.

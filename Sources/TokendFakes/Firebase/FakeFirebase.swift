@@ -1,6 +1,6 @@
 import Foundation
-import HummingbirdCore
 import TokendCore
+import TokendProviders
 import TokendSystem
 
 /// A Firebase Authentication look-alike on loopback, for tests and demos.
@@ -96,9 +96,6 @@ public final class FakeFirebase: Sendable {
         /// How long an `mfaPendingCredential` is good for (production: 5 minutes; a recording
         /// has TOTP_CHALLENGE_TIMEOUT at 302 s). Negative: already expired when issued.
         public var pendingCredentialLifetime: Double = 300
-        /// Extra seconds a successful or rejected refresh (not a fault) is held back: a slow
-        /// refresh for race tests, while sign-ins answer at once.
-        public var refreshLatency: Double = 0
         /// Extra seconds an Identity Toolkit answer about this email (sign-in, sign-up) is held
         /// back: one slow sign-in among fast ones, for race tests.
         public var signInLatency: [String: Double] = [:]
@@ -182,24 +179,40 @@ public final class FakeFirebase: Sendable {
     /// The interface it listens on, as given to `start`.
     public let host: String
     let backend: Backend
-    private let server: FakeHTTPServer
+    /// Nil for a fake served in-process (`inProcess`), through the transport seam only.
+    private let server: FakeHTTPServer?
 
-    private init(host: String, port: Int, backend: Backend, server: FakeHTTPServer) {
+    private init(host: String, port: Int, backend: Backend, server: FakeHTTPServer?) {
         self.host = host
         self.port = port
         self.backend = backend
         self.server = server
     }
 
+    /// How a fake is reached: over a loopback socket, or in-process through the providers' HTTP
+    /// transport seam (no socket; `transport()` is then the only way in).
+    public enum Serving: Sendable, CaseIterable { case loopback, inProcess }
+
     /// Starts listening. Port 0 asks the kernel for a free port, so parallel tests never collide.
-    public static func start(host: String = "127.0.0.1", port: Int = 0, options: Options = .init()) async throws -> FakeFirebase {
+    /// In-process, nothing listens and `emulatorHost` names the Auth emulator's usual port, 9099.
+    public static func start(
+        serving: Serving = .loopback, host: String = "127.0.0.1", port: Int = 0, options: Options = .init()
+    ) async throws -> FakeFirebase {
         let backend = Backend(options: options)
-        let responder = FakeFirebaseResponder(backend: backend)
-        let server = try await FakeHTTPServer.start(host: host, port: port) { (request, writer: consuming ResponseWriter, channel) in
-            try await responder.respond(to: request, writer: writer, channel: channel)
-        }
+        guard serving == .loopback else { return FakeFirebase(host: host, port: 9099, backend: backend, server: nil) }
+        let server = try await FakeHTTPServer.start(host: host, port: port, routes: backend)
         return FakeFirebase(host: host, port: server.port, backend: backend, server: server)
     }
+
+    /// The providers' HTTP transport to this fake, as it is served: over loopback, or straight
+    /// into it in-process (faults played as the client would meet them on a socket).
+    public func transport(deadline: Double = HTTPTransport.defaultDeadline, clock: any WallClock = SystemWallClock()) -> HTTPTransport {
+        guard server == nil else { return HTTPTransport(environment: [:], deadline: deadline, clock: clock) }
+        return FakeResponder(routes: backend).transport(deadline: deadline, clock: clock)
+    }
+
+    /// Faults on any route of this fake, and its scripted answerer (`FaultLayer`).
+    public var faults: FaultLayer { backend.faults }
 
     /// `host:port`, what `FIREBASE_AUTH_EMULATOR_HOST` and the config's `emulator` key take
     /// (no scheme). IPv6 literals get brackets so the value still splits at the last colon.
@@ -214,7 +227,7 @@ public final class FakeFirebase: Sendable {
     /// Stops listening and closes every connection; pending `waitForRequests` calls answer false.
     public func shutdown() async throws {
         backend.cancelWaiters()
-        try await server.shutdown()
+        try await server?.shutdown()
     }
 
     /// `accounts:signInWithIdp` called in-process, as Firebase's hosted handler calls it after
@@ -227,9 +240,10 @@ public final class FakeFirebase: Sendable {
             var returnIdpCredential = true
         }
         let request = IncomingRequest(
-            method: "POST", path: "/identitytoolkit.googleapis.com/v1/accounts:signInWithIdp", query: ["key": apiKey], apiKey: apiKey,
-            contentType: "application/json", body: Array(FakeJSON.encode(Body(requestUri: requestUri, postBody: postBody))))
-        guard case .reply(let reply) = backend.handle(request, fault: nil).action else { return (503, []) }
+            method: "POST", target: "/identitytoolkit.googleapis.com/v1/accounts:signInWithIdp",
+            headers: ["x-goog-api-key": apiKey, "content-type": "application/json"],
+            body: Array(FakeJSON.encode(Body(requestUri: requestUri, postBody: postBody))))
+        guard case .reply(let reply) = backend.handle(request).action else { return (503, []) }
         return (reply.status, reply.body)
     }
 
@@ -267,21 +281,14 @@ public final class FakeFirebase: Sendable {
     /// The current options.
     public var options: Options { backend.options }
 
-    /// The next `count` token-endpoint requests get `fault`. Injections queue up in order.
-    public func inject(_ fault: Fault, count: Int) {
-        backend.inject(fault, budget: .requests(count))
-    }
+    /// The next `count` token-endpoint requests get `fault` (`faults.inject` aims at any route).
+    public func inject(_ fault: Fault, count: Int) { faults.inject(fault, count: count) }
 
-    /// Every token-endpoint request in the next `forSeconds` seconds (by `Options.clock`) gets
-    /// `fault`, once the injections queued before it are used up or expired.
-    public func inject(_ fault: Fault, forSeconds: Double) {
-        backend.inject(fault, budget: .seconds(forSeconds))
-    }
+    /// Every token-endpoint request in the next `forSeconds` seconds (by `Options.clock`) gets `fault`.
+    public func inject(_ fault: Fault, forSeconds: Double) { faults.inject(fault, forSeconds: forSeconds) }
 
     /// Forgets every injected fault.
-    public func clearFaults() {
-        backend.clearFaults()
-    }
+    public func clearFaults() { faults.clear() }
 
     // MARK: - Observing
 

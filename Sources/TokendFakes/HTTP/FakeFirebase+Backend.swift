@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TokendCore
+import TokendProviders
 import TokendSystem
 
 extension FakeFirebase {
@@ -8,7 +9,7 @@ extension FakeFirebase {
     /// asks it what to do with a request and performs the answer.
     ///
     /// Sendable through `Mutex`: every piece of mutable state lives inside it.
-    final class Backend: Sendable {
+    final class Backend: FakeRoutes {
         struct Waiter: Sendable {
             var count: Int
             var continuation: CheckedContinuation<Bool, Never>
@@ -19,7 +20,6 @@ extension FakeFirebase {
         struct State: Sendable {
             var options: Options
             var ledger = Ledger()
-            var faults = FaultSchedule()
             var log: [Request] = []
             var waiters: [UInt64: Waiter] = [:]
             var nextWaiterID: UInt64 = 0
@@ -34,10 +34,13 @@ extension FakeFirebase {
         /// The fake's waits (latency, hangs, trickles, `waitForRequests`): real delays, armed on
         /// `Options.clock` (a manual clock's instants turn into the same real delays).
         let timers: SystemTimerSource
+        let faults: FaultLayer
 
         init(options: Options) {
             state = Mutex(State(options: options))
             timers = SystemTimerSource(clock: options.clock)
+            let clock = options.clock
+            faults = FaultLayer(defaultTarget: Route.secureTokenPath) { clock.now() }
         }
 
         /// Waits `seconds` of real time; throws when the task is cancelled (its connection closed).
@@ -71,21 +74,6 @@ extension FakeFirebase {
 
         func update(_ change: (inout Options) -> Void) {
             state.withLock { change(&$0.options) }
-        }
-
-        func inject(_ fault: Fault, budget: FaultSchedule.Budget) {
-            state.withLock { state in state.faults.add(fault, budget: budget, now: state.options.clock.now()) }
-        }
-
-        func clearFaults() {
-            state.withLock { $0.faults.removeAll() }
-        }
-
-        /// Spends the fault for a request to `route`, decided when its head arrives (so that
-        /// `refuse` can act before the body is read). Only the token endpoint takes faults.
-        func takeFault(for route: Route) -> Fault? {
-            guard route.takesFaults else { return nil }
-            return state.withLock { state in state.faults.take(at: state.options.clock.now()) }
         }
 
         var requests: [Request] { state.withLock { $0.log } }
@@ -146,49 +134,67 @@ extension FakeFirebase {
 
         // MARK: Requests
 
-        /// What to do with a complete request. `fault` is what `takeFault` chose at its head.
-        func handle(_ request: IncomingRequest, fault: Fault?) -> Decision {
-            let route = Route(path: request.path)
-            switch route {
+        /// What to do with a complete request, by the fake's own rules.
+        func handle(_ request: IncomingRequest) -> Decision {
+            switch Route(path: request.path) {
             case .control(let segments):
                 return Decision(action: .reply(control(request, segments: segments)))
             case .secureToken:
-                return transact { state, log in secureToken(request, fault: fault, state: &state, log: &log) }
+                return transact { state, log in secureToken(request, fault: nil, state: &state, log: &log) }
             case .identityToolkit(let method), .identityToolkitV2(let method):
                 return transact { state, log in identityToolkit(method, request, state: &state, log: &log) }
             case .unknown:
-                return transact { state, log in
-                    var entry = Request(at: state.options.clock.now(), method: request.method, path: request.path)
-                    let rejection = FirebaseRejection.http(404)
-                    entry.status = rejection.status
-                    entry.errorCode = rejection.code
-                    log.append(entry)
-                    return Decision(action: .reply(.rejection(rejection)), delay: state.options.latency)
-                }
+                let rejection = FirebaseRejection.http(404)
+                logAnswered(request, fault: nil, status: rejection.status, errorCode: rejection.code)
+                return Decision(action: .reply(.rejection(rejection)), delay: options.latency)
             }
         }
 
-        /// Logs a request reset by `refuse` before its body was read.
-        func logRefused(method: String, path: String) {
+        /// The token endpoint plays its faults itself: its log names the token presented, and
+        /// what `dropMidResponse` cuts is a real-looking token answer.
+        func play(_ fault: FakeFault, for request: IncomingRequest) -> Decision? {
+            guard Route(path: request.path) == .secureToken else { return nil }
+            return transact { state, log in secureToken(request, fault: fault, state: &state, log: &log) }
+        }
+
+        func logAnswered(_ request: IncomingRequest, fault: FakeFault?, status: Int?) {
+            logAnswered(request, fault: fault, status: status, errorCode: fault?.errorCode)
+        }
+
+        func logAnswered(_ request: IncomingRequest, fault: FakeFault?, status: Int?, errorCode: String?) {
             transact { state, log in
-                var entry = Request(at: state.options.clock.now(), method: method, path: path)
-                entry.fault = .refuse
+                var entry = Request(at: state.options.clock.now(), method: request.method, path: request.path)
+                (entry.fault, entry.status, entry.errorCode) = (fault, status, errorCode)
                 log.append(entry)
             }
         }
     }
 }
 
-/// A complete request as the connection layer hands it over.
-struct IncomingRequest: Sendable {
-    var method: String
+/// A complete request as the connection layer hands it to a fake (and its scripted answerer).
+public struct IncomingRequest: Sendable {
+    public var method: String
     /// Percent-decoded path, without the query.
-    var path: String
-    var query: [String: String]
+    public var path: String
+    public var query: [String: String]
+    /// Header names lowercased.
+    public var headers: [String: String]
+    public var body: [UInt8]
+
+    init(method: String, target: String, headers: [String: String] = [:], body: [UInt8]) {
+        self.method = method
+        path = FakeResponder.path(of: target)
+        query = FakeResponder.query(of: target)
+        self.headers = headers
+        self.body = body
+    }
+
     /// `?key=` or else the `X-Goog-Api-Key` header, both of which Google accepts.
-    var apiKey: String?
-    var contentType: String?
-    var body: [UInt8]
+    var apiKey: String? { query["key"] ?? headers["x-goog-api-key"] }
+    var contentType: String? { headers["content-type"] }
+    /// The body as a form (`application/x-www-form-urlencoded`).
+    public var form: [String: String] { FormEncoding.decode(body) }
+    public var authorization: String? { headers["authorization"] }
 }
 
 /// What the connection layer should do, and after how long.
@@ -201,7 +207,7 @@ struct Decision: Sendable {
         case dropMidResponse(Reply)
         /// Never answer; leave the connection open.
         case hang
-        /// Send the head, then this reply's body a byte at a time (`FakeFirebase.trickleInterval`).
+        /// Send the head, then this reply's body a byte at a time (`FakeFault.trickleInterval`).
         case trickle(Reply)
     }
 

@@ -1,7 +1,9 @@
 import Foundation
+import TokendProviders
 
-/// `application/x-www-form-urlencoded`, for token request bodies and query strings.
-enum FormEncoding {
+/// `application/x-www-form-urlencoded` read back: the providers' encoder (WHATWG) writes the
+/// stand-ins' forms and URLs, this reads token request bodies and query strings.
+extension FormEncoding {
     /// Decodes `a=1&b=two+words`; the first occurrence of a name wins, a name without `=` maps to "".
     static func decode(_ text: Substring) -> [String: String] {
         var fields: [String: String] = [:]

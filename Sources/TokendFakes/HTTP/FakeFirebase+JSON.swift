@@ -3,9 +3,11 @@ import Foundation
 /// JSON in and out for the fake: one encoder configuration for every body it writes.
 enum FakeJSON {
     /// Sorted keys make bodies byte-stable for tests; unescaped slashes keep `iss` readable.
-    static func encode(_ value: some Encodable) -> Data {
+    /// `snakeCase`: Swift's names in snake_case and dates in seconds, for the control plane.
+    static func encode(_ value: some Encodable, snakeCase: Bool = false) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        if snakeCase { (encoder.keyEncodingStrategy, encoder.dateEncodingStrategy) = (.convertToSnakeCase, .secondsSince1970) }
         do {
             return try encoder.encode(value)
         } catch {

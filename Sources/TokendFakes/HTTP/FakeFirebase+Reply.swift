@@ -1,12 +1,21 @@
 import Foundation
 import NIOHTTP1
 
-/// An HTTP answer the backend decided on, before the connection layer writes it (or half of it).
-struct Reply: Sendable, Equatable {
-    var status: Int
-    var contentType: String
-    var extraHeaders: [String: String] = [:]
-    var body: [UInt8]
+/// An HTTP answer a fake decided on, before the connection layer writes it (or half of it).
+public struct Reply: Sendable, Equatable {
+    public var status: Int
+    public var contentType: String
+    public var extraHeaders: [String: String] = [:]
+    public var body: [UInt8]
+
+    init(status: Int, contentType: String, extraHeaders: [String: String] = [:], body: [UInt8]) {
+        (self.status, self.contentType, self.extraHeaders, self.body) = (status, contentType, extraHeaders, body)
+    }
+
+    /// A body as written, labelled JSON (what a scripted or hostile answer says).
+    public init(status: Int = 200, body: String, headers: [String: String] = [:]) {
+        self.init(status: status, contentType: "application/json", extraHeaders: headers, body: Array(body.utf8))
+    }
 
     /// Google's APIs answer `application/json; charset=UTF-8`; clients must accept the parameter.
     static let jsonContentType = "application/json; charset=UTF-8"
@@ -189,4 +198,10 @@ extension FakeFirebase {
         /// The API is off in the key's project.
         case serviceDisabled = "SERVICE_DISABLED"
     }
+}
+
+extension Result where Failure == FirebaseRejection {
+    /// A failed result's refusal, to answer with after `guard case .success = … else`; a success
+    /// has none (an internal error, never sent).
+    var rejection: FirebaseRejection { if case .failure(let rejection) = self { rejection } else { .http(500) } }
 }

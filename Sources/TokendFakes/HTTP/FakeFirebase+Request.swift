@@ -6,7 +6,7 @@ extension FakeFirebase {
     ///
     /// Holds the refresh and ID tokens it received and issued, in clear: the fake is a test
     /// double, and tests need them to check rotation and what the daemon presented.
-    public struct Request: Sendable, Equatable {
+    public struct Request: Sendable, Equatable, Encodable {
         /// When it arrived, by `Options.clock`.
         public var at: Date
         public var method: String

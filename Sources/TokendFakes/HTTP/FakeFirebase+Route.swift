@@ -28,8 +28,4 @@ enum Route: Sendable, Equatable {
             self = .unknown
         }
     }
-
-    /// Injected faults are aimed at refreshes: sign-ins and the control plane never take them, so
-    /// a script can always clear a fault and a test's setup never eats one.
-    var takesFaults: Bool { self == .secureToken }
 }

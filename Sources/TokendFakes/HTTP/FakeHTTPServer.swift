@@ -3,6 +3,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOPosix
+import TokendSystem
 
 /// A Hummingbird HTTP/1.1 server on its own event loop, for a fake: started on a port (0 picks a
 /// free one, so parallel tests never collide) and stopped with every connection closed, including
@@ -20,6 +21,14 @@ final class FakeHTTPServer: Sendable {
         self.running = running
         self.group = group
         self.executor = executor
+    }
+
+    /// Serves `routes` through the one connection layer (`FakeResponder`).
+    static func start(host: String = "127.0.0.1", port: Int = 0, routes: any FakeRoutes) async throws -> FakeHTTPServer {
+        let responder = FakeResponder(routes: routes)
+        return try await start(host: host, port: port) { (request, writer: consuming ResponseWriter, channel) in
+            try await responder.respond(to: request, writer: writer, channel: channel)
+        }
     }
 
     static func start(host: String, port: Int, responder: @escaping Responder) async throws -> FakeHTTPServer {
@@ -83,9 +92,7 @@ final class DedicatedThreadExecutor: TaskExecutor, @unchecked Sendable {
     private var finished = false
 
     init(name: String) {
-        let thread = Thread { [self] in run() }
-        thread.name = name
-        thread.start()
+        DedicatedThread.start(name) { [self] in run() }
     }
 
     func enqueue(_ job: consuming ExecutorJob) {

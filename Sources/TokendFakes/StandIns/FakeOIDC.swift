@@ -1,19 +1,16 @@
 import Foundation
-import HummingbirdCore
 import NIOConcurrencyHelpers
 import TokendCore
+import TokendProviders
+import TokendSystem
 
 /// A small OAuth 2.0 / OpenID Connect server on 127.0.0.1 for what oidc-provider-mock lacks: a
 /// revocation endpoint that records the client authentication it got, the device grant with every
 /// polling answer, scripted token answers (rotation, `expires_in` as a string or missing) and a
-/// discovery document whose issuer can be wrong. Every request is recorded.
-public final class FakeOIDC: Sendable {
-    public struct Request: Sendable {
-        public var method: String
-        public var path: String
-        public var authorization: String?
-        public var form: [String: String]
-    }
+/// discovery document whose issuer can be wrong. Every request is recorded. Its faults, scripted
+/// answers included, are the shared fault layer's (`faults`), on any of its routes.
+public final class FakeOIDC: FakeRoutes {
+    public typealias Request = IncomingRequest
 
     public struct Answer: Sendable {
         public var status: Int
@@ -34,6 +31,9 @@ public final class FakeOIDC: Sendable {
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
             return Answer(status: status, body: String(decoding: data, as: UTF8.self))
         }
+
+        var reply: Reply { Reply(status: status, body: body, headers: headers) }
+        var fault: FakeFault { .status(status, body: body, headers: headers) }
     }
 
     /// A session the fake issued: the scopes granted at sign-in; a rotating grant answers every
@@ -62,23 +62,17 @@ public final class FakeOIDC: Sendable {
     }
 
     struct State {
-        var requests: [Request] = []
         var grants: [String: Grant] = [:]
         var minted: [String: Minted] = [:]
         /// Refresh tokens a rotation replaced: presenting one again is `invalid_grant`.
         var retired: Set<String> = []
-        /// Answers for a path, used in order before its usual answer: a provider that answers
-        /// nonsense (hostile-answer tests script the token and device endpoints, discovery, JWKS).
-        var pathAnswers: [String: [Answer]] = [:]
-        /// Answers every request it returns an answer for, before anything else: a hostile
-        /// provider for the property tests (any path, Firebase's included, with `base` its URL).
-        var responder: (@Sendable (Request, String) -> Answer?)?
         var issuerOverride: String?
         var counter = 0
     }
 
     private let server = StandInServer()
     private let state = NIOLockedValueBox(State())
+    public let faults = FaultLayer(defaultTarget: "/token")
 
     /// The port the kernel picked.
     public var port: Int { server.port }
@@ -88,7 +82,7 @@ public final class FakeOIDC: Sendable {
 
     public static func start() async throws -> FakeOIDC {
         let fake = FakeOIDC()
-        try await fake.server.start { request, body in await fake.answer(request, body) }
+        try await fake.server.start(fake)
         return fake
     }
 
@@ -96,13 +90,17 @@ public final class FakeOIDC: Sendable {
         await server.shutdown()
     }
 
-    public var requests: [Request] { state.withLockedValue { $0.requests } }
+    public var requests: [Request] { faults.requests }
+    /// The providers' transport, answered by this fake in-process (no socket).
+    public func transport(deadline: Double = HTTPTransport.defaultDeadline) -> HTTPTransport {
+        FakeResponder(routes: self).transport(deadline: deadline, clock: SystemWallClock())
+    }
     /// Answers for the token endpoint, used in order; once they are used up a fresh token is issued.
     public func script(_ answers: [Answer]) { script(answers, for: "/token") }
-    public func respond(with responder: @escaping @Sendable (Request, _ base: String) -> Answer?) {
-        state.withLockedValue { $0.responder = responder }
+    /// Answers for `path`, used in order before its usual answer: status faults, held back by their `delay`.
+    public func script(_ answers: [Answer], for path: String) {
+        for answer in answers { faults.add(answer.fault, .requests(1), path, late: answer.delay) }
     }
-    public func script(_ answers: [Answer], for path: String) { state.withLockedValue { $0.pathAnswers[path, default: []] += answers } }
     public func claimIssuer(_ issuer: String) { state.withLockedValue { $0.issuerOverride = issuer } }
 
     /// Registers `refreshToken` as a session granted `scopes`: refresh grants presenting it are
@@ -123,26 +121,10 @@ public final class FakeOIDC: Sendable {
 }
 
 extension FakeOIDC {
-    /// One request, as the stand-in server hands it over: recorded, then answered (after the
-    /// answer's `delay`, a slow provider) with the JSON body and headers scripted or routed.
-    func answer(_ request: HummingbirdCore.Request, _ body: [UInt8]) async -> Reply {
-        let recorded = Request(
-            method: request.method.rawValue, path: String(request.uri.path), authorization: request.headers[.authorization],
-            form: FormEncoding.decode(Substring(decoding: body, as: UTF8.self)))
-        let answer = route(recorded)
-        if answer.delay > 0 { try? await Task.sleep(for: .milliseconds(Int64(saturating: answer.delay * 1000))) }
-        return Reply(status: answer.status, contentType: "application/json", extraHeaders: answer.headers, body: Array(answer.body.utf8))
-    }
-
-    func route(_ request: Request) -> Answer {
+    /// One request, answered by the routes below.
+    func handle(_ request: IncomingRequest) -> Decision {
         let base = issuer
-        return state.withLockedValue { state in
-            state.requests.append(request)
-            if let answer = state.responder?(request, base) { return answer }
-            if let scripted = state.pathAnswers[request.path], let first = scripted.first {
-                state.pathAnswers[request.path] = Array(scripted.dropFirst())
-                return first
-            }
+        let answer = state.withLockedValue { (state: inout State) -> Answer in
             switch request.path {
             case "/.well-known/openid-configuration":
                 return .json(200, [
@@ -167,6 +149,7 @@ extension FakeOIDC {
                 return .json(404, ["error": "not_found"])
             }
         }
+        return Decision(action: .reply(answer.reply))
     }
 
     /// A refresh grant on a registered session (RFC 6749 §6): `scope` must be within the grant's,

@@ -1,10 +1,9 @@
 import Crypto
 import Foundation
-import HTTPTypes
-import HummingbirdCore
 import NIOConcurrencyHelpers
-import NIOCore
 import TokendCore
+import TokendProviders
+import TokendSystem
 
 /// A stand-in for an identity provider that Firebase projects enable besides Google, on
 /// 127.0.0.1, in its family's shape: the paths, answers and quirks tokend meets at the real one.
@@ -23,7 +22,7 @@ import TokendCore
 /// | both | PKCE S256 checked; a code works once, for its redirect URI | RFC 7636 §4.6; RFC 6749 §4.1.3 |
 ///
 /// ID tokens are signed ES256 (Microsoft signs RS256): tokend checks either against the key set.
-public final class FederatedStandIn: Sendable {
+public final class FederatedStandIn: FakeRoutes {
     public enum Family: Sendable {
         case microsoft
         case github
@@ -60,7 +59,6 @@ public final class FederatedStandIn: Sendable {
         var deviceCodes: [String: (userCode: String, scopes: [String], user: User?)] = [:]
         var accessTokens: [String: User] = [:]
         var issued: [String] = []
-        var requests: [String] = []
     }
 
     public let family: Family
@@ -69,8 +67,11 @@ public final class FederatedStandIn: Sendable {
     let state = NIOLockedValueBox(State())
     let key = StandInKey()
     let http = StandInServer()
+    /// Faults on any of its routes; by default, its token endpoint's.
+    public let faults: FaultLayer
 
     init(family: Family, clientID: String, clientSecret: String?) {
+        faults = FaultLayer(defaultTarget: family == .github ? "/login/oauth/access_token" : "/common/oauth2/v2.0/token")
         self.family = family
         self.clientID = clientID
         self.clientSecret = clientSecret
@@ -78,15 +79,18 @@ public final class FederatedStandIn: Sendable {
 
     public static func start(_ family: Family, clientID: String, clientSecret: String? = nil) async throws -> FederatedStandIn {
         let standIn = FederatedStandIn(family: family, clientID: clientID, clientSecret: clientSecret)
-        try await standIn.http.start { [standIn] request, body in
-            standIn.answer(
-                method: request.method.rawValue, target: request.head.path ?? "/", accept: request.headers[.accept],
-                authorization: request.headers[.authorization], body: body)
-        }
+        try await standIn.http.start(standIn)
         return standIn
     }
 
+    func handle(_ request: IncomingRequest) -> Decision { Decision(action: .reply(answer(request))) }
+
     public func shutdown() async { await http.shutdown() }
+
+    /// The providers' transport, answered by this stand-in in-process (no socket).
+    public func transport(deadline: Double = HTTPTransport.defaultDeadline) -> HTTPTransport {
+        FakeResponder(routes: self).transport(deadline: deadline, clock: SystemWallClock())
+    }
 
     public var base: String { "http://127.0.0.1:\(http.port)" }
 
@@ -117,7 +121,7 @@ public final class FederatedStandIn: Sendable {
     public var issuedSecrets: [String] { state.withLockedValue { $0.issued } }
 
     /// `METHOD path` of every request, in order.
-    public var requests: [String] { state.withLockedValue { $0.requests } }
+    public var requests: [String] { faults.requests.map { "\($0.method) \($0.path)" } }
 
     /// GitHub's `GET /user` as Firebase sees it: who an access token belongs to, as the claims
     /// the fake Firebase's `IdentityProvider.userInfo` returns; nil for a token never issued.
@@ -128,11 +132,9 @@ public final class FederatedStandIn: Sendable {
 
     // MARK: - Answers
 
-    func answer(method: String, target: String, accept: String?, authorization: String?, body: [UInt8]) -> Reply {
-        let path = FakeFirebaseResponder.path(of: target)
-        state.withLockedValue { $0.requests.append("\(method) \(path)") }
-        let form = FormEncoding.decode(body)
-        switch (family, method, path) {
+    func answer(_ request: IncomingRequest) -> Reply {
+        let (form, accept, authorization) = (request.form, request.headers["accept"], request.authorization)
+        switch (family, request.method, request.path) {
         case (.microsoft, "GET", "/common/v2.0/.well-known/openid-configuration"):
             return .json(200, [
                 "issuer": base + "/{tenantid}/v2.0", "authorization_endpoint": authorizationEndpoint, "token_endpoint": tokenEndpoint,
@@ -148,7 +150,7 @@ public final class FederatedStandIn: Sendable {
         case (.microsoft, "GET", "/common/discovery/v2.0/keys"):
             return .json(200, KeySet(keys: [key.jwk]))
         case (_, "GET", "/common/oauth2/v2.0/authorize"), (_, "GET", "/login/oauth/authorize"):
-            return authorize(FakeFirebaseResponder.query(of: target))
+            return authorize(request.query)
         case (.microsoft, "POST", "/common/oauth2/v2.0/token"):
             return microsoftToken(form, authorization: authorization)
         case (.github, "POST", "/login/device/code"):
@@ -184,7 +186,7 @@ public final class FederatedStandIn: Sendable {
             return .text(400, "unknown client or redirect URI")
         }
         let separator = redirect.contains("?") ? "&" : "?"
-        let stateParameter = query["state"].map { "&state=" + Self.escape($0) } ?? ""
+        let stateParameter = query["state"].map { "&state=" + FormEncoding.escaped($0) } ?? ""
         guard let user = state.withLockedValue({ $0.nextUser }) else {
             return Self.redirect(redirect + separator + "error=access_denied" + stateParameter)
         }
@@ -197,7 +199,7 @@ public final class FederatedStandIn: Sendable {
             $0.codes[code] = pending
             $0.issued.append(code)
         }
-        return Self.redirect(redirect + separator + "code=" + Self.escape(code) + stateParameter)
+        return Self.redirect(redirect + separator + "code=" + FormEncoding.escaped(code) + stateParameter)
     }
 
     /// Takes a code once, checking client, redirect URI and PKCE verifier.
@@ -294,14 +296,10 @@ public final class FederatedStandIn: Sendable {
         prefix + (0..<32).map { _ in String("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".randomElement()!) }.joined()
     }
 
-    /// RFC 3986's unreserved characters stay; everything else is percent-encoded.
-    static func escape(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? ""
-    }
+    /// Fields in key order, form-encoded by the providers' encoder.
+    static func formEncoded(_ fields: [(String, String)]) -> String { String(decoding: FormEncoding.encode(fields), as: UTF8.self) }
 
-    static func formEncoded(_ fields: [String: String]) -> String {
-        fields.sorted { $0.key < $1.key }.map { escape($0.key) + "=" + escape($0.value) }.joined(separator: "&")
-    }
+    static func formEncoded(_ fields: [String: String]) -> String { formEncoded(fields.sorted { $0.key < $1.key }) }
 
     static func redirect(_ location: String) -> Reply {
         Reply(status: 302, contentType: "text/plain; charset=UTF-8", extraHeaders: ["Location": location], body: Array("Redirecting".utf8))
@@ -336,21 +334,13 @@ struct StandInKey: Sendable {
     }
 }
 
-/// A stand-in's HTTP server on 127.0.0.1, started once its owner exists (the answers need it):
-/// each request's body is read whole and `answer`'s reply written back.
+/// A stand-in's HTTP server on 127.0.0.1, started once its owner exists (the answers need the
+/// port): the one connection layer (`FakeResponder`), so its faults are every fake's.
 final class StandInServer: Sendable {
     private let server = NIOLockedValueBox<FakeHTTPServer?>(nil)
 
-    func start(_ answer: @escaping @Sendable (HummingbirdCore.Request, [UInt8]) async -> Reply) async throws {
-        let started = try await FakeHTTPServer.start(host: "127.0.0.1", port: 0) { request, writer, _ in
-            var request = request
-            // A stand-in's requests are a form or a query: 64 KiB is far more than any.
-            let body = try await request.collectBody(upTo: 1 << 16)
-            let reply = await answer(request, Array(buffer: body))
-            var head = try await writer.writeHead(FakeFirebaseResponder.head(of: reply, closing: false))
-            try await head.write(ByteBuffer(bytes: reply.body))
-            try await head.finish(nil)
-        }
+    func start(_ routes: any FakeRoutes) async throws {
+        let started = try await FakeHTTPServer.start(routes: routes)
         server.withLockedValue { $0 = started }
     }
 

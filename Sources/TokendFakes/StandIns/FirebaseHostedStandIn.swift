@@ -1,10 +1,8 @@
 import Crypto
 import Foundation
-import HTTPTypes
-import HummingbirdCore
 import NIOConcurrencyHelpers
-import NIOCore
 import TokendCore
+import TokendProviders
 
 /// Stand-ins for what a Firebase project's hosted sign-in runs in the user's browser, which this
 /// machine cannot reach: Firebase's JavaScript SDK (the three calls tokend's page makes), the
@@ -22,7 +20,7 @@ import TokendCore
 /// | handler | opens the provider with itself as the return URL and a hashed nonce; takes the provider's form post; calls `signInWithIdp` with the ID token and the raw nonce; hands the session to the opener | Firebase's Apple setup (the handler is the registered return URL); js-sdk `OAuthCredentialOptions.rawNonce` |
 /// | Microsoft | played like Apple at the same `/auth/authorize` (Microsoft also posts a form with `response_mode=form_post`); ID token `iss` the user's tenant's issuer, with `tid`; the handler's `signInWithIdp` carries the handler's own `requestUri`, which production takes for Microsoft where it refuses a client's own token | Microsoft identity platform, "OpenID Connect" (form_post); firebase-js-sdk#5802 |
 /// | Apple | `/auth/authorize` with `response_mode=form_post`: posts `code`, `id_token`, `state` (and `user` on first sign-in) to the return URL; ID token `iss` `https://appleid.apple.com`, `aud` the Services ID, `nonce`, `email_verified` as a string | Sign in with Apple JS and REST API docs |
-public final class FirebaseHostedStandIn: Sendable {
+public final class FirebaseHostedStandIn: FakeRoutes {
     /// Who approves at Apple: the user id (`sub`) and the email Apple shares.
     public typealias User = FederatedStandIn.User
 
@@ -31,7 +29,6 @@ public final class FirebaseHostedStandIn: Sendable {
         /// Sign-ins under way at the handler, by `state`: the raw nonce, the API key and the provider.
         var pending: [String: (rawNonce: String, apiKey: String, providerID: String)] = [:]
         var issued: [String] = []
-        var requests: [String] = []
         /// The custom parameters of every sign-in the handler started, in order.
         var customParameters: [[String: String]] = []
         /// The next popup's failure, `(code, message)`.
@@ -53,10 +50,15 @@ public final class FirebaseHostedStandIn: Sendable {
         self.exchange = exchange
     }
 
+    /// Faults on any of its routes; by default, the hosted handler's.
+    public let faults = FaultLayer(defaultTarget: FakeFirebase.hostedHandlerPath)
+
     public func start() async throws {
-        try await http.start { [self] request, body in
-            answer(method: request.method.rawValue, target: request.head.path ?? "/", body: body)
-        }
+        try await http.start(self)
+    }
+
+    func handle(_ request: IncomingRequest) -> Decision {
+        Decision(action: .reply(answer(method: request.method, path: request.path, query: request.query, body: request.body)))
     }
 
     public func shutdown() async { await http.shutdown() }
@@ -84,14 +86,11 @@ public final class FirebaseHostedStandIn: Sendable {
     public var issuedSecrets: [String] { state.withLockedValue { $0.issued } }
 
     /// `METHOD path` of every request, in order.
-    public var requests: [String] { state.withLockedValue { $0.requests } }
+    public var requests: [String] { faults.requests.map { "\($0.method) \($0.path)" } }
 
     // MARK: - Answers
 
-    func answer(method: String, target: String, body: [UInt8]) -> Reply {
-        let path = FakeFirebaseResponder.path(of: target)
-        state.withLockedValue { $0.requests.append("\(method) \(path)") }
-        let query = FakeFirebaseResponder.query(of: target)
+    func answer(method: String, path: String, query: [String: String], body: [UInt8]) -> Reply {
         switch (method, path) {
         case ("GET", "/sdk/firebase-app.js"): return Self.module(Self.appModule)
         case ("GET", "/sdk/firebase-auth.js"): return Self.module(Self.authModule)
@@ -133,7 +132,7 @@ public final class FirebaseHostedStandIn: Sendable {
             ("redirect_uri", "http://\(authDomain)/__/auth/handler"), ("scope", scopes), ("state", signInState),
             ("nonce", FakeFirebase.Backend.sha256Hex(rawNonce)),
         ]
-        let location = "http://\(authDomain)/auth/authorize?" + parameters.map { FederatedStandIn.escape($0.0) + "=" + FederatedStandIn.escape($0.1) }.joined(separator: "&")
+        let location = "http://\(authDomain)/auth/authorize?" + FederatedStandIn.formEncoded(parameters)
         return FederatedStandIn.redirect(location)
     }
 
@@ -182,8 +181,7 @@ public final class FirebaseHostedStandIn: Sendable {
         }
         if form["error"] != nil { return Self.toOpener(["error": "auth/popup-closed-by-user"]) }
         guard let idToken = form["id_token"] else { return Self.toOpener(["error": "auth/invalid-credential"]) }
-        let postBody = [("id_token", idToken), ("nonce", pending.rawNonce), ("providerId", pending.providerID)]
-            .map { FederatedStandIn.escape($0.0) + "=" + FederatedStandIn.escape($0.1) }.joined(separator: "&")
+        let postBody = FederatedStandIn.formEncoded([("id_token", idToken), ("nonce", pending.rawNonce), ("providerId", pending.providerID)])
         let answer = exchange(pending.apiKey, "http://\(authDomain)/__/auth/handler", postBody)
         struct Session: Decodable {
             var refreshToken: String?

@@ -90,10 +90,15 @@ public final class HTTPTransport: Sendable {
     /// Only for https URLs to hosts outside `NO_PROXY`: a loopback server is never proxied.
     let proxied: HTTPClient?
     let noProxy: [String]
+    /// The seam for tests: when set, every exchange is this call instead of the network (a fake
+    /// served in-process); the deadline still bounds it, and what it throws is a network failure.
+    let exchange: (@Sendable (HTTPRequest) async throws -> HTTPAnswer)?
 
     public init(
-        environment: [String: String], deadline: Double = defaultDeadline, clock: any WallClock = SystemWallClock(), timers: (any TimerSource)? = nil
+        environment: [String: String], deadline: Double = defaultDeadline, clock: any WallClock = SystemWallClock(), timers: (any TimerSource)? = nil,
+        exchange: (@Sendable (HTTPRequest) async throws -> HTTPAnswer)? = nil
     ) {
+        self.exchange = exchange
         self.deadline = deadline
         self.clock = clock
         self.timers = timers ?? SystemTimerSource(clock: clock)
@@ -145,13 +150,14 @@ public final class HTTPTransport: Sendable {
         let prepared = outgoing
         let client = client(for: request.url)
         let seconds = deadline
-        let (clock, timers) = (clock, timers)
+        let (clock, timers, exchange) = (clock, timers, exchange)
         let timedOut = TransportFailure(kind: .timeout, message: "the provider did not answer within \(Int(saturating: seconds)) s")
         do {
             // The exchange races a timer; whichever ends first cancels the other, and cancelling
             // the exchange closes its connection, so a trickled body cannot outlive the deadline.
             return try await withThrowingTaskGroup(of: HTTPAnswer?.self) { group in
                 group.addTask {
+                    if let exchange { return try await exchange(request) }
                     let deadline = NIODeadline.now() + .milliseconds(Int64(saturating: seconds * 1000))
                     let response: HTTPClientResponse
                     do {

@@ -3,7 +3,7 @@ import TokendProtocol
 import TokendProviders
 
 // Commands/ — what the responders may ask of the engine, and no more: the service protocols below,
-// which `AccountCommands` conforms to (Commands/AccountCommands.swift), so the responders' tests run
+// which `AccountCommands` conforms to (Engine/UserActions/AccountCommands.swift), so the responders' tests run
 // against a stub instead of an engine, a keyring and an HTTP fake. The ops themselves, decoded and
 // checked (`Command`), are the protocol's: Sources/TokendProtocol/Command.swift.
 
@@ -12,7 +12,7 @@ public protocol SessionService: Sendable {
     /// The engine's clock: `expires_in` is counted from its now.
     var clock: any WallClock { get }
     /// `scope` nil: the account's own token; else one narrowed to it.
-    func token(account: String, kind: TokenKind?, minValid: Double, timeout: Double, scope: TokenScope?) async -> Result<TokenGrant, TokendError>
+    func token(account: String, kind: TokenKind?, scope: TokenScope?, minValid: Double, timeout: Double) async -> Result<TokenGrant, TokendError>
     /// The account's own token if one is held that meets `minValid` now, without waiting on
     /// anything: the event loop's fast path. Nil: ask `token`, which decides the rest.
     func heldToken(account: String, kind: TokenKind?, minValid: Double) -> TokenGrant?
@@ -63,17 +63,3 @@ public protocol AccountManagementService: Sendable {
 
 /// Everything the request router dispatches to.
 public typealias EngineServices = SessionService & StatusService & SignInService & AccountManagementService
-
-extension LoginRequest {
-    /// The sign-in a `login` command asks for: `google` is method `idp` at google.com.
-    init(_ args: LoginArgs) {
-        self.init(method: args.method, email: args.email, create: args.create, secret: args.secret, scopes: args.scopes, timeout: args.timeout)
-        factor = args.factor
-        handle = args.handle
-        if args.method == .google || args.method == .idp {
-            method = .idp
-            identityProvider = args.identityProvider
-            identityProviderDevice = args.device
-        }
-    }
-}

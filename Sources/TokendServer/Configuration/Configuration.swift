@@ -3,6 +3,7 @@
 // in ConfigurationFile.swift; the engine applies what it produces.
 
 import TokendCore
+import TokendKeyring
 import TokendProviders
 
 /// The daemon's configuration (README.md, "Configuration"): accounts and their providers. No secrets, except an
@@ -15,6 +16,8 @@ public struct Configuration: Sendable, Equatable {
     public var hooks: [String: [String]] = [:]
     /// Top-level `notify`: the desktop notification on `needs_login` (on unless `false`).
     public var notify = true
+    /// `store`, `pass_prefix`, `tpm2_tcti` and each account's `store`: where sessions are kept.
+    public var stores = StoreSettings()
     /// Things worth a line in the log that do not stop the configuration from loading.
     public var warnings: [String] = []
 

@@ -159,7 +159,10 @@ final class AcceptLoop: Sendable {
         owner.onConnection()
         buffers.output.removeAll(keepingCapacity: true)
         var answered = 0  // bytes of the input whose lines are answered
-        while answered < count, let next = answerLine(at: answered, of: count, buffers.input, &buffers.memo, &buffers.output) {
+        // The first request that needs the engine, decoded here once: the channel asks with it.
+        var carried: DecodedRequest?
+        while answered < count, carried == nil,
+              let next = answerLine(at: answered, of: count, buffers.input, &buffers.memo, &buffers.output, &carried) {
             answered = next
         }
         var written = 0
@@ -176,26 +179,30 @@ final class AcceptLoop: Sendable {
                 return
             }
         }
-        if written < buffers.output.count || answered < count {
+        if written < buffers.output.count || carried != nil || answered < count {
             connections.withLock { _ = $0.remove(fd) }
             _ = epoll_ctl(poller, EPOLL_CTL_DEL, fd, nil)
-            owner.adopt(fd, unsent: buffers.output[written...], unanswered: buffers.input[answered..<count])
+            owner.adopt(fd, unsent: buffers.output[written...], carried: carried, unanswered: buffers.input[answered..<count])
         }
     }
 
     /// Answers the line that starts at `start` of the first `count` bytes read, appending the
-    /// reply to the output; returns where the next line starts, or nil when the line is the
-    /// channel's: cut by the read, empty (the channel counts those), ending in a CR (the
-    /// framer drops it), or one `RequestRouter.answerAtOnce` does not answer.
-    private func answerLine(at start: Int, of count: Int, _ input: [UInt8], _ memo: inout CodingMemo, _ output: inout [UInt8]) -> Int? {
+    /// reply to the output, or decodes it into `carried` when `RequestRouter.answerAtOnce` does
+    /// not answer it (the channel asks the engine with it); returns where the next line starts,
+    /// or nil when the line is the channel's to read: cut by the read, empty (the channel counts
+    /// those), or ending in a CR (the framer drops it).
+    private func answerLine(at start: Int, of count: Int, _ input: [UInt8], _ memo: inout CodingMemo, _ output: inout [UInt8], _ carried: inout DecodedRequest?) -> Int? {
         let newline = Int32(UInt8(ascii: "\n"))  // conversion: memchr takes the byte as an int
         let end = input.withUnsafeBytes { bytes in
             memchr(bytes.baseAddress! + start, newline, count - start).map { bytes.baseAddress!.distance(to: UnsafeRawPointer($0)) }
         }
         guard let end, end > start, input[end - 1] != UInt8(ascii: "\r") else { return nil }
         let decoded = input.withUnsafeBytes { memo.decode(UnsafeRawBufferPointer(rebasing: $0[start..<end])) }
-        guard let response = owner.handler.answerAtOnce(decoded) else { return nil }
-        output.append(contentsOf: memo.encode(response))
+        if let response = owner.handler.answerAtOnce(decoded) {
+            output.append(contentsOf: memo.encode(response))
+        } else {
+            carried = decoded
+        }
         return end + 1
     }
 

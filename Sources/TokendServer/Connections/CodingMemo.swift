@@ -11,7 +11,7 @@ import Glibc
 /// (`RequestRouter.answerAtOnce`: the held token, its promise, the seconds left): only the
 /// codings are remembered. One entry each: the loop is one thread, and another line replaces it.
 struct CodingMemo {
-    typealias Decoded = Result<Request, WireCoding.RequestDecodingFailure>
+    typealias Decoded = DecodedRequest
 
     private var line: [UInt8] = []
     private var decoded: Decoded?

@@ -35,8 +35,22 @@ final class ConnectionChannelHandler: ChannelDuplexHandler {
     /// A refusal (line too large, empty-line flood) is going out; the connection closes after it.
     private var refused = false
 
-    init(_ handler: RequestRouter) {
+    /// The request the accept loop decoded and could not answer at once: asked first.
+    private var carried: DecodedRequest?
+
+    init(_ handler: RequestRouter, carried: DecodedRequest? = nil) {
         self.handler = handler
+        self.carried = carried
+    }
+
+    /// A carried request goes to the engine now; its reply comes back on a later turn of the loop,
+    /// after the accept loop's unsent replies (`CarriedOver` writes them once this returns).
+    func channelActive(context: ChannelHandlerContext) {
+        context.fireChannelActive()
+        if let carried {
+            self.carried = nil
+            ask(carried, context)
+        }
     }
 
     func read(context: ChannelHandlerContext) {
@@ -86,11 +100,11 @@ final class ConnectionChannelHandler: ChannelDuplexHandler {
         while !awaitingEngine, !refused, streamWriter == nil, context.channel.isWritable, let frame = waiting.popFirst() {
             switch frame {
             case .line(let line):
-                let decoded = WireCoding.decodeRequest(line)
-                if let response = handler.answerAtOnce(decoded) {
+                let request = WireCoding.decodeRequest(line)
+                if let response = handler.answerAtOnce(request) {
                     reply(response, context)
                 } else {
-                    ask(decoded, context)
+                    ask(request, context)
                 }
             case .tooLarge, .emptyLineFlood:
                 refuse(frame, context)
@@ -112,13 +126,13 @@ final class ConnectionChannelHandler: ChannelDuplexHandler {
     }
 
     /// Hands a decoded line to a task that asks the engine; its reply comes back to the event loop.
-    private func ask(_ decoded: Result<Request, WireCoding.RequestDecodingFailure>, _ context: ChannelHandlerContext) {
+    private func ask(_ request: DecodedRequest, _ context: ChannelHandlerContext) {
         awaitingEngine = true
         let handler = self.handler
         let loop = context.eventLoop
         let bound = NIOLoopBound((self, context), eventLoop: loop)
         Task {
-            let answer = await handler.handle(decoded: decoded)
+            let answer = await handler.handle(request)
             loop.execute {
                 let (connection, context) = bound.value
                 connection.engineReplied(answer, context)

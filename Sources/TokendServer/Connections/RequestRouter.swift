@@ -3,8 +3,9 @@ import TokendProtocol
 
 /// Turns request lines into replies. It never touches a socket (ssh-agent's split): the
 /// connection layer frames bytes and writes what this returns, so the whole protocol is testable
-/// without one. A line is decoded into a `Request`, checked into a `Command`, and handed to its
-/// op's responder, which asks the engine through a small protocol (docs/architecture.md).
+/// without one. A line is decoded and checked into a `Command` once (`DecodedRequest`, whichever
+/// path reads it) and handed to its op's responder, which asks the engine through a small
+/// protocol (docs/architecture.md).
 public struct RequestRouter: Sendable {
     public enum Reply: Sendable {
         case response(Response)
@@ -52,24 +53,14 @@ public struct RequestRouter: Sendable {
     /// Every line gets a reply: a line that is not a request is a `bad_request` carrying the
     /// `id` when it could be read.
     public func handle(line: [UInt8]) async -> Reply {
-        await handle(decoded: WireCoding.decodeRequest(line))
-    }
-
-    /// `handle(line:)` for a line already decoded (`ConnectionChannelHandler` decodes each line once).
-    public func handle(decoded: Result<Request, WireCoding.RequestDecodingFailure>) async -> Reply {
-        switch decoded {
-        case .failure(let failure):
-            return .response(.failure(TokendError(.badRequest, failure.message), id: failure.id))
-        case .success(let request):
-            return await handle(request)
-        }
+        await handle(WireCoding.decodeRequest(line))
     }
 
     /// Answers `hello`, and a plain `token` request whose account holds a token meeting its
-    /// `min_valid`, at once and without suspending (`ConnectionChannelHandler`); nil for every other line
-    /// (errors included), which `handle(decoded:)` answers.
-    public func answerAtOnce(_ decoded: Result<Request, WireCoding.RequestDecodingFailure>) -> Response? {
-        guard case .success(let request) = decoded, let command = try? Command(request) else { return nil }
+    /// `min_valid`, at once and without suspending (`AcceptLoop`, `ConnectionChannelHandler`);
+    /// nil for every other request (errors included), which `handle(_:)` answers.
+    public func answerAtOnce(_ request: DecodedRequest) -> Response? {
+        guard case .success(let command) = request.command else { return nil }
         switch command {
         case .hello: return HelloResponder(version: version, capabilities: capabilities).handle(id: request.id)
         case .token(let args): return TokenResponder.answerAtOnce(args, id: request.id, session: services)
@@ -77,15 +68,16 @@ public struct RequestRouter: Sendable {
         }
     }
 
-    public func handle(_ request: Request) async -> Reply {
+    /// The reply to a request decoded once (`WireCoding.decodeRequest`), whatever path it took.
+    public func handle(_ request: DecodedRequest) async -> Reply {
         do {
-            return try await handle(try Command(request), id: request.id)
+            return try await reply(to: request.command.get(), id: request.id)
         } catch {
             return .response(.failure(error, id: request.id))
         }
     }
 
-    public func handle(_ command: Command, id: RequestID?) async throws(TokendError) -> Reply {
+    private func reply(to command: Command, id: RequestID?) async throws(TokendError) -> Reply {
         switch command {
         case .hello: .response(HelloResponder(version: version, capabilities: capabilities).handle(id: id))
         case .token(let args): .response(try await TokenResponder(session: services).handle(args, id: id))

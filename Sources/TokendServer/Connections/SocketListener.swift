@@ -1,8 +1,8 @@
 // Connections/ — the Unix socket: the listener (its directory checks, connection cap), the accept
 // loop (peer uid, lines answered at once), line framing, the connection served on its event loop
 // once handed over (`ConnectionChannelHandler`) and the request router (`RequestRouter`) that
-// decodes a line into a `Command` (TokendProtocol) and hands it to its op's responder in
-// Responders/. It calls the engine only through Commands/' service protocols.
+// hands a line's `Command` (TokendProtocol; decoded once, by whichever of these reads the line) to
+// its op's responder in Responders/. It calls the engine only through Commands/' service protocols.
 
 import CTokendShims
 import Logging
@@ -152,9 +152,10 @@ public final class SocketListener: Sendable {
     }
 
     /// Serves the rest of a connection on a channel: first the replies the accept loop could not
-    /// write (`unsent`), then the lines it did not answer (`unanswered`) as if just read. A
-    /// connection over the cap gets the refusal instead.
-    func adopt(_ fd: Int32, unsent: ArraySlice<UInt8> = [], unanswered: ArraySlice<UInt8> = [], overCap: Bool = false) {
+    /// write (`unsent`), then the request it decoded and could not answer (`carried`), then the
+    /// bytes it did not read as lines (`unanswered`) as if just read. A connection over the cap
+    /// gets the refusal instead.
+    func adopt(_ fd: Int32, unsent: ArraySlice<UInt8> = [], carried: DecodedRequest? = nil, unanswered: ArraySlice<UInt8> = [], overCap: Bool = false) {
         let initialized = Atomic<Bool>(false)
         ClientBootstrap(group: channelLoop)
             // `echo '{"op":"hello"}' | socat - UNIX-CONNECT:…` half-closes after its line: the
@@ -177,7 +178,8 @@ public final class SocketListener: Sendable {
                         try channel.pipeline.syncOperations.addHandler(OverCapRefusal())
                     } else {
                         try channel.pipeline.syncOperations.addHandlers(
-                            CarriedOver(unsent: unsent, unanswered: unanswered), LineFramingChannelHandler(limits: lineTimeLimits), ConnectionChannelHandler(handler))
+                            CarriedOver(unsent: unsent, unanswered: unanswered), LineFramingChannelHandler(limits: lineTimeLimits),
+                            ConnectionChannelHandler(handler, carried: carried))
                     }
                 }
             }

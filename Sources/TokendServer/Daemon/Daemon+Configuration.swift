@@ -1,5 +1,6 @@
 import Logging
 import TokendCore
+import TokendKeyring
 import TokendProtocol
 
 // The configuration file, loaded at start and on every reload (SIGHUP, the `reload` op): both
@@ -39,6 +40,8 @@ extension Daemon {
             await engine.setConfigurationProblem(nil)
             for warning in configuration.warnings { logger.warning("\(warning)") }
             let tokenFiles = configuration.accounts.values.flatMap { $0.tokenFiles.map(\.path) }
+            // Where each account's session lives, before any of them is read or written.
+            (store as? StoreRouter)?.apply(configuration.stores)
             let added = await engine.adopt(configuration)
             hooks.apply(configuration)
             let accounts = configuration.accounts.keys.sorted()

@@ -115,7 +115,7 @@ public final class Daemon: Service, Sendable {
             : HTTPTransport(environment: options.environment, clock: clock, timers: timers))
         return Daemon(
             options: options, socketPath: socketPath, logger: logger, clock: clock, timers: timers, transport: transport,
-            store: parts.store ?? LibsecretStore(timeout: options.keyringTimeout), hardensProcess: hardensProcess, lifecycle: lifecycle)
+            store: parts.store ?? StoreRouter(timeout: options.keyringTimeout), hardensProcess: hardensProcess, lifecycle: lifecycle)
     }
 
     private init(

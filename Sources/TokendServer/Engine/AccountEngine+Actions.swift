@@ -51,13 +51,13 @@ extension AccountEngine {
         }
     }
 
-    /// Runs the refresh (or narrowed grant) `ticket` started, in the background, timed by the steady clock (`AccountMachine.finish`).
+    /// Runs the refresh (or narrowed grant) `ticket` started, in the background, timed by the steady clock (`AccountState.apply`).
     func callProvider(_ name: String, ticket: AccountTicket) {
         guard let account = accounts[name], let presented = ticket.refreshToken else { return }
         let provider = account.provider
-        // The machine as the refresh left it: the answer is merged against its tokens even if
+        // The account as the refresh left it: the answer is merged against its tokens even if
         // the account is gone by then.
-        let started = account.machine
+        let started = account
         let sent = clock.steadySeconds()
         tasks.spawn {
             let outcome: RefreshOutcome

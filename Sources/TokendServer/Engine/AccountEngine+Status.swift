@@ -7,7 +7,7 @@ extension AccountEngine {
     public func statuses(account name: String?) -> Result<[AccountReport], TokendError> {
         // A configuration refused at start serves no account: saying "no accounts" would read
         // as an empty file, so every listing answers what is wrong with it instead.
-        if let configurationProblem { return .failure(TokendError(.configError, configurationProblem.description)) }
+        if let configurationProblem { return .failure(Advice.configurationBroken(configurationProblem.description)) }
         if let name, accounts[name] == nil { return .failure(missingAccount(name)) }
         return .success(accounts.reports(name.map { [$0] } ?? accounts.names, keyring: keyringState, at: clock.now()))
     }

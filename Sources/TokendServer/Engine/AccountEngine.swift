@@ -1,5 +1,6 @@
-// Engine/ — the accounts (docs/architecture.md, "The engine"). Never a socket; its one file
-// read is the kernel's boot id (BootAnchoredStore).
+// Engine/ — the accounts' effects (docs/architecture.md, "The engine"): the actor carries out what
+// TokendCore's Account/ decides. Never a socket; its one file read is the kernel's boot id
+// (BootAnchoredStore).
 
 import Logging
 import TokendCore
@@ -84,7 +85,7 @@ public actor AccountEngine {
     }
 
     func missingAccount(_ name: String) -> TokendError {
-        Advice.missingAccount(name, configurationProblem: configurationProblem)
+        Advice.missingAccount(name, configurationProblem: configurationProblem?.description)
     }
 
     /// A timer's callback: hops into the engine as one of its tasks (dropped after shutdown).
@@ -97,8 +98,9 @@ public actor AccountEngine {
 
     // MARK: - Serving (the requests' loops are AccountCommands+Serving.swift)
 
-    /// One look at a `token` request; a refresh it needs is started here, in the same turn.
-    func serve(_ name: String, _ wanted: TokenWanted) -> (TokenLook, TokenWanted) {
+    /// One look at a `token` request: carries out what `AccountState.serve` decides (a refresh it
+    /// needs starts here, in the same turn), or the wait until the account changes.
+    func look(_ name: String, wanting wanted: TokenWanted) -> (TokenLook, TokenWanted) {
         var wanted = wanted
         let now = clock.now()
         guard let serving = accounts[name]?.serve(&wanted, at: now) else { return (.answer(.failure(missingAccount(name))), wanted) }
@@ -118,7 +120,7 @@ public actor AccountEngine {
         if now >= wanted.deadline { return (.answer(.failure(Advice.noFreshToken(within: wanted.timeout, scope: wanted.scope))), wanted) }
         // A refresh held back by another client's promise may start when that ends.
         // A slow refresh in flight ends the wait for the held token (`heldDespiteRefresh`).
-        let patience = accounts[name]?.machine.refreshPatienceEnds(deadline: wanted.deadline) ?? wanted.deadline
+        let patience = accounts[name]?.refreshPatienceEnds(deadline: wanted.deadline) ?? wanted.deadline
         let until = min(wanted.deadline, patience, heldTokens.outstanding(name, at: now) ?? wanted.deadline)
         return (.waitForChange(until: until, seen: waiters.changes), wanted)
     }
@@ -136,8 +138,7 @@ public actor AccountEngine {
     /// is no refresh's): `.slotHeldByScopedGrant`, checked in the same turn that would start it.
     func forceRefresh(_ name: String, honouringBackoff: Bool, besideScopedGrants: Bool = false) -> ForcedRefresh {
         guard let account = accounts[name] else { return .refused(missingAccount(name)) }
-        let machine = account.machine
-        if honouringBackoff, let until = machine.backoff(at: clock.now()) { return .refused(Advice.unavailable(lastError: machine.lastError, retryAt: until)) }
+        if honouringBackoff, let until = account.backoff(at: clock.now()) { return .refused(Advice.unavailable(lastError: account.lastError, retryAt: until)) }
         if besideScopedGrants, account.scopedTokens.inFlight != nil { return .slotHeldByScopedGrant }
         startRefresh(name, force: true)
         return .started
@@ -145,10 +146,10 @@ public actor AccountEngine {
 
     enum ForcedRefresh { case started, refused(TokendError), slotHeldByScopedGrant }
 
-    /// How the latest refresh since `start` went (`AccountMachine.refreshOutcome`).
+    /// How the latest refresh since `start` went (`AccountState.refreshOutcome`).
     func refreshOutcome(_ name: String, since start: Date) -> Result<Date?, TokendError> {
-        guard let machine = accounts[name]?.machine else { return .failure(missingAccount(name)) }
-        return machine.refreshOutcome(since: start) { Advice.unavailable(lastError: machine.lastError, retryAt: $0) }
+        guard let account = accounts[name] else { return .failure(missingAccount(name)) }
+        return account.refreshOutcome(since: start)
     }
 
     // MARK: - Waiting

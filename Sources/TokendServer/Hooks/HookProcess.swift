@@ -117,25 +117,12 @@ enum HookProcess {
         }
     }
 
-    /// What is left in the pipe once the hook has exited, without waiting for writers it left behind.
+    /// The hook's exit, drain and reaping: the one spelling in `ChildSpawn`.
+    private static func exited(_ pid: pid_t) -> Bool { ChildSpawn.hasExited(pid) }
+
     private static func drain(_ fd: Int32, into output: inout [UInt8], buffer: inout [UInt8]) {
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard count > 0 else { return }
-            output.append(contentsOf: buffer[0..<min(count, max(0, outputLimit - output.count))])
-        }
+        ChildSpawn.drain(fd, into: &output, buffer: &buffer, limit: outputLimit)
     }
 
-    /// Whether the hook has exited, without reaping it: the pid stays ours to signal until then.
-    private static func exited(_ pid: pid_t) -> Bool {
-        var info = siginfo_t()
-        return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info._sifields._sigchld.si_pid == pid
-    }
-
-    private static func reap(_ pid: pid_t) -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-        return status
-    }
+    private static func reap(_ pid: pid_t) -> Int32 { ChildSpawn.reap(pid) }
 }

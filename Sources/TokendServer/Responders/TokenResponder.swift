@@ -9,9 +9,7 @@ struct TokenResponder: Sendable {
     let session: any SessionService
 
     func handle(_ args: TokenArgs, id: RequestID?) async throws(TokendError) -> Response {
-        let grant = try await session.token(
-            account: args.account, kind: args.kind, minValid: args.minValid, timeout: args.timeout, scope: args.narrowing
-        ).get()
+        let grant = try await session.token(account: args.account, kind: args.kind, scope: args.narrowing, minValid: args.minValid, timeout: args.timeout).get()
         return Self.response(grant, account: args.account, id: id, now: session.clock.now())
     }
 

@@ -104,18 +104,23 @@ struct AccountNarrator: Sendable {
     /// The keyring's mood changed: said once to the log and to watchers.
     func publishKeyringState(_ state: KeyringState, was previous: KeyringState) {
         let now = clock.now()
+        // A `pass` or `tpm2` store's own problem and steps (the Secret Service's are below).
+        let storeProblem = state == .available ? nil : StoreProblem.current
+        if let problem = storeProblem, let steps = problem.steps {
+            logger.warning("session store unusable: \(problem.message): \(steps); sessions are kept in memory and written back once it takes writes")
+        }
         switch state {
         case .available:
             logger.info("keyring usable again", metadata: ["was": "\(previous.rawValue)"])
             hub.publish(Event(.keyringUnlocked, account: nil, at: now))
         case .locked:
-            logger.warning("keyring (\(SecretServiceProvider.current)) is locked and nothing here has unlocked it: \(SecretServiceProvider.current.unlockAdvice ?? KeyringError.unlockAdvice); sessions are kept in memory and written back once it is unlocked")
+            if storeProblem == nil { logger.warning("keyring (\(SecretServiceProvider.current)) is locked and nothing here has unlocked it: \(SecretServiceProvider.current.unlockAdvice ?? KeyringError.unlockAdvice); sessions are kept in memory and written back once it is unlocked") }
             hub.publish(Event(.keyringLocked, account: nil, at: now))
         case .unavailable:
-            logger.warning("no usable Secret Service; sessions are kept in memory until one answers")
+            if storeProblem == nil { logger.warning("no usable Secret Service; sessions are kept in memory until one answers") }
             hub.publish(Event(.keyringUnavailable, account: nil, at: now))
         case .needsConfirmation:
-            logger.warning("the Secret Service (\(SecretServiceProvider.current.description)) wants tokend's access confirmed, or did not answer in time (as when it waits on a dialog): \(SecretServiceProvider.current.confirmationAdvice); sessions are kept in memory and written back once it answers")
+            if storeProblem == nil { logger.warning("the Secret Service (\(SecretServiceProvider.current.description)) wants tokend's access confirmed, or did not answer in time (as when it waits on a dialog): \(SecretServiceProvider.current.confirmationAdvice); sessions are kept in memory and written back once it answers") }
             hub.publish(Event(.keyringNeedsConfirmation, account: nil, at: now))
         }
     }

@@ -14,7 +14,7 @@ extension AccountEngine {
     /// whether the keyring took them, or nil when something newer arrived meanwhile.
     func writeHeldSession(_ name: String, _ tokens: TokenSet) async -> Bool? {
         let saved = await store.save(tokens, account: name)
-        guard accounts[name]?.machine.tokens == tokens else {
+        guard accounts[name]?.tokens == tokens else {
             _ = noteKeyring(saved, account: name)
             return nil
         }
@@ -70,7 +70,7 @@ extension AccountEngine {
     /// session (true once written), or nothing (false); nil: it waits for a read instead.
     func writeBackUnsaved(_ name: String) async -> Bool? {
         guard let account = accounts[name] else { return false }
-        if case .awaitingKeyring = account.machine.phase { return nil }
+        if account.isAwaitingKeyring { return nil }
         guard let tokens = account.sessionToWriteBack else { return false }
         return await writeHeldSession(name, tokens) == true
     }

@@ -28,8 +28,8 @@ extension AccountEngine {
     /// the middle of a refresh waits for its outcome: a rotation is written in full by it, and a
     /// refresh that did not rotate queues the account again.
     func writeBack(_ name: String) async {
-        guard let account = accounts[name], account.writeBackDeferred, let tokens = account.machine.tokens else { return }
-        if case .refreshing = account.machine.phase {
+        guard let account = accounts[name], account.writeBackDeferred, let tokens = account.tokens else { return }
+        if account.isRefreshing {
             writeBacks.queue(name, at: clock.now())
             return
         }

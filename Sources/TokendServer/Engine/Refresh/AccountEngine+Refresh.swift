@@ -17,14 +17,10 @@ extension AccountEngine {
     /// The provider answered a refresh: the account's transition decides what follows. If a reload
     /// removed the account meanwhile, a rotated refresh token may be the only live one: the
     /// session it makes is returned, for the keyring (`KeyringUpkeep.saveOrphanedRotation`).
-    func finishRefresh(_ name: String, ticket: AccountTicket, outcome: RefreshOutcome, started: AccountMachine, sent: Double) async -> TokenSet? {
-        guard let presented = ticket.refreshToken else { return nil }
+    func finishRefresh(_ name: String, ticket: AccountTicket, outcome: RefreshOutcome, started: AccountState, sent: Double) async -> TokenSet? {
+        guard ticket.refreshToken != nil else { return nil }
         let now = clock.now()
-        guard account(name, holding: ticket, unless: .removed) != nil else {
-            guard case .refreshed(let issued) = outcome, let rotated = issued.refreshToken, rotated != presented else { return nil }
-            // A narrowed grant rotates only the refresh token: its access token is not the session's.
-            return ticket.narrowedTo == nil ? started.tokensAfter(ticket, issued, at: now) : started.tokensAfterRotation(ticket, to: rotated)
-        }
+        guard account(name, holding: ticket, unless: .removed) != nil else { return started.orphanedSession(ticket, outcome, at: now) }
         await apply(.refreshAnswered(ticket, outcome, at: now, took: clock.steadySeconds() - sent, jitterDraw: drawJitter()), to: name)
         return nil
     }
@@ -35,22 +31,20 @@ extension AccountEngine {
     func schedule(_ name: String) {
         guard var account = accounts[name], !isShutDown else { return disarm(name) }
         let now = clock.now()
-        scheduler.arm(
-            &account.wake, machine: account.machine, scopedDue: account.scopedTokens.nextDue(after: now, generation: account.machine.generation, policy: account.machine.policy),
-            notBefore: heldTokens.outstanding(name, at: now), now: now, fire: hop { await $0.timerFired(name) })
+        account.arm(on: &scheduler, notBefore: heldTokens.outstanding(name, at: now), now: now, fire: hop { await $0.timerFired(name) })
         accounts[name] = account
     }
 
     /// No timer armed for the account.
     func disarm(_ name: String) {
-        guard accounts[name]?.wake != nil else { return }
-        scheduler.disarm(&accounts[name]!.wake)
+        guard accounts[name]?.armedDeadline != nil else { return }
+        accounts[name]!.disarm(on: &scheduler)
     }
 
     func timerFired(_ name: String) async {
         let now = clock.now()
         // A due refresh waits for the promises made on the held token (startRefresh's rule).
-        if let account = accounts[name], RefreshScheduler.isDue(account.wake, machine: account.machine, at: now),
+        if let account = accounts[name], account.isRefreshDue(at: now),
             heldTokens.claimForRefresh(name, at: now) != nil
         {
             return schedule(name)

@@ -69,10 +69,10 @@ extension AccountCommands {
             signedIn = done
         case .failure(let failure):
             logger.notice("login failed", metadata: ["account": "\(name)", "method": "\(request.method.rawValue)", "code": "\(failure.code)"])
-            return .failure(Advice.management(failure, account: name))
+            return .failure(Advice.management(failure.tokendError, account: name))
         }
         guard let refreshToken = signedIn.tokens.refreshToken, !refreshToken.isEmpty else {
-            return .failure(TokendError(.internal, "the provider signed the user in but issued no refresh token; tokend cannot keep such a session"))
+            return .failure(Advice.signInWithoutRefreshToken)
         }
         if !signedIn.narrowedScopes.isEmpty {
             // The session works, but with less than the account asked for: worth a line.
@@ -129,12 +129,11 @@ extension AccountCommands {
             return .failure(await engine.missingAccount(name))
         case .configurationChanged:
             logger.notice("a login finished after the account's configuration changed; its session is dropped", metadata: ["account": "\(name)"])
-            return .failure(TokendError(.configError, "\(name)'s configuration changed while this sign-in ran, so its session was not kept; run tokenctl login \(name) again"))
+            return .failure(Advice.repointedDuringSignIn(name))
         case .overtaken:
             logger.notice("a login finished after a newer command changed the account; its session is dropped", metadata: ["account": "\(name)"])
             _ = await provider.revoke(refreshToken: tokens.refreshToken)
-            return .failure(TokendError(
-                .unavailable, "a newer command changed \(name) while this sign-in ran, so its session was not kept; see tokenctl status \(name)"))
+            return .failure(Advice.overtakenDuringSignIn(name))
         case .installed(let replaced, let session, let written, _):
             (previous, installed, stored) = (replaced, session, written)
         }

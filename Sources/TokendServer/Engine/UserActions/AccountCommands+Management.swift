@@ -17,7 +17,7 @@ extension AccountCommands {
     func manager(_ name: String) async -> Result<any AccountManaging, TokendError> {
         await engine.provider(of: name).flatMap { configuration, provider in
             guard let manager = provider as? any AccountManaging else {
-                return .failure(TokendError(.badRequest, "\(name) is a \(configuration.kind.rawValue) account; account management is for Firebase accounts"))
+                return .failure(Advice.notManaged(name, kind: configuration.kindName))
             }
             return .success(manager)
         }
@@ -46,7 +46,7 @@ extension AccountCommands {
         case .failure(let error): return .failure(error)
         case .success(let session): (manager, idToken) = session
         }
-        return await manager.lookup(idToken: idToken).map { ($0, FirebaseClaims(token: idToken)) }.mapError { Advice.management($0, account: name) }
+        return await manager.lookup(idToken: idToken).map { ($0, FirebaseClaims(token: idToken)) }.mapError { Advice.management($0.tokendError, account: name) }
     }
 
     /// One call to the user's manager with a current ID token: its failure worded for the user,
@@ -57,7 +57,7 @@ extension AccountCommands {
         switch await managedSession(name, timeout: timeout) {
         case .failure(let error): return .failure(error)
         case .success(let (manager, idToken)):
-            let answered = await call(manager, idToken).mapError { Advice.management($0, account: name) }
+            let answered = await call(manager, idToken).mapError { Advice.management($0.tokendError, account: name) }
             if case .success = answered { logger.info(done, metadata: ["account": "\(name)"]) }
             return answered
         }
@@ -79,9 +79,9 @@ extension AccountCommands {
         }
         let held = await engine.session(of: name)?.idToken.flatMap { FirebaseClaims(token: $0)?.email }
         guard let address = email ?? held, !address.isEmpty else {
-            return .failure(TokendError(.badRequest, "\(name) holds no session with an email address; name one: tokenctl account reset-password \(name) --email ADDRESS"))
+            return .failure(Advice.noEmailToReset(name))
         }
-        let sent = await manager.sendPasswordReset(email: address).mapError { Advice.management($0, account: name) }
+        let sent = await manager.sendPasswordReset(email: address).mapError { Advice.management($0.tokendError, account: name) }
         if case .success = sent { logger.info("password reset requested", metadata: ["account": "\(name)"]) }
         return sent.map { address }
     }
@@ -128,20 +128,20 @@ extension AccountCommands {
         case .failure(let failure) where failure.sessionEnded:
             // The change went through and the provider ended the session with it: the held
             // session is dead, so it is forgotten (keyring item too) and the account needs a login.
-            let error = Advice.management(failure, account: name)
+            let error = Advice.management(failure.tokendError, account: name)
             let forgotten = await engine.forgetSession(name, committing: issued.ticket, reason: error.message)
             if !forgotten.superseded { narrator.publishSignedOut(name, reason: reason) }
             logger.notice("the provider ended the session with the change", metadata: ["account": "\(name)", "reason": "\(reason)"])
             return .failure(error)
-        case .failure(let failure): return .failure(Advice.management(failure, account: name))
+        case .failure(let failure): return .failure(Advice.management(failure.tokendError, account: name))
         case .success(let done): signedIn = done
         }
         guard let refreshToken = signedIn.tokens.refreshToken else {
-            return .failure(TokendError(.internal, "the provider changed the user but issued no refresh token; sign in again: \(next)"))
+            return .failure(Advice.changedWithoutRefreshToken(next: next))
         }
         let tokens = TokenSet(refreshToken: refreshToken).merging(signedIn.tokens, sentAt: start, at: clock.now())
         if Self.differentUsers(issued.held, tokens) {
-            return .failure(TokendError(.internal, "the provider answered with another user's session, which was not kept; sign in again: \(next)"))
+            return .failure(Advice.anotherUsersSession(next: next))
         }
         return await installSignIn(
             name, tokens, ticket: issued.ticket, signInProvider: signedIn.signInProvider, provider: issued.provider, announce: .userChanged, reason: reason)
@@ -171,14 +171,14 @@ extension AccountCommands {
         let claims = FirebaseClaims(token: idToken)
         guard claims?.signInProvider != "anonymous" else { return nil }
         let how = claims?.signInProvider ?? "unknown"
-        return TokendError(.badRequest, "\(name) is already a permanent user (signed in with \(how)); upgrade is for anonymous users")
+        return Advice.alreadyPermanent(name, signedInWith: how)
     }
 
     /// What `delete` would remove, for a refusal without confirmation.
     public func describeDeletion(account name: String) async -> Result<String, TokendError> {
         if case .failure(let error) = await engine.provider(of: name) { return .failure(error) }
         guard let tokens = await engine.session(of: name) else {
-            return .failure(TokendError(.needsLogin, "\(name) holds no session, so there is no user to delete; sign in first: tokenctl login \(name)"))
+            return .failure(Advice.noUserToDelete(name))
         }
         let claims = tokens.idToken.flatMap { FirebaseClaims(token: $0) }
         let who = claims.map { claims in
@@ -204,10 +204,10 @@ extension AccountCommands {
         case .success(let issued): ticket = issued.ticket
         }
         if case .failure(let failure) = await manager.deleteUser(idToken: idToken) {
-            return .failure(Advice.management(failure, account: name))
+            return .failure(Advice.management(failure.tokendError, account: name))
         }
         logger.info("user deleted at the provider", metadata: ["account": "\(name)"])
-        let deleted = await engine.forgetSession(name, committing: ticket, reason: "the user was deleted; sign in again: tokenctl login \(name)")
+        let deleted = await engine.forgetSession(name, committing: ticket, reason: Advice.userDeleted(name))
         guard !deleted.superseded else {
             logger.notice("a newer session arrived while the user was deleted; it is kept", metadata: ["account": "\(name)"])
             return .success(())

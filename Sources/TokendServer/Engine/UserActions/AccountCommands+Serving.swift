@@ -1,6 +1,6 @@
 import TokendCore
 
-/// `token` and `refresh`: loops over single looks at the account (`AccountEngine.serve`,
+/// `token` and `refresh`: loops over single looks at the account (`AccountEngine.look(_:wanting:)`,
 /// `look`), each one turn of the actor, waiting between them for the account to change.
 extension AccountCommands {
     /// A token of `kind` valid for at least `minValid` seconds (with `scope`, an access token
@@ -9,7 +9,7 @@ extension AccountCommands {
         var wanted = TokenWanted(kind: kind, scope: scope, minValid: minValid, start: clock.now(), timeout: timeout)
         while true {
             let look: TokenLook
-            (look, wanted) = await engine.serve(name, wanted)
+            (look, wanted) = await engine.look(name, wanting: wanted)
             switch look {
             case .answer(let answer): return answer
             case .waitForChange(let until, let seen): await engine.waitForChange(name, until: until, after: seen)
@@ -59,7 +59,7 @@ extension AccountCommands {
     }
 }
 
-/// The engine's answer to one look at a `token` request (`AccountEngine.serve`): the request's
+/// The engine's answer to one look at a `token` request (`AccountEngine.look(_:wanting:)`): the request's
 /// answer, or a wait for the account to change until `until`, past the change count `seen`.
 enum TokenLook: Sendable {
     case answer(Result<TokenGrant, TokendError>)

@@ -35,7 +35,7 @@ extension AccountCommands {
         case .success(let found): provider = found.1
         }
         let narrator = narrator
-        let deleted = await engine.forgetSession(name, committing: nil, reason: "logged out; run: tokenctl login \(name)") { held in
+        let deleted = await engine.forgetSession(name, committing: nil, reason: Advice.loggedOut(name)) { held in
             // Revoked before the keyring item goes: should revocation fail, that is reported,
             // and the local session still goes.
             guard let held else { return nil }

@@ -14,7 +14,7 @@ extension AccountEngine {
 
     /// The session the account holds in memory.
     func session(of name: String) -> TokenSet? {
-        accounts[name]?.machine.tokens
+        accounts[name]?.tokens
     }
 
     /// Issues a user action on the account (`AccountState.issueUserAction`), with the provider
@@ -22,10 +22,14 @@ extension AccountEngine {
     /// A login's `method` is checked in the same turn: a reload may change the provider between two.
     func issueUserAction(_ name: String, interactive: Bool = false, changingPassword: Bool = false, signingInWith method: LoginRequest.Method? = nil) -> Result<IssuedUserAction, TokendError> {
         guard var account = accounts[name] else { return .failure(missingAccount(name)) }
-        if let method, let refusal = Advice.methodNotOffered(method, account: account.configuration) { return .failure(refusal) }
+        if let method, let refusal = Advice.methodNotOffered(
+            method.rawValue, offered: account.configuration.loginMethodNames, account: name, kind: account.configuration.kindName)
+        {
+            return .failure(refusal)
+        }
         let issued = account.issueUserAction(interactive: interactive, changingPassword: changingPassword)
         accounts[name] = account
-        return issued.map { IssuedUserAction(ticket: $0, provider: account.provider, held: account.machine.tokens) }
+        return issued.map { IssuedUserAction(ticket: $0, provider: account.provider, held: account.tokens) }
     }
 
     func userActionEnded(_ name: String, _ ticket: AccountTicket, interactive: Bool = false, changingPassword: Bool = false) {
@@ -43,10 +47,10 @@ extension AccountEngine {
             guard changes.isDisjoint(with: [.removed, .repointed]) else { return .configurationChanged }
             guard !changes.contains(.overtaken) else { return .overtaken }
         }
-        let previous = account.machine.tokens
-        let backoff = account.machine.backoff(at: clock.now())
+        let previous = account.tokens
+        let backoff = account.backoff(at: clock.now())
         await apply(.sessionGiven(tokens, committing: action, at: clock.now(), jitterDraw: drawJitter()), to: name)
-        guard let installed = accounts[name]?.machine.tokens else { return .missing }
+        guard let installed = accounts[name]?.tokens else { return .missing }
         let saved = await store.save(installed, account: name)
         await apply(.sessionStored(installed, saved), to: name)
         return .installed(previous: previous, tokens: installed, stored: (try? saved.get()) != nil, backoff: backoff)
@@ -61,7 +65,7 @@ extension AccountEngine {
     ) async -> (result: Result<Void, KeyringError>, revocation: RevocationOutcome?, superseded: Bool) {
         guard let account = accounts[name] else { return (.success(()), nil, false) }
         if let action, !account.changes(since: action).isDisjoint(with: .overtaken) { return (.success(()), nil, true) }
-        let session = account.machine.tokens?.refreshToken
+        let session = account.tokens?.refreshToken
         await apply(.sessionForgotten(reason: reason, committing: action), to: name)
         guard let ticket = action ?? accounts[name]?.ticket() else { return (.success(()), nil, false) }
         let revocation = await beforeDeleting?(session)

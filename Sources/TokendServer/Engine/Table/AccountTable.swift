@@ -37,7 +37,7 @@ struct AccountTable {
             entry.account = newValue
             store(entry, name)
         }
-        // In place: `accounts[name]?.machine.x = y` must not copy the account out and back.
+        // In place: `accounts[name]?.apply(input)` must not copy the account out and back.
         _modify {
             var entry = entries.removeValue(forKey: name) ?? Entry()
             let old = entry.account
@@ -76,7 +76,7 @@ struct AccountTable {
     mutating func remove(_ name: String) -> Bool {
         let removed = self[name]
         self[name] = nil
-        guard let removed, removed.unsaved, let held = removed.machine.tokens else { return false }
+        guard let removed, removed.unsaved, let held = removed.tokens else { return false }
         self[setAside: name] = held
         return true
     }
@@ -108,20 +108,20 @@ struct AccountTable {
 
     private mutating func note(_ old: AccountState?, replacedBy new: AccountState?) {
         if let old {
-            census.remove(old.machine)
+            census.remove(old.stateNames)
             count -= 1
         }
         if let new {
-            census.add(new.machine)
+            census.add(new.stateNames)
             count += 1
         }
     }
 
     private mutating func store(_ entry: Entry, _ name: String) {
         entries[name] = entry.isEmpty ? nil : entry
-        let servable = entry.account?.machine.servableTokens
+        let servable = entry.account?.servableTokens
         let defaultKind = entry.account?.configuration.defaultTokenKind ?? .id
-        held.set(name, tokens: servable, horizon: entry.account?.machine.servingHorizon, defaultKind: entry.account.map { _ in defaultKind })
+        held.set(name, tokens: servable, horizon: entry.account?.servingHorizon, defaultKind: entry.account.map { _ in defaultKind })
         files?.update(name, files: entry.account?.configuration.tokenFiles ?? [], defaultKind: defaultKind, tokens: servable)
     }
 }

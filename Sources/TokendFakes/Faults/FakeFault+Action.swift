@@ -1,16 +1,18 @@
 import Foundation
 
-extension FakeFirebase.Fault {
-    /// What the connection layer does for this fault. Nothing here touches the ledger: a faulted
-    /// request leaves every user and token as it was.
-    func action(presented: String?, uid: String?, options: FakeFirebase.Options, now: Date) -> Decision.Action {
+extension FakeFault {
+    /// What the connection layer does for this fault on any route. `wouldBe` is the full-size
+    /// answer that `dropMidResponse` cuts and `trickle` drips (made without touching the fake's
+    /// state), `partial` the 200 answer `missingFields` sends.
+    func action(wouldBe: Reply = .genericAnswer, partial: [String: String] = ["token_type": "Bearer"]) -> Decision.Action {
         switch self {
-        case .status(let status, let retryAfter, let body):
+        case .status(let status, let retryAfter, let body, let headers):
             var reply = body.map { text in
                 // A custom body is sent as written; JSON-looking text is labelled JSON, the rest
                 // HTML, which is what Google's frontends serve for 502s and the like.
-                Reply.text(status, text, contentType: text.first == "{" ? Reply.jsonContentType : "text/html; charset=UTF-8")
+                Reply.text(status, text, contentType: text.first == "{" || text.first == "[" ? Reply.jsonContentType : "text/html; charset=UTF-8")
             } ?? .rejection(.http(status))
+            reply.extraHeaders.merge(headers) { $1 }
             if let retryAfter { reply.extraHeaders["Retry-After"] = String(retryAfter) }
             return .reply(reply)
         case .firebaseError(let message, let status):
@@ -24,9 +26,12 @@ extension FakeFirebase.Fault {
         case .hang:
             return .hang
         case .dropMidResponse:
-            return .dropMidResponse(Self.wouldBeAnswer(presented: presented, uid: uid, options: options, now: now))
+            return .dropMidResponse(wouldBe)
         case .trickle:
-            return .trickle(Self.wouldBeAnswer(presented: presented, uid: uid, options: options, now: now))
+            return .trickle(wouldBe)
+        case .delay:
+            // Played by the connection layer, which answers as usual, late.
+            return .reply(wouldBe)
         case .redirect(let status, let location):
             var reply = Reply.text(status, "", contentType: "text/html; charset=UTF-8")
             reply.extraHeaders["Location"] = location
@@ -36,10 +41,7 @@ extension FakeFirebase.Fault {
                 200, "<!DOCTYPE html><html><head><title>Network login</title></head><body>Sign in to continue</body></html>",
                 contentType: Reply.jsonContentType))
         case .missingFields:
-            var fields = ["token_type": "Bearer", "project_id": options.projectNumber]
-            fields["refresh_token"] = presented
-            fields["user_id"] = uid
-            return .reply(.json(200, fields))
+            return .reply(.json(200, partial))
         }
     }
 
@@ -51,10 +53,18 @@ extension FakeFirebase.Fault {
         default: nil
         }
     }
+}
 
-    /// A full-size successful answer, of which `dropMidResponse` sends half. Its ID token is minted
-    /// but recorded nowhere, and the refresh token is the one presented: no state changes.
-    private static func wouldBeAnswer(presented: String?, uid: String?, options: FakeFirebase.Options, now: Date) -> Reply {
+extension Reply {
+    /// What `dropMidResponse` and `trickle` send on a route that has no answer of its own to cut:
+    /// a token answer's size (a KiB), so a trickle outlasts any client deadline.
+    static let genericAnswer = Reply.json(200, ["access_token": String(repeating: "x", count: 1024), "token_type": "Bearer"])
+}
+
+extension FakeFirebase.Backend {
+    /// The token endpoint's full-size successful answer, of which `dropMidResponse` sends half. Its
+    /// ID token is minted but recorded nowhere, and the refresh token is the one presented.
+    static func wouldBeAnswer(presented: String?, uid: String?, options: FakeFirebase.Options, now: Date) -> Reply {
         let subject = IDTokenMinter.Subject(
             uid: uid ?? "unknown", email: nil, provider: "anonymous", authTime: Int(saturating: now.timeIntervalSince1970))
         let (idToken, _) = IDTokenMinter.mint(for: subject, issuedAt: now, lifetime: options.lifetime, projectID: options.projectID)

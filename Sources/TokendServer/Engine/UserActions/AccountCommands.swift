@@ -40,10 +40,6 @@ extension AccountEngine {
 }
 
 extension AccountCommands: EngineServices {
-    public func token(account: String, kind: TokenKind?, minValid: Double, timeout: Double, scope: TokenScope?) async -> Result<TokenGrant, TokendError> {
-        await token(account: account, kind: kind, scope: scope, minValid: minValid, timeout: timeout)
-    }
-
     public func heldToken(account: String, kind: TokenKind?, minValid: Double) -> TokenGrant? {
         engine.heldTokens.grant(account: account, kind: kind, minValid: minValid, at: clock.now())
     }
@@ -56,6 +52,7 @@ extension AccountCommands: EngineServices {
         get async { await engine.accountNames }
     }
 
+    /// A user's `login`: announced as a sign-in (an upgrade announces a changed user instead).
     public func login(account: String, request: LoginRequest, progress: @escaping @Sendable (LoginStep) -> Void) async -> Result<LoginSummary, TokendError> {
         await login(account: account, request, progress: progress)
     }

@@ -12,13 +12,16 @@ struct AccountCensus {
     /// sorted; an account without an expiry counts as already expired.
     private var changing: [Pair: [Double]] = [:]
 
+    /// An account's state names, live and expired, and when one turns into the other
+    /// (`AccountState.stateNames`).
+    typealias StateNames = (live: String, expired: String, changesAt: Date?)
+
     private struct Pair: Hashable {
         var live: String
         var expired: String
     }
 
-    mutating func add(_ machine: AccountMachine) {
-        let names = machine.stateNames
+    mutating func add(_ names: StateNames) {
         if names.live == names.expired {
             fixed[names.live, default: 0] += 1
         } else {
@@ -28,8 +31,7 @@ struct AccountCensus {
         }
     }
 
-    mutating func remove(_ machine: AccountMachine) {
-        let names = machine.stateNames
+    mutating func remove(_ names: StateNames) {
         if names.live == names.expired {
             fixed[names.live, default: 0] -= 1
             if fixed[names.live] == 0 { fixed[names.live] = nil }
@@ -45,7 +47,7 @@ struct AccountCensus {
         }
     }
 
-    /// Accounts per state name at `now`, as `AccountMachine.stateName(at:)` names them.
+    /// Accounts per state name at `now`, as `AccountState.stateName(at:)` names them.
     func counts(at now: Date) -> [String: Int] {
         var counts = fixed
         let now = now.timeIntervalSince1970

@@ -11,4 +11,6 @@ typealias AccountEffect = TokendCore.AccountEffect<KeyringError>
 extension AccountConfiguration: AccountSettings {
     public var narrowsTokens: Bool { provider.base.descriptor.capabilities.contains(.scopedTokens) }
     public var kindName: String { kind.rawValue }
+    /// The sign-in methods the provider offers, as `tokenctl login` names them (`Advice.methodNotOffered`).
+    var loginMethodNames: [String] { provider.base.descriptor.loginMethods.map(\.rawValue) }
 }

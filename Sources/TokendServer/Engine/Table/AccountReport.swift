@@ -28,24 +28,17 @@ public struct AccountReport: Sendable, Equatable {
 }
 
 extension AccountReport {
-    /// What `status` shows of one account: a pure projection of its machine and configuration
+    /// What `status` shows of one account: a pure projection of its state and configuration
     /// (`keyring` is the keyring's mood, which touches every account).
     init(_ account: AccountState, named name: String, keyring keyringState: KeyringState, at now: Date) {
-        let machine = account.machine
         let configuration = account.configuration
-        let message: String?
-        if case .backingOff(let until, let attempt) = machine.phase {
-            message = "refresh failed \(attempt + 1) time(s) in a row; next try at \(Timestamp.format(until))"
-        } else {
-            message = machine.phaseError?.message
-        }
         self.init(
-            name: name, provider: configuration.kind, state: machine.stateName(at: now), keyring: keyringState, at: now,
-            expiresAt: machine.tokens?.token(configuration.defaultTokenKind)?.expiresAt ?? machine.tokens?.expiresAt,
-            lastRefresh: machine.lastRefresh,
+            name: name, provider: configuration.kind, state: account.stateName(at: now), keyring: keyringState, at: now,
+            expiresAt: account.tokens?.token(configuration.defaultTokenKind)?.expiresAt ?? account.tokens?.expiresAt,
+            lastRefresh: account.lastRefresh,
             // A wake already due shows as now: the refresh is about to start, not in the past.
-            nextRefresh: machine.nextWake.map { max($0, now) },
-            lastError: machine.lastError, message: message, unsaved: account.unsaved,
+            nextRefresh: account.nextWake.map { max($0, now) },
+            lastError: account.lastError, message: account.statusMessage, unsaved: account.unsaved,
             gitHosts: configuration.gitHosts, gitUsername: configuration.gitUsername)
         registryHosts = configuration.registryHosts
         registryUsername = configuration.registryUsername
