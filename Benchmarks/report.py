@@ -38,7 +38,8 @@ def kib(key):
 
 
 hyperfine = json.loads((run / "hyperfine.json").read_text())["results"]
-shell = {("tokenctl" if "tokenctl" in r["command"] else "oidc-token"): r for r in hyperfine}
+SHELL_NAMES = ("tokenctl", "oidc-token", "token-client")
+shell = {next(name for name in SHELL_NAMES if name in r["command"]): r for r in hyperfine}
 
 lines = [
     f"# tokend against oidc-agent, {facts['STAMP']}",
@@ -80,18 +81,49 @@ def summary():
     return out + [""]
 
 
-lines += summary() + [
+def machine_limit():
+    """Issue 47's table (item 4): tokend against what this machine allows, from this run."""
+    tc = shell["tokenctl"]["median"]
+    floor = shell.get("token-client")
+    minute = None
+    if (run / "minute.tsv").exists():
+        fields = (run / "minute.tsv").read_text().split("\t")
+        minute = float(fields[6])
+    persistent, bare = find("tokend", "persistent", 64), find("ceiling", "persistent", 64)
+    rows_out = [
+        ("`tokenctl token` against a static C client (`Benchmarks/token-client.c`), whole process, median",
+         f"{tc * 1e3:.2f} ms", f"{floor['median'] * 1e3:.2f} ms" if floor else "—",
+         f"{tc / floor['median']:.2f}× the time" if floor else "—", "≤ 1.5×"),
+        ("64 persistent clients against the bare epoll server (`loadgen --serve`)",
+         f"{persistent['rate'] / 1e3:.1f} k/s", f"{bare['rate'] / 1e3:.1f} k/s",
+         f"{100 * persistent['rate'] / bare['rate']:.0f} % of it", "≥ 70 %"),
+    ]
+    if "TOKEND_RSS_AFTER_MINUTE" in facts:
+        rows_out.append((f"RSS right after {facts['MINUTE_SECONDS']} s of 64 persistent clients"
+                         + (f" ({minute / 1e3:.1f} k/s)" if minute else ""),
+                         f"{kib('TOKEND_RSS_AFTER_MINUTE'):.1f} MB", "", "", "≤ 12 MB"))
+    out = ["## Summary: the machine's limit (issue 47, item 4)", "", "| measure | tokend | the floor | ratio | goal |",
+           "| --- | ---: | ---: | --- | --- |"]
+    out += [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in rows_out]
+    return out + [""]
+
+
+lines += summary() + machine_limit() + [
     "## Shell path: one whole process per token (hyperfine, same run)",
     "",
     "| command | median | mean ± σ | min | ratio (median) |",
     "| --- | ---: | ---: | ---: | ---: |",
 ]
-for name, shown in (("tokenctl", "tokenctl token bench"), ("oidc-token", "oidc-token bench")):
-    r = shell[name]
+for name, shown in (("tokenctl", "tokenctl token bench"), ("oidc-token", "oidc-token bench"), ("token-client", "token-client bench")):
+    r = shell.get(name)
+    if not r:
+        continue
     lines.append(f"| `{shown}` | {r['median'] * 1e3:.2f} ms | {r['mean'] * 1e3:.2f} ± {r['stddev'] * 1e3:.2f} ms "
                  f"| {r['min'] * 1e3:.2f} ms | "
-                 + (ratio(shell['tokenctl']['median'], shell['oidc-token']['median'], True) if name == "tokenctl" else "1")
+                 + (ratio(r['median'], shell['oidc-token']['median'], True) if name != "oidc-token" else "1")
                  + " |")
+lines += ["", "Ratios against `oidc-token`. The static C client (`token-client`) sends tokenctl's request line and "
+          "prints the token: what any client process can do at best here (process start, one round trip)."]
 
 lines += [
     "",

@@ -75,7 +75,7 @@ final class AcceptLoop: Sendable {
 
     private func run() {
         var events = [epoll_event](repeating: epoll_event(), count: 64)
-        var buffer = [UInt8](repeating: 0, count: Self.readSize)
+        var buffers = Buffers()
         while true {
             let count = epoll_wait(poller, &events, Int32(events.count), -1)  // conversion: 64
             if count < 0 {
@@ -89,17 +89,17 @@ final class AcceptLoop: Sendable {
                     finish()
                     return
                 } else if fd == listening {
-                    acceptWaiting(&buffer)
+                    acceptWaiting(&buffers)
                 } else if connections.withLock({ $0.contains(fd) }) {
                     // A descriptor handed over or closed earlier in this batch is not ours to read.
-                    serve(fd, &buffer)
+                    serve(fd, &buffers)
                 }
             }
         }
         finish()
     }
 
-    private func acceptWaiting(_ buffer: inout [UInt8]) {
+    private func acceptWaiting(_ buffers: inout Buffers) {
         for _ in 0..<Self.acceptsPerWake {
             let fd = tokend_accept_connection(listening)
             guard fd >= 0 else {
@@ -123,7 +123,7 @@ final class AcceptLoop: Sendable {
             }
             connections.withLock { _ = $0.insert(fd) }
             watch(fd)
-            serve(fd, &buffer)  // on loopback the request is often there already
+            serve(fd, &buffers)  // on loopback the request is often there already
         }
     }
 
@@ -136,39 +136,38 @@ final class AcceptLoop: Sendable {
         }
     }
 
+    /// What the loop reuses from one read to the next: the bytes read, the replies to write and
+    /// the codings of the last line (`CodingMemo`), so a line answered at once allocates nothing
+    /// when it repeats the one before.
+    struct Buffers {
+        var input = [UInt8](repeating: 0, count: AcceptLoop.readSize)
+        var output: [UInt8] = []
+        var memo = CodingMemo()
+    }
+
     /// Reads what the client sent and answers each line that can be answered at once; hands the
     /// connection over at the first one that cannot, or when the replies do not fit the socket.
-    private func serve(_ fd: Int32, _ buffer: inout [UInt8]) {
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+    private func serve(_ fd: Int32, _ buffers: inout Buffers) {
+        let count = buffers.input.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         if count < 0, errno == EAGAIN || errno == EINTR { return }
         guard count > 0 else {
             closeConnection(fd)  // the client left between lines, or its socket failed
             return
         }
-        var framer = LineFramer(keepsEmptyLines: true)
-        framer.append(buffer[0..<count])
-        var replies: [UInt8] = []
-        var unanswered: ArraySlice<UInt8> = []
+        // Work, for the idle release: a persistent client's lines as much as a new connection,
+        // or the pages a long burst on open connections touched would stay until the next one.
+        owner.onConnection()
+        buffers.output.removeAll(keepingCapacity: true)
+        var answered = 0  // bytes of the input whose lines are answered
         // The first request that needs the engine, decoded here once: the channel asks with it.
         var carried: DecodedRequest?
-        while framer.pendingByteCount > 0 {
-            let before = framer.pendingBytes
-            // No line, or an empty one (the channel counts those).
-            guard let line = try? framer.nextLine(), !line.isEmpty else {
-                unanswered = before
-                break
-            }
-            let request = WireCoding.decodeRequest(line)
-            guard let response = owner.handler.answerAtOnce(request) else {
-                carried = request
-                unanswered = framer.pendingBytes
-                break
-            }
-            replies.append(contentsOf: WireCoding.encodeLine(response))
+        while answered < count, carried == nil,
+              let next = answerLine(at: answered, of: count, buffers.input, &buffers.memo, &buffers.output, &carried) {
+            answered = next
         }
         var written = 0
-        while written < replies.count {
-            let sent = replies.withUnsafeBytes { send(fd, $0.baseAddress! + written, $0.count - written, Int32(MSG_NOSIGNAL)) }  // conversion: a C flag constant
+        while written < buffers.output.count {
+            let sent = buffers.output.withUnsafeBytes { send(fd, $0.baseAddress! + written, $0.count - written, Int32(MSG_NOSIGNAL)) }  // conversion: a C flag constant
             if sent > 0 {
                 written += sent
             } else if sent < 0, errno == EINTR {
@@ -180,11 +179,31 @@ final class AcceptLoop: Sendable {
                 return
             }
         }
-        if written < replies.count || carried != nil || !unanswered.isEmpty {
+        if written < buffers.output.count || carried != nil || answered < count {
             connections.withLock { _ = $0.remove(fd) }
             _ = epoll_ctl(poller, EPOLL_CTL_DEL, fd, nil)
-            owner.adopt(fd, unsent: replies[written...], carried: carried, unanswered: unanswered)
+            owner.adopt(fd, unsent: buffers.output[written...], carried: carried, unanswered: buffers.input[answered..<count])
         }
+    }
+
+    /// Answers the line that starts at `start` of the first `count` bytes read, appending the
+    /// reply to the output, or decodes it into `carried` when `RequestRouter.answerAtOnce` does
+    /// not answer it (the channel asks the engine with it); returns where the next line starts,
+    /// or nil when the line is the channel's to read: cut by the read, empty (the channel counts
+    /// those), or ending in a CR (the framer drops it).
+    private func answerLine(at start: Int, of count: Int, _ input: [UInt8], _ memo: inout CodingMemo, _ output: inout [UInt8], _ carried: inout DecodedRequest?) -> Int? {
+        let newline = Int32(UInt8(ascii: "\n"))  // conversion: memchr takes the byte as an int
+        let end = input.withUnsafeBytes { bytes in
+            memchr(bytes.baseAddress! + start, newline, count - start).map { bytes.baseAddress!.distance(to: UnsafeRawPointer($0)) }
+        }
+        guard let end, end > start, input[end - 1] != UInt8(ascii: "\r") else { return nil }
+        let decoded = input.withUnsafeBytes { memo.decode(UnsafeRawBufferPointer(rebasing: $0[start..<end])) }
+        if let response = owner.handler.answerAtOnce(decoded) {
+            output.append(contentsOf: memo.encode(response))
+        } else {
+            carried = decoded
+        }
+        return end + 1
     }
 
     private func closeConnection(_ fd: Int32) {

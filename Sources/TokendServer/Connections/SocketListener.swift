@@ -48,7 +48,8 @@ public final class SocketListener: Sendable {
     let acceptLoop = Mutex<AcceptLoop?>(nil)
     /// Set by `stop()`: a connection handed over after it is closed at once.
     let stopping = Atomic<Bool>(false)
-    /// Told of every connection accepted (the daemon's `IdleMemory`).
+    /// Told of work on the socket (the daemon's `IdleMemory`): every connection accepted, and
+    /// every read the accept loop serves. Cheap: once a release is armed, an atomic load.
     let onConnection: @Sendable () -> Void
     /// The one event loop of every handed-over connection: a connection on another loop would
     /// cost a thread wake-up, which its client's latency pays.
