@@ -9,8 +9,9 @@ enum FakeIdentifiers {
 
     private static let uidAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 
-    static func uid() -> String {
+    /// A uid, or (with `length`) the stand-ins' codes and tokens: letters and digits.
+    static func uid(length: Int = uidLength) -> String {
         var generator = SystemRandomNumberGenerator()
-        return String((0..<uidLength).map { _ in uidAlphabet.randomElement(using: &generator)! })
+        return String((0..<length).map { _ in uidAlphabet.randomElement(using: &generator)! })
     }
 }

@@ -75,8 +75,7 @@ public final class FakeOIDC: FakeRoutes {
     /// token there): status faults, each held back `delay` seconds (a slow provider).
     public func script(_ answers: [Reply], for path: String = "/token", delay: Double = 0) {
         for answer in answers {
-            let fault = FakeFault.status(answer.status, body: String(decoding: answer.body, as: UTF8.self), headers: answer.extraHeaders)
-            faults.add(fault, .requests(1), path, late: delay)
+            faults.add(.status(answer.status, body: String(decoding: answer.body, as: UTF8.self), headers: answer.extraHeaders), .requests(1), path, late: delay)
         }
     }
     public func claimIssuer(_ issuer: String) { state.withLockedValue { $0.issuerOverride = issuer } }
