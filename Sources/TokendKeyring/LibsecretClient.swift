@@ -42,7 +42,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
                 throw home?.locked == false ? KeyringError.itemNeedsConfirmation : KeyringError(.locked, "the item is locked")
             }
             guard let secret = try Self.loadSecrets(of: [item], cancellable)[0] else { throw KeyringError.secretNotDecrypted }
-            return try Self.decode(secret)
+            return try TokenSet.decodingStored(secret)
         }
     }
 
@@ -94,7 +94,7 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
             let doomed = items.indices.filter { index in
                 guard let ifRefreshToken else { return true }
                 // An unreadable item is not the token the caller meant: keep it.
-                guard let secret = secrets[index], let tokens = try? Self.decode(secret) else { return false }
+                guard let secret = secrets[index], let tokens = try? TokenSet.decodingStored(secret) else { return false }
                 return tokens.refreshToken == ifRefreshToken
             }.map { items[$0] }
             for item in doomed {
@@ -419,8 +419,11 @@ final class LibsecretClient: @unchecked Sendable {  // confined to the keyring t
         }
         return strings
     }
+}
 
-    static func decode(_ secret: String) throws(KeyringError) -> TokenSet {
+extension TokenSet {
+    /// A stored secret read back: every store (the tests' in-memory one too) decodes through here.
+    public static func decodingStored(_ secret: String) throws(KeyringError) -> TokenSet {
         do {
             return try TokenSet(keyringJSON: secret)
         } catch {

@@ -111,7 +111,7 @@ public final class LibsecretStore: SecretStore {
                     continue
                 }
                 claims[account, default: 0] += 1
-                sessions[account] = Result { () throws(KeyringError) in try LibsecretClient.decode(secret) }
+                sessions[account] = Result { () throws(KeyringError) in try TokenSet.decodingStored(secret) }
             }
         }
         // Two items naming one account (a copy in another collection, or one made by hand): which

@@ -82,8 +82,7 @@ public enum ChildProcess {
     /// SIGKILLs and reaps what `start` started.
     public static func stop(_ pid: pid_t) {
         kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        _ = ChildSpawn.reap(pid)
     }
 
     /// SIGTERMs what `start` started and reaps it: its exit status (128 + signal when killed).
@@ -144,6 +143,7 @@ public enum ChildProcess {
     }
 }
 
+/// Why a program (or the private keyring it drives) could not be run, started or waited for.
 public struct ChildProcessError: Error, CustomStringConvertible {
     public var description: String
     init(_ description: String) { self.description = description }

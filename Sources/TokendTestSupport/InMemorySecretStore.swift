@@ -67,7 +67,7 @@ public final class InMemorySecretStore: SecretStore {
             state.reads += 1
             guard let secret = state.items[account] else { return nil }
             if state.simulatedState == .locked { throw Self.locked }
-            return try Self.decode(secret)
+            return try TokenSet.decodingStored(secret)
         }
     }
 
@@ -108,7 +108,7 @@ public final class InMemorySecretStore: SecretStore {
             state.bulkReads += 1
             if state.simulatedState == .locked { return StoredSessions(sessions: [:], othersMayExist: !state.items.isEmpty) }
             let sessions = state.items.mapValues { secret in
-                Result { () throws(KeyringError) in try Self.decode(secret) }
+                Result { () throws(KeyringError) in try TokenSet.decodingStored(secret) }
             }
             return StoredSessions(sessions: sessions, othersMayExist: false)
         }
@@ -142,12 +142,6 @@ public final class InMemorySecretStore: SecretStore {
     }
 
     private static let locked = KeyringError(.locked, "the collection is locked (simulated)")
-
-    private static func decode(_ secret: String) throws(KeyringError) -> TokenSet {
-        do { return try TokenSet(keyringJSON: secret) } catch {
-            throw KeyringError(.corrupt, "the item's secret is not a tokend token set")
-        }
-    }
 
     private static func requireReachable(_ state: State) throws(KeyringError) {
         if state.simulatedState == .unavailable {

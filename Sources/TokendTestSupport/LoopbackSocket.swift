@@ -10,13 +10,7 @@ public enum LoopbackSocket {
     /// receive timeout (a test must not hang on a listener that never answers).
     public static func connect(port: Int, nonBlocking: Bool = false) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // conversion: a C constant
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
+        let connected = withLoopback(port: port) { Glibc.connect(fd, $0, $1) }
         guard connected == 0 else {
             close(fd)
             throw POSIXError(.ECONNREFUSED)
@@ -50,17 +44,21 @@ public enum LoopbackSocket {
     /// A socket listening on 127.0.0.1, on a port the kernel picked; the caller closes it.
     public static func listen(backlog: Int32 = 4) throws -> (fd: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // conversion: a C constant
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
+        let bound = withLoopback(port: 0) { bind(fd, $0, $1) }
         guard fd >= 0, bound == 0, Glibc.listen(fd, backlog) == 0, let local = try? localAddress(of: fd) else {
             close(fd)
             throw POSIXError(.EADDRNOTAVAIL)
         }
         return (fd, Int(UInt16(bigEndian: local.sin_port)))  // conversion: a UInt16 always fits an Int
+    }
+
+    /// 127.0.0.1:`port` (0: any) as a `sockaddr` and its length, for `connect` and `bind`.
+    private static func withLoopback(port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
     }
 
     /// The address a socket is bound to (`getsockname`).

@@ -5,26 +5,6 @@ import Glibc
 import Synchronization
 import TokendSystem
 
-/// Why a private keyring could not be started or driven.
-public struct PrivateKeyringError: Error, CustomStringConvertible {
-    public enum Code: String, Sendable {
-        /// A command exited with a failure status.
-        case commandFailed = "command_failed"
-        /// Something did not become ready before its deadline.
-        case timedOut = "timed_out"
-    }
-
-    public var code: Code
-    public var message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { "private keyring \(code.rawValue): \(message)" }
-}
-
 /// A session bus and an unlocked gnome-keyring of its own, for tests: never the user's.
 ///
 /// Set up by the one private-session set-up every suite uses, `scripts/lib/private-session
@@ -91,8 +71,7 @@ public final class PrivateKeyring: Sendable {
                 output: root.appendingPathComponent("session.log").path)
         } catch {
             try? FileManager.default.removeItem(at: root)
-            guard error is ChildProcessError else { throw error }
-            throw PrivateKeyringError(.commandFailed, "cannot start \(sessionScript): \(error)")
+            throw ChildProcessError("cannot start \(sessionScript): \(error)")
         }
         let ready: PrivateKeyring
         do {
@@ -100,7 +79,7 @@ public final class PrivateKeyring: Sendable {
             try waitUntil("the private session (\(sessionScript) --serve)", logs: root) {
                 if let pid = session, ChildProcess.exitStatusIfEnded(pid) != nil {
                     session = nil
-                    throw PrivateKeyringError(.commandFailed, "private-session exited; see \(root.path)/session.log")
+                    throw ChildProcessError("private-session exited; see \(root.path)/session.log")
                 }
                 return FileManager.default.fileExists(atPath: file.path)
             }
@@ -110,7 +89,7 @@ public final class PrivateKeyring: Sendable {
                 environment[String(line[..<equals])] = String(line[line.index(after: equals)...])
             }
             guard environment["TOKEND_SESSION_PASSWORD_FILE"] != nil, environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
-                throw PrivateKeyringError(.commandFailed, "private-session wrote no bus or password; see \(root.path)/session.env")
+                throw ChildProcessError("private-session wrote no bus or password; see \(root.path)/session.env")
             }
             ready = PrivateKeyring(root: root, environment: environment)
         } catch {
@@ -163,7 +142,7 @@ public final class PrivateKeyring: Sendable {
     /// `private-session keyring VERB` in this session; returns once the keyring is so.
     private func keyring(_ verb: String) throws {
         try state.withLock { state in
-            guard !state.stopped else { throw PrivateKeyringError(.commandFailed, "keyring \(verb) after stop()") }
+            guard !state.stopped else { throw ChildProcessError("keyring \(verb) after stop()") }
             try runVerb(verb)
         }
     }
@@ -261,7 +240,7 @@ public final class PrivateKeyring: Sendable {
         while true {
             if try condition() { return }
             if SystemWallClock().now() >= deadline {
-                throw PrivateKeyringError(.timedOut, "\(what) not ready within \(readyTimeout) s (logs in \(root.path))")
+                throw ChildProcessError("\(what) not ready within \(readyTimeout) s (logs in \(root.path))")
             }
             Thread.sleep(forTimeInterval: pollInterval)
         }
@@ -271,7 +250,7 @@ public final class PrivateKeyring: Sendable {
     private static func pipe() throws -> (read: Int32, write: Int32) {
         var fds: [Int32] = [-1, -1]
         // Close-on-exec from birth: a child spawned by another thread meanwhile inherits neither end.
-        guard tokend_pipe_cloexec(&fds) == 0 else { throw PrivateKeyringError(.commandFailed, "pipe failed: errno \(errno)") }
+        guard tokend_pipe_cloexec(&fds) == 0 else { throw ChildProcessError("pipe failed: errno \(errno)") }
         return (fds[0], fds[1])
     }
 }

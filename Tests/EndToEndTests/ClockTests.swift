@@ -141,7 +141,7 @@ import TokendTestSupport
             let offsetFile = world.keyring.root.appendingPathComponent("faketime").path
             try await world.startDaemon(extraEnvironment: try fakedEnvironment(offsetFile: offsetFile, monotonicToo: false))
             try await world.importNewUser()
-            world.fake.inject(.hang, count: 1)
+            world.fake.faults.inject(.hang, count: 1)
             async let forced = world.tokenctl(["refresh", "work", "--timeout", "3"])
             // Once the account shows `refreshing`, the request's own timer is armed: the engine
             // arms it in the same step that starts the refresh.

@@ -268,7 +268,7 @@ import TokendTestSupport
         "refresh work | `QUOTA_EXCEEDED`": Scenario(
             arrange: { world, _ in
                 try await signedIn(world, "oz@example.com")
-                world.fake.inject(.firebaseError("QUOTA_EXCEEDED : Exceeded quota."), count: 1)
+                world.fake.faults.inject(.firebaseError("QUOTA_EXCEEDED : Exceeded quota."), count: 1)
             },
             check: { world in
                 // A quota is no verdict on the session: the account retries, it is not parked.

@@ -31,7 +31,7 @@ import Glibc
     @Test func aSignInDuringASlowRefreshWins() async throws {
         try await withWorld { world in
             try await world.importNewUser()
-            world.fake.inject(.delay(Self.slow), count: 1)
+            world.fake.faults.inject(.delay(Self.slow), count: 1)
             let seen = world.fake.requests.count
             async let refresh = world.tokenctl(["refresh", "work"])
             try await poll("the slow refresh to arrive") { world.fake.requests.count > seen }
@@ -71,7 +71,7 @@ import Glibc
     @Test func aDeleteDuringASlowRefreshLeavesNoSessionBehind() async throws {
         try await withWorld { world in
             let session = try await world.importNewUser()
-            world.fake.inject(.delay(Self.slow), count: 1)
+            world.fake.faults.inject(.delay(Self.slow), count: 1)
             let seen = world.fake.requests.count
             async let refresh = world.tokenctl(["refresh", "work"])
             try await poll("the slow refresh to arrive") { world.fake.requests.count > seen }

@@ -105,7 +105,7 @@ import TokendTestSupport
     @Test func refreshAndImportHonourRetryAfter() async throws {
         try await withWorld { world in
             try await world.importNewUser()
-            world.fake.inject(.status(429, retryAfter: 120), count: 1)
+            world.fake.faults.inject(.status(429, retryAfter: 120), count: 1)
             let first = try await world.tokenctl(["refresh", "work"])
             #expect(first.status == 75, "\(first.stderr)")
             let before = world.fake.requests.count
@@ -130,7 +130,7 @@ import TokendTestSupport
             let huge = String(repeating: "E", count: 100 * 1024)
             // Every attempt fails alike: a retry that succeeded before `status` is asked (a loaded
             // machine is slow to ask) would clear the error under test.
-            world.fake.inject(.status(503, body: #"{"error":{"code":503,"message":"\#(huge)"}}"#), count: 100)
+            world.fake.faults.inject(.status(503, body: #"{"error":{"code":503,"message":"\#(huge)"}}"#), count: 100)
             let refresh = try await world.tokenctl(["refresh", "work"])
             #expect(refresh.status == 75, "\(refresh.stderr)")
             let status = try await world.status()
@@ -233,7 +233,7 @@ import TokendTestSupport
     @Test func aRequestInFlightAtShutdownIsToldTokendIsStopping() async throws {
         try await withWorld { world in
             try await world.importNewUser()
-            world.fake.inject(.hang, count: 1)
+            world.fake.faults.inject(.hang, count: 1)
             async let forced = world.tokenctl(["refresh", "work", "--timeout", "20"])
             try await poll("the forced refresh under way") { try await world.status().state == "refreshing" }
             _ = try await offPool { world.stopDaemon() }

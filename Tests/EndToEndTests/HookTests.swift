@@ -67,7 +67,7 @@ import TokendTestSupport
             }
 
             // needs_login three times: twice for work (one notification within the hour), once for home.
-            world.fake.inject(.firebaseError("TOKEN_EXPIRED"), count: 1000)
+            world.fake.faults.inject(.firebaseError("TOKEN_EXPIRED"), count: 1000)
             #expect(try await world.tokenctl(["refresh", "work"]).status == 77)
             _ = try await world.tokenctl(["import", "work"], stdin: world.fake.createUser().refreshToken + "\n")
             _ = try await world.tokenctl(["import", "home"], stdin: world.fake.createUser().refreshToken + "\n")

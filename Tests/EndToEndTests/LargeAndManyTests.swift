@@ -14,7 +14,7 @@ import TokendTestSupport
     @Test func sixteenKiBTokensRoundTripThroughTheKeyring() async throws {
         try await withWorld { world in
             // The provider is down for the import's refresh, so the big refresh token is kept as is.
-            world.fake.inject(.status(503), forSeconds: 60)
+            world.fake.faults.inject(.status(503), forSeconds: 60)
             let refreshToken = "rt-" + String((0..<16 * 1024).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789-_".randomElement()! })
             let padding = String(repeating: "x", count: 16 * 1024)
             let payload = #"{"exp":\#(Int(Date().timeIntervalSince1970) + 3600),"iat":\#(Int(Date().timeIntervalSince1970)),"pad":"\#(padding)"}"#

@@ -12,7 +12,7 @@ import TokendTestSupport
     /// and the listener completed the login for whoever sent the right state first.
     @Test func anotherUserNeitherLearnsTheURLNorCompletesTheLogin() async throws {
         try await withFakeOIDCAccount { world, fake in
-            fake.script([.json(200, ["access_token": "real-access", "refresh_token": "real-refresh", "expires_in": 600])])
+            fake.script([.object(200, ["access_token": "real-access", "refresh_token": "real-refresh", "expires_in": 600])])
             let bin = try Self.fakeOpener(in: world)
             // The spy watches every command line and environment it can read from before the
             // login starts until this test's xdg-open has gone, and xdg-open stays until the login

@@ -13,8 +13,8 @@ import TokendTestSupport
         try await withFakeOIDCAccount { world, fake in
             let refreshToken = "device-refresh-canary-\(fake.port)"
             fake.script([
-                .json(400, ["error": "authorization_pending"]), .json(428, [:]),
-                .json(200, ["access_token": "device-access-canary", "refresh_token": refreshToken, "expires_in": 600]),
+                .object(400, ["error": "authorization_pending"]), .object(428, [:]),
+                .object(200, ["access_token": "device-access-canary", "refresh_token": refreshToken, "expires_in": 600]),
             ])
             let login = try await world.tokenctl(["login", "corp", "--device", "--timeout", "60"])
             #expect(login.status == 0, "\(login.stderr)")
@@ -40,7 +40,7 @@ import TokendTestSupport
             #expect(fake.requests.allSatisfy { $0.path != "/revoke" })
 
             let new = "new-refresh-canary-\(fake.port)"
-            fake.script([.json(200, ["access_token": "new-access-canary", "refresh_token": new, "expires_in": 600])])
+            fake.script([.object(200, ["access_token": "new-access-canary", "refresh_token": new, "expires_in": 600])])
             let login = try await world.tokenctl(["login", "corp", "--device", "--timeout", "60"])
             #expect(login.status == 0, "\(login.stderr)")
             #expect(try await world.storedSession("corp")?.refreshToken == new)
@@ -59,7 +59,7 @@ import TokendTestSupport
 
     @Test func aRefusedDeviceLoginExits77AndStoresNothing() async throws {
         try await withFakeOIDCAccount { world, fake in
-            fake.script([.json(400, ["error": "access_denied"])])
+            fake.script([.object(400, ["error": "access_denied"])])
             let login = try await world.tokenctl(["login", "corp", "--device", "--timeout", "60"])
             #expect(login.status == 77, "\(login.status) \(login.stderr)")
             #expect(login.stderr.contains("access_denied"), "\(login.stderr)")
@@ -86,7 +86,7 @@ import TokendTestSupport
                 "expires_in": 600, "interval": 1,
             ]
             grant[field] = value
-            fake.script([.json(200, grant)], for: "/device")
+            fake.script([.object(200, grant)], for: "/device")
             let login = try await world.tokenctl(["login", "corp", "--device", "--timeout", "30"])
             #expect(login.status == 75, "\(field)=\(value): exit \(login.status), \(login.stderr)")
             #expect(login.stderr.contains("unusable \(field)"), "\(login.stderr)")
@@ -101,11 +101,11 @@ import TokendTestSupport
     /// zero interval still sign in.
     @Test func aLongCodeLifeAndAZeroIntervalAreClampedAndSignIn() async throws {
         try await withFakeOIDCAccount { world, fake in
-            fake.script([.json(200, [
+            fake.script([.object(200, [
                 "device_code": "device-code-1", "user_code": "WDJB-MJHT", "verification_uri": fake.issuer + "/activate",
                 "expires_in": 3600, "interval": 0,
             ])], for: "/device")
-            fake.script([.json(200, ["access_token": "clamped-access", "refresh_token": "clamped-refresh", "expires_in": 600])])
+            fake.script([.object(200, ["access_token": "clamped-access", "refresh_token": "clamped-refresh", "expires_in": 600])])
             let login = try await world.tokenctl(["login", "corp", "--device", "--timeout", "30"])
             #expect(login.status == 0, "\(login.stderr)")
         }
@@ -115,7 +115,7 @@ import TokendTestSupport
     /// login with the status, instead of polling slower and slower until the timeout.
     @Test func aBare403WhilePollingEndsTheLogin() async throws {
         try await withFakeOIDCAccount { world, fake in
-            fake.script([FakeOIDC.Answer(status: 403, body: "")])
+            fake.script([.init(status: 403, body: "")])
             let login = try await world.tokenctl(["login", "corp", "--device", "--timeout", "30"])
             #expect(login.status == 78, "\(login.status) \(login.stderr)")
             #expect(login.stderr.contains("HTTP 403"), "\(login.stderr)")

@@ -40,7 +40,7 @@ import TokendTestSupport
         try await withFakeOIDCAccount(clientSecret: "secret") { world, fake in
             let old = "old-refresh-\(fake.port)"
             #expect(try await world.tokenctl(["import", "corp"], stdin: old + "\n").status == 0)
-            fake.script([FakeOIDC.Answer(status: 200, body: "", delay: 4)], for: "/revoke")
+            fake.script([.init(status: 200, body: "")], for: "/revoke", delay: 4)
             let output = world.keyring.root.appendingPathComponent("logout.out").path
             let logout = try ChildProcess.start(IntegrationTests.tokenctlPath, ["logout", "corp"], environment: world.environment, output: output)
             defer { ChildProcess.stop(logout) }

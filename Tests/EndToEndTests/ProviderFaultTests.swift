@@ -55,7 +55,7 @@ import TokendTestSupport
             // first token's life) may beat the injection on a loaded machine, and its rotated token
             // must be the baseline, not the imported one. None can succeed after the injection.
             let injectedAt = Date()
-            world.fake.inject(fault, forSeconds: Self.faultWindow)
+            world.fake.faults.inject(fault, forSeconds: Self.faultWindow)
             let windowEnd = injectedAt.addingTimeInterval(Self.faultWindow)
             var baseline: TokenSet?
             try await poll("the keyring holds the newest refresh token the fake issued") {
@@ -150,7 +150,7 @@ import TokendTestSupport
         options.lifetime = 3
         try await withWorld(options: options) { world in
             try await world.importNewUser()
-            world.fake.inject(fault, count: 100)
+            world.fake.faults.inject(fault, count: 100)
             try await poll("needs_login after \(fault)") { try await world.status().state == "needs_login" }
             let requests = world.fake.requests.count
             for _ in 0..<3 {
@@ -169,7 +169,7 @@ import TokendTestSupport
     func configurationFailureIsExit78WithTheProvidersMessage(fault: FakeFirebase.Fault) async throws {
         try await withWorld { world in
             let session = try await world.importNewUser()
-            world.fake.inject(fault, count: 100)
+            world.fake.faults.inject(fault, count: 100)
             let run = try await world.tokenctl(["refresh", "work"])
             #expect(run.status == 78, "\(run.stderr)")
             let code = try #require(try await world.status().lastError?.code)

@@ -94,7 +94,7 @@ import TokendTestSupport
             let user = try await world.importNewUser()
             // The outage first, then the baseline: whatever refresh beat the injection has reached
             // the keyring once it holds the newest token the fake issued, and none can follow.
-            world.fake.inject(.status(503), forSeconds: 20)
+            world.fake.faults.inject(.status(503), forSeconds: 20)
             let outageEnd = Date().addingTimeInterval(20)
             try await poll("the keyring holds the newest refresh token the fake issued") {
                 try await world.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: user.uid)
@@ -122,7 +122,7 @@ import TokendTestSupport
     @Test func tokenExpiredMeansNeedsLoginExit77AndNoMoreRequests() async throws {
         try await withWorld { world in
             try await world.importNewUser()
-            world.fake.inject(.firebaseError("TOKEN_EXPIRED"), count: 1000)
+            world.fake.faults.inject(.firebaseError("TOKEN_EXPIRED"), count: 1000)
             let forced = try await world.tokenctl(["refresh", "work"])
             #expect(forced.status == 77)
             let before = world.fake.requests.count
@@ -194,7 +194,7 @@ import TokendTestSupport
                 stderrs += try await world.tokenctl(["status"]).stdout
                 try await Task.sleep(for: .milliseconds(200))
             }
-            world.fake.inject(.firebaseError("TOKEN_EXPIRED"), count: 1)
+            world.fake.faults.inject(.firebaseError("TOKEN_EXPIRED"), count: 1)
             stderrs += try await world.tokenctl(["refresh", "work"]).stderr
             world.stopDaemon()
             let secrets = Set(world.fake.requests.flatMap { [$0.issuedRefreshToken, $0.issuedIDToken, $0.presentedRefreshToken] }.compactMap { $0 })

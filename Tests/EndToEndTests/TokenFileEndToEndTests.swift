@@ -52,7 +52,7 @@ import TokendTestSupport
 
             try await world.importNewUser()
             try await poll("a new session writes it again") { Self.contents(path) != nil }
-            world.fake.inject(.firebaseError("TOKEN_EXPIRED"), count: 1)
+            world.fake.faults.inject(.firebaseError("TOKEN_EXPIRED"), count: 1)
             #expect(try await world.tokenctl(["refresh", "work"]).status == 77)
             try await poll("needs_login removes the file") { Self.contents(path) == nil }
 
@@ -147,7 +147,7 @@ import TokendTestSupport
             let path = Self.sinks(world) + "/id"
             try await world.importNewUser()
             try await poll("written") { Self.contents(path) != nil }
-            world.fake.inject(.status(503), forSeconds: 3600)
+            world.fake.faults.inject(.status(503), forSeconds: 3600)
             var held: Set<String> = []
             var removedWith: Date?
             try await poll(timeout: 60, "the file is removed during the outage") {
@@ -168,7 +168,7 @@ import TokendTestSupport
             #expect(removed < last, "removed before the token expired")
             // Proactive refreshes kept failing meanwhile: the outage is what removed the file.
             #expect(world.fake.requests.count > 1)
-            world.fake.clearFaults()
+            world.fake.faults.clear()
             try await poll(timeout: 60, "a new token once the provider answers again") {
                 guard let token = Self.contents(path) else { return false }
                 return !held.contains(token)

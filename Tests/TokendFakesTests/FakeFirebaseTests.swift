@@ -271,7 +271,7 @@ struct FakeFirebaseTests {
     @Test func statusFaultSendsRetryAfterAndThenStops() async throws {
         try await withFake { fake in
             let session = fake.createUser()
-            fake.inject(.status(503, retryAfter: 7), count: 2)
+            fake.faults.inject(.status(503, retryAfter: 7), count: 2)
             for _ in 0..<2 {
                 let answer = try await refresh(fake, session.refreshToken).answer()
                 #expect(answer.status == 503)
@@ -288,7 +288,7 @@ struct FakeFirebaseTests {
     @Test func statusFaultWithoutRetryAfterHasNoHeaderAndKeepsACustomBody() async throws {
         try await withFake { fake in
             let session = fake.createUser()
-            fake.inject(.status(502, body: "<html>bad gateway</html>"), count: 1)
+            fake.faults.inject(.status(502, body: "<html>bad gateway</html>"), count: 1)
             let answer = try await refresh(fake, session.refreshToken).answer()
             #expect(answer.status == 502)
             #expect(answer.headers["retry-after"] == nil)
@@ -299,7 +299,7 @@ struct FakeFirebaseTests {
     @Test func firebaseErrorFaultUsesGooglesEnvelope() async throws {
         try await withFake { fake in
             let session = fake.createUser()
-            fake.inject(.firebaseError("TOO_MANY_ATTEMPTS_TRY_LATER : Too many requests"), count: 1)
+            fake.faults.inject(.firebaseError("TOO_MANY_ATTEMPTS_TRY_LATER : Too many requests"), count: 1)
             let answer = try await refresh(fake, session.refreshToken).answer()
             #expect(answer.status == 400)
             #expect(try errorMessage(answer) == "TOO_MANY_ATTEMPTS_TRY_LATER : Too many requests")
@@ -310,7 +310,7 @@ struct FakeFirebaseTests {
     @Test func oauthErrorFaultUsesRFC6749Body() async throws {
         try await withFake { fake in
             let session = fake.createUser()
-            fake.inject(.oauthError("invalid_grant"), count: 1)
+            fake.faults.inject(.oauthError("invalid_grant"), count: 1)
             let answer = try await refresh(fake, session.refreshToken).answer()
             #expect(answer.status == 400)
             let body = try answer.object()
@@ -322,7 +322,7 @@ struct FakeFirebaseTests {
     @Test func malformedJSONFaultIs200WithoutJSON() async throws {
         try await withFake { fake in
             let session = fake.createUser()
-            fake.inject(.malformedJSON, count: 1)
+            fake.faults.inject(.malformedJSON, count: 1)
             let answer = try await refresh(fake, session.refreshToken).answer()
             #expect(answer.status == 200)
             #expect((try? JSONSerialization.jsonObject(with: Data(answer.body))) == nil)
@@ -332,7 +332,7 @@ struct FakeFirebaseTests {
     @Test func missingFieldsFaultOmitsTheTokens() async throws {
         try await withFake { fake in
             let session = fake.createUser()
-            fake.inject(.missingFields, count: 1)
+            fake.faults.inject(.missingFields, count: 1)
             let answer = try await refresh(fake, session.refreshToken).answer()
             #expect(answer.status == 200)
             let body = try answer.object()
@@ -347,7 +347,7 @@ struct FakeFirebaseTests {
     @Test func refuseResetsBeforeAnyByteIsSent() async throws {
         try await withFake { fake in
             let session = fake.createUser()
-            fake.inject(.refuse, count: 1)
+            fake.faults.inject(.refuse, count: 1)
             let outcome = await refresh(fake, session.refreshToken)
             switch outcome {
             case .reset(let received), .closedEarly(let received): #expect(received.isEmpty)
@@ -363,7 +363,7 @@ struct FakeFirebaseTests {
     @Test func dropClosesWithoutAnswering() async throws {
         try await withFake { fake in
             let session = fake.createUser()
-            fake.inject(.drop, count: 1)
+            fake.faults.inject(.drop, count: 1)
             let outcome = await refresh(fake, session.refreshToken)
             guard case .closedEarly(let received) = outcome else {
                 Issue.record("expected a close without an answer, got \(outcome)")
@@ -378,7 +378,7 @@ struct FakeFirebaseTests {
     @Test func dropMidResponseSendsHalfTheBody() async throws {
         try await withFake { fake in
             let session = fake.createUser()
-            fake.inject(.dropMidResponse, count: 1)
+            fake.faults.inject(.dropMidResponse, count: 1)
             let outcome = await refresh(fake, session.refreshToken)
             guard case .closedEarly(let received) = outcome else {
                 Issue.record("expected the response to be cut off, got \(outcome)")
@@ -396,7 +396,7 @@ struct FakeFirebaseTests {
     @Test func trickleSendsTheHeadThenTheBodyPartWay() async throws {
         try await withFake { fake in
             let session = fake.createUser()
-            fake.inject(.trickle, count: 1)
+            fake.faults.inject(.trickle, count: 1)
             // Each byte comes well within a read timeout; the client stops after a few of them, as
             // the whole answer would take minutes.
             let outcome = await refresh(fake, session.refreshToken, stopAfterBodyBytes: 3)
@@ -415,7 +415,7 @@ struct FakeFirebaseTests {
 
     @Test func aStatusFaultsReplyHasExactlyItsHeadersAndEnvelope() async throws {
         try await withFake { fake in
-            fake.inject(.status(503, retryAfter: 7), count: 1)
+            fake.faults.inject(.status(503, retryAfter: 7), count: 1)
             let outcome = await refresh(fake, "any-token")
             let answer = try outcome.answer()
             #expect(answer.status == 503)
@@ -434,7 +434,7 @@ struct FakeFirebaseTests {
     @Test func hangNeverAnswersAndLaterRequestsStillWork() async throws {
         try await withFake { fake in
             let session = fake.createUser()
-            fake.inject(.hang, count: 1)
+            fake.faults.inject(.hang, count: 1)
             // The client gives up after a short wait; the assertion is on silence, not on time.
             let outcome = await refresh(fake, session.refreshToken, timeout: 0.5)
             guard case .timedOut(let received) = outcome else {
@@ -455,7 +455,7 @@ struct FakeFirebaseTests {
         let clock = ManualClock()
         try await withFake({ $0.clock = clock }) { fake in
             let session = fake.createUser()
-            fake.inject(.status(429, retryAfter: 1), forSeconds: 30)
+            fake.faults.inject(.status(429, retryAfter: 1), forSeconds: 30)
             #expect(await refresh(fake, session.refreshToken).status == 429)
             clock.advance(by: 29)
             #expect(await refresh(fake, session.refreshToken).status == 429)
@@ -467,9 +467,9 @@ struct FakeFirebaseTests {
     @Test func clearFaultsEndsAWindowEarly() async throws {
         try await withFake { fake in
             let session = fake.createUser()
-            fake.inject(.status(500), forSeconds: 600)
+            fake.faults.inject(.status(500), forSeconds: 600)
             #expect(await refresh(fake, session.refreshToken).status == 500)
-            fake.clearFaults()
+            fake.faults.clear()
             #expect(await refresh(fake, session.refreshToken).status == 200)
         }
     }
@@ -477,8 +477,8 @@ struct FakeFirebaseTests {
     @Test func injectionsQueueInOrder() async throws {
         try await withFake { fake in
             let session = fake.createUser()
-            fake.inject(.status(500), count: 1)
-            fake.inject(.firebaseError("TOO_MANY_ATTEMPTS_TRY_LATER"), count: 2)
+            fake.faults.inject(.status(500), count: 1)
+            fake.faults.inject(.firebaseError("TOO_MANY_ATTEMPTS_TRY_LATER"), count: 2)
             var statuses: [Int] = []
             for _ in 0..<4 { statuses.append(try await refresh(fake, session.refreshToken).answer().status) }
             #expect(statuses == [500, 400, 400, 200])
@@ -488,11 +488,11 @@ struct FakeFirebaseTests {
     @Test func faultsDoNotRotateOrRevoke() async throws {
         try await withFake({ $0.rotate = true; $0.revokePrevious = true }) { fake in
             let session = fake.createUser()
-            fake.inject(.status(503), count: 1)
-            fake.inject(.firebaseError("TOKEN_EXPIRED"), count: 1)
-            fake.inject(.drop, count: 1)
-            fake.inject(.dropMidResponse, count: 1)
-            fake.inject(.missingFields, count: 1)
+            fake.faults.inject(.status(503), count: 1)
+            fake.faults.inject(.firebaseError("TOKEN_EXPIRED"), count: 1)
+            fake.faults.inject(.drop, count: 1)
+            fake.faults.inject(.dropMidResponse, count: 1)
+            fake.faults.inject(.missingFields, count: 1)
             for _ in 0..<5 { _ = await refresh(fake, session.refreshToken) }
             #expect(await fake.waitForRequests(count: 5, timeout: 10))
             #expect(fake.requests.allSatisfy { $0.fault != nil && $0.issuedRefreshToken == nil })
@@ -506,7 +506,7 @@ struct FakeFirebaseTests {
 
     @Test func signInsAndControlRequestsDoNotTakeFaults() async throws {
         try await withFake { fake in
-            fake.inject(.status(503), count: 1)
+            fake.faults.inject(.status(503), count: 1)
             let signUp = try await post(fake, identityPath("signUp"), body: "{}", contentType: "application/json").answer()
             #expect(signUp.status == 200)
             #expect(await control(fake, "GET", "/_fake/requests").status == 200)

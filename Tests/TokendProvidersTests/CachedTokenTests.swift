@@ -20,7 +20,7 @@ import TokendFakes
         let fake = try await FakeOIDC.start()
         let transport = HTTPTransport(environment: [:])
         let provider = OIDCProvider(settings: .init(issuer: fake.issuer, clientID: "cli"), transport: transport)
-        fake.script([FakeOIDC.Answer(
+        fake.script([.init(
             body: #"{"access_token":"opaque","id_token":"\#(token)","token_type":"Bearer","expires_in":\#(expiresIn)}"#,
             headers: date.map { ["Date": IDTokenCheckTests.httpDate($0)] } ?? [:])])
         let sentAt = Date()

@@ -49,7 +49,7 @@ struct FirebaseProviderTests {
     func aRedirectIsNeverFollowed(status: Int) async throws {
         try await withProvider { fake, provider in
             let session = fake.createUser()
-            fake.inject(.redirect(status, location: "http://127.0.0.1:\(fake.port)/elsewhere"), count: 1)
+            fake.faults.inject(.redirect(status, location: "http://127.0.0.1:\(fake.port)/elsewhere"), count: 1)
             let outcome = await provider.refresh(refreshToken: session.refreshToken)
             guard case .transient(let failure, _) = outcome else { Issue.record("expected transient, got \(outcome)"); return }
             #expect(failure.code == "redirect")
@@ -62,7 +62,7 @@ struct FirebaseProviderTests {
     @Test func aTrickledBodyEndsAtTheDeadline() async throws {
         try await withProvider(deadline: 1) { fake, provider in
             let session = fake.createUser()
-            fake.inject(.trickle, count: 1)
+            fake.faults.inject(.trickle, count: 1)
             let outcome = await provider.refresh(refreshToken: session.refreshToken)
             guard case .transient(let failure, _) = outcome else { Issue.record("expected transient, got \(outcome)"); return }
             #expect(failure.code == "timeout")
@@ -73,7 +73,7 @@ struct FirebaseProviderTests {
     @Test func anEmptyRefreshTokenIsMalformed() async throws {
         try await withProvider { fake, provider in
             let session = fake.createUser()
-            fake.inject(.status(200, body: #"{"id_token":"a.b.c","refresh_token":"","expires_in":"3600"}"#), count: 1)
+            fake.faults.inject(.status(200, body: #"{"id_token":"a.b.c","refresh_token":"","expires_in":"3600"}"#), count: 1)
             let outcome = await provider.refresh(refreshToken: session.refreshToken)
             guard case .transient(let failure, _) = outcome else { Issue.record("expected transient, got \(outcome)"); return }
             #expect(failure.code == "malformed_response")
@@ -83,7 +83,7 @@ struct FirebaseProviderTests {
     @Test func errorsNeverCarryTheRefreshToken() async throws {
         try await withProvider { fake, provider in
             let canary = "canary-refresh-token-\(fake.port)"
-            fake.inject(.status(400, body: #"{"error":{"code":400,"message":"INVALID_REFRESH_TOKEN : \#(canary)"}}"#), count: 1)
+            fake.faults.inject(.status(400, body: #"{"error":{"code":400,"message":"INVALID_REFRESH_TOKEN : \#(canary)"}}"#), count: 1)
             let outcome = await provider.refresh(refreshToken: canary)
             guard case .needsLogin(let failure) = outcome else { Issue.record("expected needsLogin, got \(outcome)"); return }
             #expect(!failure.message.contains(canary))

@@ -103,13 +103,13 @@ struct IDTokenCheckTests {
     func deviceLogin(idToken: (String) -> String, jwks: String? = nil, date: Date? = nil) async throws -> Outcome {
         let fake = try await FakeOIDC.start()
         let transport = HTTPTransport(environment: [:])
-        fake.script([FakeOIDC.Answer(status: 200, body: jwks ?? "{\"keys\":[\(SigningKey.shared.jwk(kid: "k1"))]}")], for: "/jwks")
+        fake.script([.init(status: 200, body: jwks ?? "{\"keys\":[\(SigningKey.shared.jwk(kid: "k1"))]}")], for: "/jwks")
         var headers: [String: String] = [:]
         if let date { headers["Date"] = Self.httpDate(date) }
         let body = try JSONSerialization.data(withJSONObject: [
             "access_token": "a", "refresh_token": "issued-refresh", "expires_in": 600, "id_token": idToken(fake.issuer),
         ])
-        fake.script([FakeOIDC.Answer(status: 200, body: String(decoding: body, as: UTF8.self), headers: headers)])
+        fake.script([.init(status: 200, body: String(decoding: body, as: UTF8.self), headers: headers)])
         let provider = OIDCProvider(settings: .init(issuer: fake.issuer, clientID: "cli", clientSecret: nil), transport: transport)
         var failure: LoginFailure?
         do {

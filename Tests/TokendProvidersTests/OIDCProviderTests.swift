@@ -12,7 +12,7 @@ struct OIDCProviderTests {
 
     @Test func refreshWithBasicAuthRotationAndStringLifetime() async throws {
         try await withProvider(secret: "s:c") { fake, provider in
-            fake.script([.json(200, ["access_token": "a1", "refresh_token": "r2", "expires_in": "120", "scope": "openid email"])])
+            fake.script([.object(200, ["access_token": "a1", "refresh_token": "r2", "expires_in": "120", "scope": "openid email"])])
             let outcome = await provider.refresh(refreshToken: "r1")
             #expect(outcome == .refreshed(IssuedTokens(refreshToken: "r2", accessToken: "a1", expiresIn: 120, scopes: ["openid", "email"])))
             let token = try #require(fake.requests.last { $0.path == "/token" })
@@ -28,7 +28,7 @@ struct OIDCProviderTests {
 
     @Test func aMissingLifetimeFallsBackToTheDocumentedDefault() async throws {
         try await withProvider { fake, provider in
-            fake.script([.json(200, ["access_token": "opaque"])])
+            fake.script([.object(200, ["access_token": "opaque"])])
             #expect(await provider.refresh(refreshToken: "r") == .refreshed(IssuedTokens(accessToken: "opaque", expiresIn: OIDCProvider.defaultLifetime)))
         }
     }
@@ -49,8 +49,8 @@ struct OIDCProviderTests {
     @Test func oauthErrorsAreClassified() async throws {
         try await withProvider { fake, provider in
             fake.script([
-                .json(400, ["error": "invalid_grant"]), .json(401, ["error": "invalid_client"]),
-                .json(400, ["error": "unauthorized_client"]), .json(503, ["error": "temporarily_unavailable"]),
+                .object(400, ["error": "invalid_grant"]), .object(401, ["error": "invalid_client"]),
+                .object(400, ["error": "unauthorized_client"]), .object(503, ["error": "temporarily_unavailable"]),
             ])
             guard case .needsLogin = await provider.refresh(refreshToken: "r") else { Issue.record("invalid_grant"); return }
             guard case .misconfigured = await provider.refresh(refreshToken: "r") else { Issue.record("invalid_client"); return }
@@ -83,8 +83,8 @@ struct OIDCProviderTests {
     @Test func deviceGrantPollsThroughEveryAnswer() async throws {
         try await withProvider { fake, provider in
             fake.script([
-                .json(400, ["error": "authorization_pending"]), .json(428, [:]), .json(400, ["error": "slow_down"]),
-                .json(200, ["access_token": "a", "refresh_token": "r-device", "expires_in": 60]),
+                .object(400, ["error": "authorization_pending"]), .object(428, [:]), .object(400, ["error": "slow_down"]),
+                .object(200, ["access_token": "a", "refresh_token": "r-device", "expires_in": 60]),
             ])
             var steps: [LoginStep] = []
             for try await step in provider.login(LoginRequest(method: .device, timeout: 50)) { steps.append(step) }
@@ -101,7 +101,7 @@ struct OIDCProviderTests {
     @Test(arguments: [("access_denied", LoginFailure.Kind.denied), ("expired_token", .denied)])
     func deviceGrantEndsOnRefusal(code: String, kind: LoginFailure.Kind) async throws {
         try await withProvider { fake, provider in
-            fake.script([.json(400, ["error": code])])
+            fake.script([.object(400, ["error": code])])
             var failure: LoginFailure?
             do {
                 for try await _ in provider.login(LoginRequest(method: .device, timeout: 30)) {}

@@ -121,7 +121,7 @@ import TokendTestSupport
         let fixture = try await EngineFixture.make()
         try await withTearDown(fixture, tearDown: { await $0.shutdown() }) { fixture in
             _ = try await fixture.importSession()
-            fixture.fake.inject(.firebaseError("USER_DISABLED"), count: 1)
+            fixture.fake.faults.inject(.firebaseError("USER_DISABLED"), count: 1)
             let result = await fixture.engine.commands.refresh(account: "work", timeout: Patience.seconds)
             #expect((try? result.get()) == nil)
             #expect(fixture.store.storedTokens(account: "work") == nil)

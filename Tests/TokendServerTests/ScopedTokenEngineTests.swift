@@ -89,7 +89,7 @@ import TokendTestSupport
     /// served; the refresh token it rotated in the same answer is still kept.
     @Test func aWiderAnswerIsRefusedButItsRotationKept() async throws {
         try await withEngine(TokenSet(refreshToken: "r0")) { fake, engine, store in
-            fake.script([.json(200, ["access_token": "wide-token-canary", "expires_in": 3600, "scope": "openid read:x admin", "refresh_token": "r-rotated"])])
+            fake.script([.object(200, ["access_token": "wide-token-canary", "expires_in": 3600, "scope": "openid read:x admin", "refresh_token": "r-rotated"])])
             let wide = await engine.commands.token(account: "corp", kind: nil, scope: TokenScope(scopes: ["read:x"]), minValid: 60, timeout: Patience.seconds)
             #expect(wide.failureCode == .configError)
             guard case .failure(let error) = wide else { return }

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import TokendCore
 import TokendProviders
@@ -106,7 +105,7 @@ extension FakeFirebase.Backend {
         guard let uri = URLComponents(string: requestUri), uri.scheme != nil, uri.host?.isEmpty == false else {
             return .failure(.firebase("INVALID_REQUEST_URI"))
         }
-        let form = FormEncoding.decode(Array((request.postBody ?? "").utf8))
+        let form = FormEncoding.decode(Substring(request.postBody ?? ""))
         guard let providerID = form["providerId"]?.lowercased(), !providerID.isEmpty else {
             return .failure(.firebase("INVALID_CREDENTIAL_OR_PROVIDER_ID : Invalid IdP response/credential: \(requestUri)"))
         }
@@ -241,7 +240,7 @@ extension FakeFirebase.Backend {
                 // Production's texts: firebase-js-sdk#7957, flutterfire#6594 (missing);
                 // firebase-ios-sdk#10462 (a mismatch, both values quoted).
                 guard let raw = form["nonce"] else { return .failure(.firebase("MISSING_OR_INVALID_NONCE : Nonce is missing in the request.")) }
-                guard Self.sha256Hex(raw) == nonce else {
+                guard OIDCProvider.sha256Hex(raw) == nonce else {
                     return .failure(.firebase(
                         "MISSING_OR_INVALID_NONCE : The nonce in ID Token \"\(nonce)\" does not match the SHA256 hash of the raw nonce \"\(raw)\" in the request."))
                 }
@@ -264,11 +263,6 @@ extension FakeFirebase.Backend {
     static func idpClaims(_ token: String) -> TokenClaims? {
         if token.hasPrefix("{") { return try? JSONDecoder().decode(TokenClaims.self, from: Data(token.utf8)) }
         return claims(of: token)
-    }
-
-    /// Lowercase hex of SHA-256, as Firebase's guides hash a nonce.
-    static func sha256Hex(_ text: String) -> String {
-        SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
     /// One account per email, an address the provider did not verify: 200 without tokens.
@@ -430,7 +424,7 @@ extension FakeFirebase {
     @discardableResult
     public func enrollSecondFactor(_ uid: String, phone: String = "+*******1234", id: String? = nil) -> String {
         backend.state.withLock { state in
-            let id = id ?? "phone-" + FakeIdentifiers.nonce()
+            let id = id ?? "phone-" + OIDCProvider.randomToken()
             let factor = Ledger.Factor(id: id, displayName: "phone", kind: .phone(phone), enrolledAt: state.options.clock.now())
             _ = state.ledger.change(uid) { $0.factors.append(factor) }
             return id
@@ -441,7 +435,7 @@ extension FakeFirebase {
     public func enrollTOTP(_ uid: String, displayName: String? = nil, id: String? = nil) -> (id: String, secret: String) {
         backend.state.withLock { state in
             let secret = TOTP.newSecret()
-            let id = id ?? "totp-" + FakeIdentifiers.nonce()
+            let id = id ?? "totp-" + OIDCProvider.randomToken()
             let factor = Ledger.Factor(id: id, displayName: displayName, kind: .totp(secret: secret), enrolledAt: state.options.clock.now())
             _ = state.ledger.change(uid) { $0.factors.append(factor) }
             return (id, TOTP.base32(secret))

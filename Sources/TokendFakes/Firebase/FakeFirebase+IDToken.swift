@@ -1,5 +1,6 @@
 import Foundation
 import TokendCore
+import TokendProviders
 
 /// Mints ID tokens the way the Auth emulator does: unsigned JWTs (`alg: none`, empty signature
 /// segment) carrying production's claims, plus a `jti` so that every token is unique.
@@ -67,7 +68,7 @@ enum IDTokenMinter {
             email: subject.email, email_verified: subject.email.map { _ in subject.emailVerified },
             firebase: .init(identities: identities, sign_in_provider: subject.provider, tenant: subject.tenant, sign_in_second_factor: subject.secondFactor,
                 second_factor_identifier: subject.secondFactorIdentifier),
-            jti: FakeIdentifiers.nonce())
+            jti: OIDCProvider.randomToken())
         let token = segment(Header()) + "." + segment(claims) + "."
         return (token, Date(timeIntervalSince1970: Double(exp)))
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TokendProviders
 
 /// The fake's accounts and refresh tokens, and the rules that decide what a refresh answers.
 /// Pure state: the backend holds it under its lock and supplies the options and the time.
@@ -193,7 +194,7 @@ struct Ledger: Sendable {
     }
 
     private mutating func issue(for subject: IDTokenMinter.Subject, now: Date, options: FakeFirebase.Options) -> Minted {
-        let refreshToken = FakeIdentifiers.refreshToken()
+        let refreshToken = OIDCProvider.randomToken()
         grants[refreshToken] = Grant(subject: subject, state: .live)
         newest[subject.uid] = refreshToken
         let (idToken, expiresAt) = IDTokenMinter.mint(

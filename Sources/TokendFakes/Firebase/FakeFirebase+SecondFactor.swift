@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import TokendCore
+import TokendProviders
 
 // Second factors (issue 33, item 5): the Identity Toolkit API v2's `mfaSignIn:finalize` and
 // `mfaEnrollment:start|finalize|withdraw` for TOTP, and the `mfaPendingCredential` answer of a
@@ -126,7 +127,7 @@ extension FakeFirebase.Backend {
     /// has no second factor.
     func secondFactorPending(_ user: Ledger.User, provider: String, kind: String, now: Date, state: inout State) -> ToolkitAnswer? {
         guard !user.factors.isEmpty else { return nil }
-        let credential = "mfa-pending-" + FakeIdentifiers.nonce()
+        let credential = "mfa-pending-" + OIDCProvider.randomToken()
         state.ledger.pendingSignIns[credential] = Ledger.PendingSignIn(
             uid: user.uid, provider: provider, tenant: state.ledger.tenant, expiresAt: now.addingTimeInterval(state.options.pendingCredentialLifetime))
         let answer = Pending(kind: kind, localId: user.uid, email: user.email, mfaPendingCredential: credential, mfaInfo: user.factors.map(MFAInfo.init))
@@ -224,7 +225,7 @@ extension FakeFirebase.Backend {
             return .failure(.firebase("CREDENTIAL_TOO_OLD_LOGIN_AGAIN"))
         }
         let secret = TOTP.newSecret()
-        let sessionInfo = "totp-session-" + FakeIdentifiers.nonce()
+        let sessionInfo = "totp-session-" + OIDCProvider.randomToken()
         let expiresAt = now.addingTimeInterval(Self.secondFactorLifetime)
         state.ledger.enrollmentSessions[sessionInfo] = Ledger.EnrollmentSession(uid: user.uid, secret: secret, expiresAt: expiresAt)
         let answer = EnrollStarted(totpSessionInfo: SessionInfo(
@@ -259,7 +260,7 @@ extension FakeFirebase.Backend {
             return .failure(Self.invalidCode)
         }
         state.ledger.enrollmentSessions[sessionInfo] = nil
-        let factor = Ledger.Factor(id: "totp-" + FakeIdentifiers.nonce(), displayName: displayName, kind: .totp(secret: session.secret), enrolledAt: now)
+        let factor = Ledger.Factor(id: "totp-" + OIDCProvider.randomToken(), displayName: displayName, kind: .totp(secret: session.secret), enrolledAt: now)
         _ = state.ledger.change(user.uid) { $0.factors.append(factor) }
         // Older sessions stay valid (emulator `mfaEnrollmentFinalize` sets no `validSince`).
         return .success(renewed(user.uid, idToken: request.idToken ?? "", secondFactor: ("totp", factor.id), revoking: false, now: now, state: &state))

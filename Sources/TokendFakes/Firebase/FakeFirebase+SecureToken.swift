@@ -27,7 +27,7 @@ struct TokenRequestBody: Sendable, Equatable {
             grantType = json.grantType ?? json.grantTypeSnake
             refreshToken = json.refreshToken ?? json.refreshTokenSnake
         } else {
-            let form = FormEncoding.decode(request.body)
+            let form = FormEncoding.decode(Substring(decoding: request.body, as: UTF8.self))
             grantType = form["grant_type"]
             refreshToken = form["refresh_token"]
         }

@@ -281,15 +281,6 @@ public final class FakeFirebase: Sendable {
     /// The current options.
     public var options: Options { backend.options }
 
-    /// The next `count` token-endpoint requests get `fault` (`faults.inject` aims at any route).
-    public func inject(_ fault: Fault, count: Int) { faults.inject(fault, count: count) }
-
-    /// Every token-endpoint request in the next `forSeconds` seconds (by `Options.clock`) gets `fault`.
-    public func inject(_ fault: Fault, forSeconds: Double) { faults.inject(fault, forSeconds: forSeconds) }
-
-    /// Forgets every injected fault.
-    public func clearFaults() { faults.clear() }
-
     // MARK: - Observing
 
     /// Every Firebase API request seen, in the order they were answered (or refused, dropped,

@@ -193,7 +193,7 @@ public struct IncomingRequest: Sendable {
     var apiKey: String? { query["key"] ?? headers["x-goog-api-key"] }
     var contentType: String? { headers["content-type"] }
     /// The body as a form (`application/x-www-form-urlencoded`).
-    public var form: [String: String] { FormEncoding.decode(body) }
+    public var form: [String: String] { FormEncoding.decode(Substring(decoding: body, as: UTF8.self)) }
     public var authorization: String? { headers["authorization"] }
 }
 

@@ -17,6 +17,11 @@ public struct Reply: Sendable, Equatable {
         self.init(status: status, contentType: "application/json", extraHeaders: headers, body: Array(body.utf8))
     }
 
+    /// A JSON object of mixed values (a scripted OAuth answer), keys sorted.
+    public static func object(_ status: Int = 200, _ object: [String: any Sendable]) -> Reply {
+        Reply(status: status, body: String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(), as: UTF8.self))
+    }
+
     /// Google's APIs answer `application/json; charset=UTF-8`; clients must accept the parameter.
     static let jsonContentType = "application/json; charset=UTF-8"
 

@@ -12,30 +12,6 @@ import TokendSystem
 public final class FakeOIDC: FakeRoutes {
     public typealias Request = IncomingRequest
 
-    public struct Answer: Sendable {
-        public var status: Int
-        public var body: String
-        /// Extra response headers (`Retry-After`, `Date`), beside Content-Type and Content-Length.
-        public var headers: [String: String]
-        /// Seconds to wait before answering: a slow provider.
-        public var delay: Double = 0
-
-        public init(status: Int = 200, body: String, headers: [String: String] = [:], delay: Double = 0) {
-            self.status = status
-            self.body = body
-            self.headers = headers
-            self.delay = delay
-        }
-
-        public static func json(_ status: Int = 200, _ object: [String: any Sendable]) -> Answer {
-            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-            return Answer(status: status, body: String(decoding: data, as: UTF8.self))
-        }
-
-        var reply: Reply { Reply(status: status, body: body, headers: headers) }
-        var fault: FakeFault { .status(status, body: body, headers: headers) }
-    }
-
     /// A session the fake issued: the scopes granted at sign-in; a rotating grant answers every
     /// refresh with a new refresh token and refuses the old one from then on (`invalid_grant`).
     public struct Grant: Sendable {
@@ -95,11 +71,12 @@ public final class FakeOIDC: FakeRoutes {
     public func transport(deadline: Double = HTTPTransport.defaultDeadline) -> HTTPTransport {
         FakeResponder(routes: self).transport(deadline: deadline, clock: SystemWallClock())
     }
-    /// Answers for the token endpoint, used in order; once they are used up a fresh token is issued.
-    public func script(_ answers: [Answer]) { script(answers, for: "/token") }
-    /// Answers for `path`, used in order before its usual answer: status faults, held back by their `delay`.
-    public func script(_ answers: [Answer], for path: String) {
-        for answer in answers { faults.add(answer.fault, .requests(1), path, late: answer.delay) }
+    /// Answers for `path` (the token endpoint), used in order before its usual answer (a fresh
+    /// token there): status faults, each held back `delay` seconds (a slow provider).
+    public func script(_ answers: [Reply], for path: String = "/token", delay: Double = 0) {
+        for answer in answers {
+            faults.add(.status(answer.status, body: String(decoding: answer.body, as: UTF8.self), headers: answer.extraHeaders), .requests(1), path, late: delay)
+        }
     }
     public func claimIssuer(_ issuer: String) { state.withLockedValue { $0.issuerOverride = issuer } }
 
@@ -124,10 +101,10 @@ extension FakeOIDC {
     /// One request, answered by the routes below.
     func handle(_ request: IncomingRequest) -> Decision {
         let base = issuer
-        let answer = state.withLockedValue { (state: inout State) -> Answer in
+        let answer = state.withLockedValue { (state: inout State) -> Reply in
             switch request.path {
             case "/.well-known/openid-configuration":
-                return .json(200, [
+                return .object(200, [
                     "issuer": state.issuerOverride ?? base, "token_endpoint": base + "/token", "revocation_endpoint": base + "/revoke",
                     "device_authorization_endpoint": base + "/device", "authorization_endpoint": base + "/authorize", "jwks_uri": base + "/jwks",
                 ])
@@ -138,29 +115,29 @@ extension FakeOIDC {
                     return Self.refreshGrant(request, refreshToken: refreshToken, state: &state)
                 }
                 state.counter += 1
-                return .json(200, ["access_token": "fake-access-\(state.counter)", "expires_in": 3600, "token_type": "Bearer"])
+                return .object(200, ["access_token": "fake-access-\(state.counter)", "expires_in": 3600, "token_type": "Bearer"])
             case "/revoke":
-                return Answer(status: 200, body: "")
+                return Reply(status: 200, body: "")
             case "/device":
-                return .json(200, [
+                return .object(200, [
                     "device_code": "device-code-1", "user_code": "WDJB-MJHT", "verification_url": base + "/activate", "expires_in": "600", "interval": 1,
                 ])
             default:
-                return .json(404, ["error": "not_found"])
+                return .object(404, ["error": "not_found"])
             }
         }
-        return Decision(action: .reply(answer.reply))
+        return Decision(action: .reply(answer))
     }
 
     /// A refresh grant on a registered session (RFC 6749 §6): `scope` must be within the grant's,
     /// a rotated-away refresh token is dead. The minted token is recorded with what it is for.
-    static func refreshGrant(_ request: Request, refreshToken: String, state: inout State) -> Answer {
+    static func refreshGrant(_ request: Request, refreshToken: String, state: inout State) -> Reply {
         guard let grant = state.grants[refreshToken] else {
-            return .json(400, ["error": "invalid_grant", "error_description": "the refresh token is not valid"])
+            return .object(400, ["error": "invalid_grant", "error_description": "the refresh token is not valid"])
         }
         let asked = request.form["scope"].map { $0.split(separator: " ").map(String.init) }
         if let asked, let outside = asked.first(where: { !grant.scopes.contains($0) }) {
-            return .json(400, ["error": "invalid_scope", "error_description": "scope \(outside) was not granted"])
+            return .object(400, ["error": "invalid_scope", "error_description": "scope \(outside) was not granted"])
         }
         state.counter += 1
         let accessToken = "fake-access-\(state.counter)"
@@ -175,6 +152,6 @@ extension FakeOIDC {
             state.grants[rotated] = grant
             answer["refresh_token"] = rotated
         }
-        return .json(200, answer)
+        return .object(200, answer)
     }
 }

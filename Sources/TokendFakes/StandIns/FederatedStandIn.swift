@@ -292,9 +292,7 @@ public final class FederatedStandIn: FakeRoutes {
         var interval: Int
     }
 
-    static func random(_ prefix: String) -> String {
-        prefix + (0..<32).map { _ in String("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".randomElement()!) }.joined()
-    }
+    static func random(_ prefix: String) -> String { prefix + FakeIdentifiers.uid(length: 32) }
 
     /// Fields in key order, form-encoded by the providers' encoder.
     static func formEncoded(_ fields: [(String, String)]) -> String { String(decoding: FormEncoding.encode(fields), as: UTF8.self) }

@@ -96,7 +96,7 @@ public final class FirebaseHostedStandIn: FakeRoutes {
         case ("GET", "/sdk/firebase-auth.js"): return Self.module(Self.authModule)
         case ("GET", "/__/auth/handler"): return startAtProvider(query)
         case ("GET", "/auth/authorize"): return appleAuthorize(query)
-        case ("POST", "/__/auth/handler"): return finishAtHandler(FormEncoding.decode(body))
+        case ("POST", "/__/auth/handler"): return finishAtHandler(FormEncoding.decode(Substring(decoding: body, as: UTF8.self)))
         default: return .text(404, "not found")
         }
     }
@@ -130,7 +130,7 @@ public final class FirebaseHostedStandIn: FakeRoutes {
         let parameters = [
             ("response_type", "code id_token"), ("response_mode", "form_post"), ("client_id", servicesID),
             ("redirect_uri", "http://\(authDomain)/__/auth/handler"), ("scope", scopes), ("state", signInState),
-            ("nonce", FakeFirebase.Backend.sha256Hex(rawNonce)),
+            ("nonce", OIDCProvider.sha256Hex(rawNonce)),
         ]
         let location = "http://\(authDomain)/auth/authorize?" + FederatedStandIn.formEncoded(parameters)
         return FederatedStandIn.redirect(location)

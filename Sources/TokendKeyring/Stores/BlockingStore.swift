@@ -40,7 +40,7 @@ public final class QueuedStore: SecretStore {
         return await queue.perform(account: account, waitsOutTheQueue: true, isolation: isolation) { _ in
             noted(backend.read(account: account)).flatMap { secret in
                 guard let secret else { return .success(nil) }
-                return Result { () throws(KeyringError) in try LibsecretClient.decode(secret) }
+                return Result { () throws(KeyringError) in try TokenSet.decodingStored(secret) }
             }
         }
     }

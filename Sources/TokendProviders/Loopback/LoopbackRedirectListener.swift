@@ -205,7 +205,7 @@ private final class RedirectHandler: ChannelInboundHandler {
         guard path == LoopbackRedirectListener.callbackPath else {
             return respond(404, Page.notFound, context: context)
         }
-        let query = parts.count > 1 ? QueryString.decode(parts[1]) : [:]
+        let query = parts.count > 1 ? FormEncoding.decode(parts[1]) : [:]
         guard query["state"] == state else {
             // Not the redirect of this login (a stale tab, or a forged link): refused, and the
             // login keeps waiting for its own.
@@ -308,9 +308,10 @@ enum ListenerHost {
     }
 }
 
-/// `application/x-www-form-urlencoded` query decoding: `+` is a space, `%XX` a byte.
-enum QueryString {
-    static func decode(_ text: Substring) -> [String: String] {
+/// `application/x-www-form-urlencoded` decoding: `+` is a space, `%XX` a byte; the first
+/// occurrence of a name wins. The redirect's query here; the fakes read their requests with it.
+extension FormEncoding {
+    public static func decode(_ text: Substring) -> [String: String] {
         var fields: [String: String] = [:]
         for pair in text.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)

@@ -196,8 +196,9 @@ extension OIDCProvider {
         }
     }
 
-    /// Lowercase hex of SHA-256, as Firebase's Apple and OpenID Connect guides hash a nonce.
-    static func sha256Hex(_ text: String) -> String {
+    /// Lowercase hex of SHA-256, as Firebase's Apple and OpenID Connect guides hash a nonce (the
+    /// fakes check and send nonces with it too).
+    public static func sha256Hex(_ text: String) -> String {
         SHA256.hash(data: Data(text.utf8)).map { byte in
             let hex = String(byte, radix: 16)
             return hex.count == 1 ? "0" + hex : hex
@@ -205,8 +206,9 @@ extension OIDCProvider {
     }
 
     /// 32 random bytes, base64url: the PKCE verifier (RFC 7636 §4.1 asks for 43–128 characters),
-    /// `state` and `nonce`. `SystemRandomNumberGenerator` reads the kernel's CSPRNG.
-    static func randomToken() -> String {
+    /// `state` and `nonce`; the fakes' refresh tokens and `jti`s. `SystemRandomNumberGenerator`
+    /// reads the kernel's CSPRNG.
+    public static func randomToken() -> String {
         var generator = SystemRandomNumberGenerator()
         return JWTClaims.base64URLEncode(Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }))
     }
