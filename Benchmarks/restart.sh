@@ -7,10 +7,6 @@
 # session (D-Bus, keyring) with BENCH_BIN and BENCH_FAKE set; writes
 # Benchmarks/results/<UTC time>-restart-<ACCOUNTS>.md.
 set -euo pipefail
-accounts=${1:?accounts} minutes=${2:?minutes}
-bin=$BENCH_BIN
-python=$PWD/.venv-bench/bin/python
-scale="$python Benchmarks/support/scale.py"
 # A busy client, small beside the refresh load it checks.
 sample_rate=20
 # Hour-long tokens, as Firebase issues them.

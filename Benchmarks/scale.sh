@@ -4,10 +4,6 @@
 # with every session stored. Runs inside scripts/bench's private session (D-Bus, keyring) with
 # BENCH_BIN and BENCH_FAKE set; writes Benchmarks/results/<UTC time>-scale-<ACCOUNTS>.md.
 set -euo pipefail
-accounts=${1:?accounts} minutes=${2:?minutes}
-bin=$BENCH_BIN
-python=$PWD/.venv-bench/bin/python
-scale="$python Benchmarks/support/scale.py"
 # Sampling rate, requests a second: a busy client, small beside the refresh load it checks.
 sample_rate=20
 

@@ -1,6 +1,10 @@
 # Shared by Benchmarks/scale.sh and Benchmarks/restart.sh (sourced with RUN_NAME set): a work
 # directory with tokend's socket and configuration, processes killed and the directory removed
-# on exit, and a bounded wait for something to come up.
+# on exit, and a bounded wait for something to come up. Both take ACCOUNTS MINUTES.
+accounts=${1:?accounts} minutes=${2:?minutes}
+bin=$BENCH_BIN
+python=$PWD/.venv-bench/bin/python
+scale="$python Benchmarks/support/scale.py"
 work=$(mktemp -d -t "tokend-$RUN_NAME.XXXXXX")
 export TOKEND_SOCKET=$work/tokend.sock TOKEND_CONFIG=$work/config.toml
 pids=()
