@@ -25,9 +25,7 @@ import TokendTestSupport
         let client = try BlockingClient(path: path)
         var replies: [Response] = []
         for id in 1...3 {
-            var hello = Request(op: "hello")
-            hello.id = .number(Double(id))
-            try client.send(hello)
+            try client.send(.hello, id: .number(Double(id)))
             replies.append(try client.receive())
         }
         #expect(replies.map(\.ok) == [true, true, true])
