@@ -66,7 +66,9 @@ struct DaemonConnection {
     let environment: Environment
 
     /// The request id tokenctl sends; one request per connection, so any fixed value will do.
-    static let requestID = RequestID.number(1)
+    static let requestID = RequestID.number(Double(plainRequestID))  // conversion: a small constant
+    /// The same as a plain number, for the line `Tokenctl.runPlainToken` writes.
+    static let plainRequestID = 1
 
     init(options: ConnectionOptions, context: CommandContext) throws(TokenctlError) {
         try self.init(settings: options.settings, context: context)
@@ -93,9 +95,14 @@ struct DaemonConnection {
     /// Sends `command` under tokenctl's id. Each line of the answer may take `readTimeout`
     /// seconds (0: forever, for a watch); `timeout` is the wait an error message names.
     func send(_ command: Command, readTimeout: Double, timeout: Double) throws(TokenctlError) {
+        try send(line: command.line(id: Self.requestID), readTimeout: readTimeout, timeout: timeout)
+    }
+
+    /// Sends a request line as it is: `command.line(id:)`, or the plain `token` path's own bytes.
+    func send(line: [UInt8], readTimeout: Double, timeout: Double) throws(TokenctlError) {
         client.setReadTimeout(seconds: readTimeout)
         do {
-            try client.send(command, id: Self.requestID)
+            try client.send(line: line)
         } catch {
             throw TokenctlError(client: error, path: path, timeout: timeout)
         }
@@ -117,6 +124,11 @@ struct DaemonConnection {
     func exchange(_ command: Command) throws(TokenctlError) -> (response: Response, line: [UInt8]) {
         try send(command, readTimeout: settings.readTimeout, timeout: settings.timeout)
         let line = try receiveLine(timeout: settings.timeout)
+        return (try Self.response(line), line)
+    }
+
+    /// The answer a line of the daemon carries, under tokenctl's id.
+    static func response(_ line: [UInt8]) throws(TokenctlError) -> Response {
         let response: Response
         if let token = TokenExchangeCoding.reply(line) {
             response = token
@@ -130,7 +142,7 @@ struct DaemonConnection {
         if let id = response.id, id != Self.requestID {
             throw .protocolMismatch("the answer to another request")
         }
-        return (response, line)
+        return response
     }
 
     /// A successful answer to `command`, and the raw line it came in (for `status --json`).

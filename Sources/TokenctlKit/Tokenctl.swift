@@ -72,7 +72,7 @@ public struct Tokenctl: ParsableCommand {
         }
     }
 
-    private static func report(_ error: TokenctlError, console: any Console) -> Int32 {
+    static func report(_ error: TokenctlError, console: any Console) -> Int32 {
         console.writeError(error.line + "\n")
         return error.code.exitCode
     }

@@ -37,20 +37,48 @@ public enum TokenExchangeCoding {
         return line
     }
 
+    /// `requestLine` of the `token` command `tokenctl token ACCOUNT` sends: `account`, `id`,
+    /// `op` and `timeout`, no other field, in `TokenArgs.fields`' order. Written without the
+    /// command's `RequestFields`, whose generic storage the shell path would instantiate for one
+    /// line; the same bytes (TokenExchangeCodingTests).
+    public static func plainTokenLine(account: String, id: Int, timeout: Int) -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(96 + account.utf8.count)
+        for field in TokenArgs.fields {
+            switch field {
+            case .account:
+                appendKey(field, to: &line)
+                appendString(account, to: &line)
+            case .id, .timeout:
+                appendKey(field, to: &line)
+                line.append(contentsOf: String(field == .id ? id : timeout).utf8)
+            case .op:
+                appendKey(field, to: &line)
+                appendString(Op.token.rawValue, to: &line)
+            default:
+                continue
+            }
+        }
+        line.append(contentsOf: "}\n".utf8)
+        return line
+    }
+
     /// A reply that is one flat object of only the `TokenReplyField`s, `id` a whole number and
     /// strings free of escapes: what a `token` answer looks like. Anything else (an error object,
     /// an escape, another field) is nil.
     public static func reply(_ line: [UInt8]) -> Response? {
         var scanner = FlatObjectScanner(line)
         var response = Response(ok: false)
-        // Each field once: a repeated key is the decoder's to judge.
-        var seen: [TokenReplyField] = []
+        // Each field once: a repeated key is the decoder's to judge. A bit set, not an array:
+        // this runs once per `tokenctl token` process, where each generic type costs its
+        // metadata's instantiation.
+        var seen: UInt8 = 0
         guard scanner.take(UInt8(ascii: "{")) else { return nil }
         if scanner.take(UInt8(ascii: "}")) { return nil }  // no `ok`: the decoder says what is wrong
         repeat {
-            guard let key = scanner.string(), let field = TokenReplyField.named(key), !seen.contains(field), scanner.take(UInt8(ascii: ":"))
+            guard let key = scanner.string(), let field = TokenReplyField.named(key), seen & field.bit == 0, scanner.take(UInt8(ascii: ":"))
             else { return nil }
-            seen.append(field)
+            seen |= field.bit
             switch field {
             case .ok:
                 guard let value = scanner.bool() else { return nil }
@@ -75,7 +103,7 @@ public enum TokenExchangeCoding {
                 response.kind = kind
             }
         } while scanner.take(UInt8(ascii: ","))
-        guard scanner.take(UInt8(ascii: "}")), scanner.atEnd, seen.contains(.ok) else { return nil }
+        guard scanner.take(UInt8(ascii: "}")), scanner.atEnd, seen & TokenReplyField.ok.bit != 0 else { return nil }
         return response
     }
 
@@ -254,20 +282,31 @@ private struct FlatObjectScanner {
     mutating func string() -> String? {
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = index
+        var ascii = true
         while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
             guard bytes[index] != UInt8(ascii: "\\"), bytes[index] >= 0x20 else { return nil }
+            ascii = ascii && bytes[index] < 0x80
             index += 1
         }
         guard index < bytes.count else { return nil }
         defer { index += 1 }
+        // ASCII is valid UTF-8 as it stands: decoded directly, without the generic validation
+        // (a token is most of a reply's bytes).
+        if ascii { return bytes[start..<index].withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) } }
         return String(validating: bytes[start..<index], as: UTF8.self)
     }
 
     mutating func bool() -> Bool? {
         skipSpace()
-        for (word, value) in [("true", true), ("false", false)] where bytes[index...].starts(with: word.utf8) {
-            index += word.utf8.count
-            return value
+        // Two comparisons, not a loop over (word, value) pairs: an array of tuples is generic
+        // metadata built at run time, in a process that reads one reply.
+        if bytes[index...].starts(with: "true".utf8) {
+            index += 4
+            return true
+        }
+        if bytes[index...].starts(with: "false".utf8) {
+            index += 5
+            return false
         }
         return nil
     }
@@ -301,6 +340,19 @@ public enum TokenReplyField: String, CaseIterable, Sendable {
 
     /// `allCases`, built once: the codec walks it for every answer it writes.
     static let inOrder = allCases
+
+    /// The field's bit in `TokenExchangeCoding.reply`'s set of fields seen (seven fields).
+    var bit: UInt8 {
+        switch self {
+        case .account: 1
+        case .expiresAt: 2
+        case .expiresIn: 4
+        case .id: 8
+        case .kind: 16
+        case .ok: 32
+        case .token: 64
+        }
+    }
 
     /// The field a key names, by direct comparison (see `TokenExchangeCoding.tokenField`).
     static func named(_ key: String) -> Self? {

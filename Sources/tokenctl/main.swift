@@ -5,4 +5,5 @@ import Glibc
 
 // The one place tokenctl exits: commands throw `TokenctlError`, `Tokenctl.run` maps it to a
 // status (sysexits, README, "Exit codes"), and the status is handed to the shell here.
-exit(Tokenctl.runAsProcess(Array(CommandLine.arguments.dropFirst())))
+// `tokenctl token ACCOUNT` is served from argv itself, before `CommandLine.arguments` is built.
+exit(Tokenctl.runPlainToken(CommandLine.argc, CommandLine.unsafeArgv) ?? Tokenctl.runAsProcess(Array(CommandLine.arguments.dropFirst())))
