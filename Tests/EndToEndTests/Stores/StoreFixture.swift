@@ -64,6 +64,13 @@ final class StoreFixture: @unchecked Sendable {  // one test drives it at a time
         try await world.startDaemon(extraEnvironment: daemonEnvironment)
     }
 
+    /// For a poll that waits on a write: what the store holds, nil while a read fails. `pass`
+    /// rewrites an entry's file in place (gpg -o), so a read racing tokend's write sees a torn
+    /// file ("encrypted message has been manipulated"), as a user's `pass show` would.
+    func storedSessionOnceReadable(_ account: String = "work") async -> TokenSet? {
+        (try? await storedSession(account)) ?? nil
+    }
+
     /// What the store holds for the account, read with the store's own tools (pass; the TPM).
     func storedSession(_ account: String = "work") async throws -> TokenSet? {
         switch kind {

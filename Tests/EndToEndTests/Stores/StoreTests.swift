@@ -24,11 +24,11 @@ import TokendTestSupport
             let world = store.world
             let session = try await world.importNewUser()
             // The import's first refresh may already have rotated it.
-            try await poll("the import is stored") { try await store.storedSession()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid) }
+            try await poll("the import is stored") { await store.storedSessionOnceReadable()?.refreshToken == world.fake.newestRefreshToken(uid: session.uid) }
             #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
             let newest = try #require(world.fake.newestRefreshToken(uid: session.uid))
             #expect(newest != session.refreshToken, "the provider rotated")
-            try await poll("the rotated token is stored") { try await store.storedSession()?.refreshToken == newest }
+            try await poll("the rotated token is stored") { await store.storedSessionOnceReadable()?.refreshToken == newest }
             world.kill9()
             try await world.startDaemon(extraEnvironment: store.daemonEnvironment)
             try await poll("served after the restart") { try await world.status().state == "active" }
@@ -65,7 +65,7 @@ import TokendTestSupport
             let requests = world.fake.requests.count
             try await offPool { try store.makeUsable() }
             let newest = try #require(world.fake.newestRefreshToken(uid: session.uid))
-            try await poll("written back once the store is usable") { try await store.storedSession()?.refreshToken == newest }
+            try await poll("written back once the store is usable") { await store.storedSessionOnceReadable()?.refreshToken == newest }
             #expect(world.fake.requests.count == requests, "written back without a refresh")
             try await poll("status clears") { try await world.status().unsaved == nil }
         }
@@ -117,7 +117,7 @@ import TokendTestSupport
             let session = try await world.importNewUser()
             #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
             let newest = try #require(world.fake.newestRefreshToken(uid: session.uid))
-            try await poll("stored") { try await store.storedSession()?.refreshToken == newest }
+            try await poll("stored") { await store.storedSessionOnceReadable()?.refreshToken == newest }
             world.stopDaemon()
             let canaries = [session.refreshToken, newest]
             var scanned = 0
