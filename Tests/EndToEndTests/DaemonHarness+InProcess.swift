@@ -70,14 +70,7 @@ extension DaemonHarness {
             throw error
         }
         let harness = DaemonHarness(keyring: keyring, fake: fake, mode: .inProcess, root: root)
-        do {
-            try harness.writeConfig(accounts.map { harness.firebaseAccount($0) }.joined(separator: "\n"))
-            if startDaemon { try await harness.startDaemon() }
-        } catch {
-            await harness.shutdown()
-            throw error
-        }
-        return harness
+        return try await harness.readied(accounts: accounts, startDaemon: startDaemon)
     }
 
     func startInProcessDaemon(extraEnvironment: [String: String]) async throws {

@@ -68,14 +68,20 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the locks
             throw error
         }
         let harness = DaemonHarness(keyring: keyring, fake: fake)
+        return try await harness.readied(accounts: accounts, startDaemon: startDaemon)
+    }
+
+    /// The world with `accounts` configured and, if asked, its daemon answering; shut down if
+    /// either fails.
+    func readied(accounts: [String], startDaemon: Bool) async throws -> DaemonHarness {
         do {
-            try harness.writeConfig(accounts.map { harness.firebaseAccount($0) }.joined(separator: "\n"))
-            if startDaemon { try await harness.startDaemon() }
+            try writeConfig(accounts.map { firebaseAccount($0) }.joined(separator: "\n"))
+            if startDaemon { try await self.startDaemon() }
         } catch {
-            await harness.shutdown()
+            await shutdown()
             throw error
         }
-        return harness
+        return self
     }
 
     func firebaseAccount(_ name: String, apiKey: String = "test-api-key") -> String {
