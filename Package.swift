@@ -150,7 +150,7 @@ let package = Package(
         .testTarget(name: "TokenctlTests", dependencies: ["TokenctlKit", "TokendTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["TokendProtocol", "TokendTestSupport", "TokendFakes", "TokendKeyring", "TokendProviders"]),
+            dependencies: ["TokendProtocol", "TokendTestSupport", "TokendFakes", "TokendKeyring", "TokendProviders", "TokendServer"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -5,17 +5,24 @@ import TokendProtocol
 import TokendFakes
 import TokendTestSupport
 
-/// One end-to-end world: a private bus and gnome-keyring, the fake Firebase project on
-/// 127.0.0.1, and the real `tokend` binary talking to both, driven with the real `tokenctl`.
+/// One end-to-end world: a private bus and gnome-keyring, the fake Firebase project, and tokend
+/// talking to both, driven with the real `tokenctl` over tokend's real socket. `mode` says how
+/// tokend runs: the real binary against the fake on 127.0.0.1 (`.process`), or the daemon
+/// `Daemon.build` makes, inside the test process, its HTTP through the fake's in-process hook
+/// (`.inProcess`, DaemonHarness+InProcess.swift).
 /// Accessed from one test at a time, so a lock-free class is enough.
-final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock guards the process handle
+final class DaemonHarness: @unchecked Sendable {  // one test owns it; the locks guard the daemon handles
+    let mode: Mode
     let keyring: PrivateKeyring
     let fake: FakeFirebase
     let socketPath: String
     let configPath: String
     let logPath: String
     private let daemon = Mutex<pid_t?>(nil)  // the running tokend; nil once reaped
-    private var restarts = 0
+    /// The daemon running in this process (`.inProcess`); nil when none runs.
+    let inProcessDaemon = Mutex<InProcessDaemon?>(nil)
+    /// The in-process daemon's keyring (`.inProcess`), which outlives its restarts.
+    let inProcessStore: InMemorySecretStore?
 
     /// Where the binaries under test are: `TOKEND_BIN_DIR` (scripts/test sets it), else beside
     /// the test bundle, which is where `swift build` puts them.
@@ -32,17 +39,24 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
     /// How long a test waits for the daemon to come up: generous for two shared CI cores.
     static let startTimeout: Double = 30
 
-    init(keyring: PrivateKeyring, fake: FakeFirebase) {
+    /// `root`: the world's own directory (socket, configuration, log); the keyring's in `.process`.
+    init(keyring: PrivateKeyring, fake: FakeFirebase, mode: Mode = .process, root: URL? = nil) {
+        self.mode = mode
+        inProcessStore = mode == .inProcess ? InMemorySecretStore() : nil
         self.keyring = keyring
         self.fake = fake
-        socketPath = keyring.root.appendingPathComponent("run/tokend/tokend.sock").path
-        configPath = keyring.root.appendingPathComponent("home/.config/tokend/config.toml").path
-        logPath = keyring.root.appendingPathComponent("tokend.log").path
+        let root = root ?? keyring.root
+        socketPath = root.appendingPathComponent("run/tokend/tokend.sock").path
+        configPath = root.appendingPathComponent("home/.config/tokend/config.toml").path
+        logPath = root.appendingPathComponent("tokend.log").path
     }
 
     /// A world with one Firebase account `work` pointing at a fresh fake. Prefer `withWorld`,
     /// which also tears it down; whoever calls this owns `shutdown()`.
-    static func start(options: FakeFirebase.Options = .init(), accounts: [String] = ["work"], startDaemon: Bool = true) async throws -> DaemonHarness {
+    static func start(
+        options: FakeFirebase.Options = .init(), accounts: [String] = ["work"], startDaemon: Bool = true, mode: Mode = .process
+    ) async throws -> DaemonHarness {
+        if mode == .inProcess { return try await startInProcess(options: options, accounts: accounts, startDaemon: startDaemon) }
         // Starting and stopping a keyring waits on processes: off the cooperative pool, which
         // other tests' daemons and in-process fakes need meanwhile.
         let keyring = try await offPool { try PrivateKeyring.start() }
@@ -54,14 +68,20 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
             throw error
         }
         let harness = DaemonHarness(keyring: keyring, fake: fake)
+        return try await harness.readied(accounts: accounts, startDaemon: startDaemon)
+    }
+
+    /// The world with `accounts` configured and, if asked, its daemon answering; shut down if
+    /// either fails.
+    func readied(accounts: [String], startDaemon: Bool) async throws -> DaemonHarness {
         do {
-            try harness.writeConfig(accounts.map { harness.firebaseAccount($0) }.joined(separator: "\n"))
-            if startDaemon { try await harness.startDaemon() }
+            try writeConfig(accounts.map { firebaseAccount($0) }.joined(separator: "\n"))
+            if startDaemon { try await self.startDaemon() }
         } catch {
-            await harness.shutdown()
+            await shutdown()
             throw error
         }
-        return harness
+        return self
     }
 
     func firebaseAccount(_ name: String, apiKey: String = "test-api-key") -> String {
@@ -84,11 +104,20 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
         environment["TOKEND_CONFIG"] = configPath
         environment["TOKEND_SOCKET"] = socketPath
         environment["FIREBASE_AUTH_EMULATOR_HOST"] = nil
+        if mode == .inProcess {
+            // The token files' directory is the world's, not the keyring's that worlds share.
+            environment["XDG_RUNTIME_DIR"] = URL(fileURLWithPath: socketPath).deletingLastPathComponent().deletingLastPathComponent().path
+        }
         return environment
     }
 
     /// Starts tokend (stdout and stderr appended to `logPath`) and waits until it answers `hello`.
+    /// In-process, `arguments` and `launcher` must be empty: there is no command line.
     func startDaemon(extraEnvironment: [String: String] = [:], arguments: [String] = [], launcher: [String] = []) async throws {
+        if mode == .inProcess {
+            guard arguments.isEmpty, launcher.isEmpty else { throw HarnessError("an in-process tokend has no command line: \(arguments) \(launcher)") }
+            return try await startInProcessDaemon(extraEnvironment: extraEnvironment)
+        }
         let tokend = Self.binDirectory + "/tokend"
         let (path, argv) = launcher.isEmpty ? (tokend, arguments) : (launcher[0], Array(launcher.dropFirst()) + [tokend] + arguments)
         _ = reapDaemonsAtExit
@@ -107,15 +136,17 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
     var daemonPID: Int32? { daemon.withLock { $0 } }
 
     func kill9() {
-        guard let pid = daemon.withLock({ $0 }) else { return }
+        guard requireProcess("kill -9"), let pid = daemon.withLock({ $0 }) else { return }
         ChildProcess.stop(pid)
         forget(pid)
     }
 
     /// SIGTERM and wait (SIGKILL past `ChildProcess.defaultTimeout`); returns the exit status,
     /// nil when no daemon was running.
+    /// In-process: a graceful shutdown, waited for (so, as here, off the cooperative pool), 0.
     @discardableResult
     func stopDaemon() -> Int32? {
+        if mode == .inProcess { return stopInProcessDaemon() }
         guard let pid = daemon.withLock({ $0 }) else { return nil }
         defer { forget(pid) }
         if ChildProcess.exitStatusIfEnded(pid) != nil { return nil }
@@ -129,13 +160,14 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
     }
 
     func signalDaemon(_ signal: Int32) {
-        if let pid = daemonPID { kill(pid, signal) }
+        if requireProcess("a signal"), let pid = daemonPID { kill(pid, signal) }
     }
 
     /// Stops the daemon (waited for off the cooperative pool), the fake and the keyring.
     func shutdown() async {
         _ = try? await offPool { self.stopDaemon() }
         try? await fake.shutdown()
+        if mode == .inProcess { return finishInProcess() }
         _ = try? await offPool { self.keyring.stop() }
     }
 
@@ -178,8 +210,10 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
     }
 
     /// The account's keyring item as `secret-tool` sees it (spawned like tokenctl: no pipes).
+    /// In-process, what the daemon's in-memory store holds.
     func storedSession(_ account: String = "work") async throws -> TokenSet? {
-        try await offPool { try self.storedSessionBlocking(account) }
+        if let inProcessStore { return try await inProcessStore.load(account: account).get() }
+        return try await offPool { try self.storedSessionBlocking(account) }
     }
 
     /// Waits until the account's keyring item is gone. A refresh or import the provider refuses
@@ -206,10 +240,10 @@ final class DaemonHarness: @unchecked Sendable {  // one test owns it; the lock 
 /// A world (see `DaemonHarness.start`) for the length of `body`, torn down before this returns,
 /// however `body` ends.
 func withWorld<T>(
-    options: FakeFirebase.Options = .init(), accounts: [String] = ["work"], startDaemon: Bool = true,
+    options: FakeFirebase.Options = .init(), accounts: [String] = ["work"], startDaemon: Bool = true, mode: DaemonHarness.Mode = .process,
     _ body: (DaemonHarness) async throws -> T
 ) async throws -> T {
-    let world = try await DaemonHarness.start(options: options, accounts: accounts, startDaemon: startDaemon)
+    let world = try await DaemonHarness.start(options: options, accounts: accounts, startDaemon: startDaemon, mode: mode)
     return try await withTearDown(world, tearDown: { await $0.shutdown() }, body)
 }
 

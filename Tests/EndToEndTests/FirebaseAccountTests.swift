@@ -6,7 +6,8 @@ import TokendFakes
 import TokendTestSupport
 
 /// Issue 10, account management: `tokenctl account …` through the real tokend, the session in
-/// a real keyring, the fake Firebase project answering.
+/// a real keyring, the fake Firebase project answering. Each case runs both ways (issue 47):
+/// the tokend binary against the fake on loopback, and the same daemon in-process.
 @Suite(.serialized) struct FirebaseAccountTests {
     /// Signs `work` in with a new email user; returns its uid.
     func signUp(_ world: DaemonHarness, _ email: String, password: String = "first-password") async throws -> String {
@@ -15,8 +16,8 @@ import TokendTestSupport
         return try #require(world.fake.requests.last { $0.path.hasSuffix("accounts:signUp") }?.uid)
     }
 
-    @Test func showVerifyEmailAndTheVerificationArrivingAsUserChanged() async throws {
-        try await withWorld { world in
+    @Test(arguments: DaemonHarness.Mode.allCases) func showVerifyEmailAndTheVerificationArrivingAsUserChanged(mode: DaemonHarness.Mode) async throws {
+        try await withWorld(mode: mode) { world in
             let uid = try await signUp(world, "ada@example.com")
             let watcher = try EventRecorder(socketPath: world.socketPath, account: "work")
 
@@ -47,8 +48,8 @@ import TokendTestSupport
         }
     }
 
-    @Test func resetPasswordWorksWithoutASessionAndDefaultsToTheSessionsEmail() async throws {
-        try await withWorld { world in
+    @Test(arguments: DaemonHarness.Mode.allCases) func resetPasswordWorksWithoutASessionAndDefaultsToTheSessionsEmail(mode: DaemonHarness.Mode) async throws {
+        try await withWorld(mode: mode) { world in
             let known = world.fake.createUser(email: "bob@example.com", password: "first-password")
             let noSession = try await world.tokenctl(["account", "reset-password", "work", "--email", "bob@example.com"])
             #expect(noSession.status == 0, "\(noSession.stderr)")
@@ -63,8 +64,8 @@ import TokendTestSupport
         }
     }
 
-    @Test func upgradeKeepsTheAnonymousUidAndReplacesTheSession() async throws {
-        try await withWorld { world in
+    @Test(arguments: DaemonHarness.Mode.allCases) func upgradeKeepsTheAnonymousUidAndReplacesTheSession(mode: DaemonHarness.Mode) async throws {
+        try await withWorld(mode: mode) { world in
             #expect(try await world.tokenctl(["login", "work", "--anonymous"]).status == 0)
             let uid = try #require(world.fake.requests.last { $0.path.hasSuffix("accounts:signUp") }?.uid)
             let watcher = try EventRecorder(socketPath: world.socketPath, account: "work")
@@ -95,8 +96,8 @@ import TokendTestSupport
     /// Issue 18: a project with email-enumeration protection (the fake's default, production's
     /// since September 2023) refuses accounts:update an unverified email change, which is how
     /// tokend linked email and password before; the upgrade must still keep the uid.
-    @Test func upgradeKeepsTheUidWhereProtectionRefusesTheOldCall() async throws {
-        try await withWorld { world in
+    @Test(arguments: DaemonHarness.Mode.allCases) func upgradeKeepsTheUidWhereProtectionRefusesTheOldCall(mode: DaemonHarness.Mode) async throws {
+        try await withWorld(mode: mode) { world in
             #expect(world.fake.options.emailEnumerationProtection)
             #expect(try await world.tokenctl(["login", "work", "--anonymous"]).status == 0)
             let uid = try #require(world.fake.requests.last { $0.path.hasSuffix("accounts:signUp") }?.uid)
@@ -114,8 +115,8 @@ import TokendTestSupport
     /// that presents it while the upgrade's answer is on its way hears `TOKEN_EXPIRED`; that is
     /// no verdict on the account: no `needs_login`, the keyring keeps a session throughout, and
     /// the upgraded session is what is served and stored.
-    @Test func aRefreshRefusedWhileTheUpgradeSetsThePasswordDoesNotEndTheSession() async throws {
-        try await withWorld { world in
+    @Test(arguments: DaemonHarness.Mode.allCases) func aRefreshRefusedWhileTheUpgradeSetsThePasswordDoesNotEndTheSession(mode: DaemonHarness.Mode) async throws {
+        try await withWorld(mode: mode) { world in
             #expect(try await world.tokenctl(["login", "work", "--anonymous"]).status == 0)
             let watcher = try EventRecorder(socketPath: world.socketPath, account: "work")
             // The link is made at once; its answer is held back 3 s.
@@ -150,8 +151,8 @@ import TokendTestSupport
         }
     }
 
-    @Test func deleteRefusesWithoutYesThenRemovesTheUserAndTheKeyringItem() async throws {
-        try await withWorld { world in
+    @Test(arguments: DaemonHarness.Mode.allCases) func deleteRefusesWithoutYesThenRemovesTheUserAndTheKeyringItem(mode: DaemonHarness.Mode) async throws {
+        try await withWorld(mode: mode) { world in
             let uid = try await signUp(world, "fay@example.com")
             let watcher = try EventRecorder(socketPath: world.socketPath, account: "work")
             let refused = try await world.tokenctl(["account", "delete", "work"])
@@ -174,11 +175,11 @@ import TokendTestSupport
         }
     }
 
-    @Test func managementErrorsNameTheNextStep() async throws {
+    @Test(arguments: DaemonHarness.Mode.allCases) func managementErrorsNameTheNextStep(mode: DaemonHarness.Mode) async throws {
         var options = FakeFirebase.Options()
         let clock = ManualClock(Date())
         options.clock = clock
-        try await withWorld(options: options) { world in
+        try await withWorld(options: options, mode: mode) { world in
             // No session at all: show and verify-email need one.
             let none = try await world.tokenctl(["account", "show", "work"])
             #expect(none.status == 77)

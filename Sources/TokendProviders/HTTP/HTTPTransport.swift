@@ -78,6 +78,12 @@ public final class HTTPTransport: Sendable {
     public static let defaultDeadline: Double = 10
     /// Token responses are a few KiB; 1 MiB leaves room for 16 KiB tokens and refuses a runaway body.
     public static let maximumBodySize = 1024 * 1024
+    /// A pooled connection idle this long is closed. A burst of calls (a sign-in, accounts
+    /// refreshing together) still shares connections; and the close comes before the daemon's
+    /// idle release (30 s after a burst began), not after it: with AsyncHTTPClient's 60 s, closing
+    /// the pool faulted 3.5 MB of code back in after the release, where it stayed (issue 47,
+    /// Benchmarks/results/2026-12-02T0830Z-many.md).
+    public static let idleConnectionSeconds: Int64 = 10
 
     /// Seconds for one whole exchange: connect, head and body. A body trickled a byte at a time
     /// must not hold an account in `refreshing` for longer than this.
@@ -108,6 +114,7 @@ public final class HTTPTransport: Sendable {
             // A redirect would re-send a refresh token, client secret or API key to wherever the
             // Location points (https → http included): token endpoints never need one.
             configuration.redirectConfiguration = .disallow
+            configuration.connectionPool = .init(idleTimeout: .seconds(Self.idleConnectionSeconds))
             configuration.proxy = proxy
             return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         }

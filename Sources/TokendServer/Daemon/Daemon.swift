@@ -84,7 +84,8 @@ public final class Daemon: Service, Sendable {
     let lastStatus = Mutex("")
     let logger: Logger
     let options: DaemonOptions
-    /// False only for a daemon a test runs in its own process: no process-wide hardening.
+    /// False only for a daemon a test runs in its own process: no process-wide hardening, and no
+    /// idle release of the process's pages.
     let hardensProcess: Bool
     /// Told each step of the daemon's life as it happens (tests assert the shutdown order).
     let lifecycle: @Sendable (LifecycleStep) -> Void
@@ -96,7 +97,7 @@ public final class Daemon: Service, Sendable {
     }
 
     /// `build`, for a daemon a test runs inside its own process: `hardensProcess` false leaves the
-    /// test process dumpable and its limits alone; `lifecycle` hears each step as it happens.
+    /// test process dumpable, its limits and its memory alone; `lifecycle` hears each step as it happens.
     static func build(
         _ options: DaemonOptions, logger: Logger, parts: DaemonParts,
         hardensProcess: Bool, lifecycle: @escaping @Sendable (LifecycleStep) -> Void
@@ -137,7 +138,8 @@ public final class Daemon: Service, Sendable {
         }
         engine.tokenFiles.hold()  // until `prepare` finds the socket ours
         self.hooks = HookRunner(environment: options.environment, clock: engine.clock, logger: logger)
-        let idleMemory = IdleMemory(clock: engine.clock, timers: engine.timers)
+        // The release pages out every file mapping of the process: a test process's is not ours.
+        let idleMemory = hardensProcess ? IdleMemory(clock: engine.clock, timers: engine.timers) : IdleMemory(clock: engine.clock, timers: engine.timers, hand: {})
         self.idleMemory = idleMemory
         let reloads = ReloadQueue()
         self.reloads = reloads

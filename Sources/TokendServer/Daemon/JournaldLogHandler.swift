@@ -12,11 +12,15 @@ public struct JournaldLogHandler: LogHandler {
     public var logLevel: Logger.Level
     let label: String
     let prefixed: Bool
+    /// Where lines go: stderr, save for a daemon a test runs in its own process, whose lines go
+    /// to its world's log file as a spawned tokend's stderr would.
+    let descriptor: Int32
 
-    public init(label: String, level: Logger.Level = .info, prefixed: Bool = true) {
+    public init(label: String, level: Logger.Level = .info, prefixed: Bool = true, descriptor: Int32 = STDERR_FILENO) {
         self.label = label
         self.logLevel = level
         self.prefixed = prefixed
+        self.descriptor = descriptor
     }
 
     /// Whether stderr is the journal: systemd sets JOURNAL_STREAM to its "device:inode"
@@ -57,6 +61,6 @@ public struct JournaldLogHandler: LogHandler {
         line = String(line.map { $0 == "\n" || $0 == "\r" ? " " : $0 }) + "\n"
         // One write(2) per line: lines from concurrent tasks never interleave mid-line.
         var bytes = Array(line.utf8)
-        _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        _ = bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
 }
