@@ -25,10 +25,9 @@ static void tpm_close(tpm_t *t) {
     if (t->tcti) Tss2_TctiLdr_Finalize(&t->tcti);
 }
 
-// Opens the TPM, makes the owner hierarchy's storage primary (the same key every time: the TPM
-// derives it from its seed and this template, as `tpm2_createprimary -C o -G ecc` does) and an
-// encrypted HMAC session salted by it, so the sealed secret never crosses the bus in clear.
-static int tpm_open(const char *tcti, tpm_t *t, const char **where) {
+// Opens the TPM through the TCTI loader and starts it if it was not started: what every call
+// needs before its first command.
+static int tpm_connect(const char *tcti, tpm_t *t, const char **where) {
     t->tcti = NULL; t->esys = NULL; t->primary = ESYS_TR_NONE; t->session = ESYS_TR_NONE;
     TSS2_RC rc = Tss2_TctiLdr_Initialize(tcti, &t->tcti);
     if (rc != TSS2_RC_SUCCESS) { *where = "Tss2_TctiLdr_Initialize"; t->tcti = NULL; return (int)rc; }
@@ -37,6 +36,16 @@ static int tpm_open(const char *tcti, tpm_t *t, const char **where) {
     // A real TPM is started by the firmware; a simulator may not be. Already started is fine.
     rc = Esys_Startup(t->esys, TPM2_SU_CLEAR);
     if (rc != TSS2_RC_SUCCESS && (rc & 0xFFF) != TPM2_RC_INITIALIZE) { *where = "Esys_Startup"; tpm_close(t); return (int)rc; }
+    return 0;
+}
+
+// Opens the TPM, makes the owner hierarchy's storage primary (the same key every time: the TPM
+// derives it from its seed and this template, as `tpm2_createprimary -C o -G ecc` does) and an
+// encrypted HMAC session salted by it, so the sealed secret never crosses the bus in clear.
+static int tpm_open(const char *tcti, tpm_t *t, const char **where) {
+    int connected = tpm_connect(tcti, t, where);
+    if (connected) return connected;
+    TSS2_RC rc;
 
     TPM2B_SENSITIVE_CREATE sensitive = {0};
     TPM2B_PUBLIC template = {0};
@@ -130,6 +139,23 @@ int tokend_tpm2_unseal(const char *tcti, const uint8_t *blob, size_t blob_length
     }
     memset(data->buffer, 0, sizeof data->buffer);
     Esys_Free(data);
+    tpm_close(&t);
+    return (int)r;
+}
+
+int tokend_tpm2_get_random(const char *tcti, uint8_t *bytes, size_t count, const char **where) {
+    if (count > sizeof(((TPM2B_DIGEST *)0)->buffer)) { *where = "size"; return (int)TSS2_ESYS_RC_BAD_VALUE; }
+    tpm_t t;
+    int rc = tpm_connect(tcti, &t, where);
+    if (rc) return rc;
+    TPM2B_DIGEST *random = NULL;
+    TSS2_RC r = Esys_GetRandom(t.esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, (UINT16)count, &random);
+    if (r != TSS2_RC_SUCCESS) {
+        *where = "Esys_GetRandom";
+    } else {
+        memcpy(bytes, random->buffer, random->size < count ? random->size : count);
+        Esys_Free(random);
+    }
     tpm_close(&t);
     return (int)r;
 }

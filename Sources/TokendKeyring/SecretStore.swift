@@ -27,6 +27,10 @@ public protocol SecretStore: AnyObject, Sendable {
     /// Whether the Secret Service is reachable and its default collection unlocked.
     func state(isolation: isolated (any Actor)?) async -> KeyringState
 
+    /// The mood of each store this one sends accounts to, by the kind `kind(of:)` names (nil: a
+    /// store that does not say), so that one store's trouble is shown on its own accounts only.
+    func states(isolation: isolated (any Actor)?) async -> [StoreKind?: KeyringState]
+
     /// Every stored session the store can read and attribute in bulk, for a restore of many
     /// accounts: with gnome-keyring, reading items one by one costs time linear in the collection
     /// for each item, so 10,000 reads took minutes. Accounts it leaves out are read with `load`
@@ -55,6 +59,11 @@ public struct StoredSessions: Sendable {
 
 extension SecretStore {
     public func kind(of account: String) -> StoreKind? { nil }
+
+    /// A store that is one store: its own mood, under the kind its accounts report.
+    public func states(isolation: isolated (any Actor)?) async -> [StoreKind?: KeyringState] {
+        [nil: await state(isolation: isolation)]
+    }
 
     /// A store that cannot read in bulk: every account is read by itself.
     public func loadAll(isolation: isolated (any Actor)?) async -> Result<StoredSessions, KeyringError> {
@@ -88,5 +97,9 @@ extension SecretStore {
 
     public func loadAll(_ isolation: isolated (any Actor)? = #isolation) async -> Result<StoredSessions, KeyringError> {
         await loadAll(isolation: isolation)
+    }
+
+    public func states(_ isolation: isolated (any Actor)? = #isolation) async -> [StoreKind?: KeyringState] {
+        await states(isolation: isolation)
     }
 }

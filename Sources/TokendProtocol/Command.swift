@@ -13,6 +13,8 @@ public enum Op: String, CaseIterable, Sendable {
     /// Re-reads the configuration file and answers once it is applied or refused (`tokenctl
     /// reload`, the unit's `ExecReload=`): what SIGHUP does, with an answer to wait for.
     case reload
+    /// Where an account's session is kept: `move` it to another store (`StoreArgs`).
+    case store
 }
 
 /// An op's arguments: read from a request's fields and checked (every failure a `bad_request`
@@ -38,6 +40,7 @@ public enum Command: Sendable, Equatable {
     case watch(WatchArgs)
     /// Re-read the configuration file; no arguments.
     case reload
+    case store(StoreArgs)
 
     public var op: Op {
         switch self {
@@ -52,6 +55,7 @@ public enum Command: Sendable, Equatable {
         case .logout: .logout
         case .watch: .watch
         case .reload: .reload
+        case .store: .store
         }
     }
 
@@ -67,6 +71,7 @@ public enum Command: Sendable, Equatable {
         case .account(let args): args
         case .logout(let args): args
         case .watch(let args): args
+        case .store(let args): args
         }
     }
 
@@ -82,6 +87,7 @@ public enum Command: Sendable, Equatable {
         case .account(let args): args.account
         case .logout(let args): args.account
         case .watch(let args): args.account
+        case .store(let args): args.account
         }
     }
 
@@ -105,6 +111,7 @@ public enum Command: Sendable, Equatable {
         case .watch: self = .watch(try WatchArgs(request))
         case .login: self = .login(try LoginArgs(request))
         case .account: self = .account(try AccountArgs(request))
+        case .store: self = .store(try StoreArgs(request))
         }
     }
 

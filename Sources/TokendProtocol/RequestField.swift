@@ -31,6 +31,8 @@ public enum RequestField: String, CaseIterable, Sendable, CodingKey {
     case action, confirm, profile
     /// A second factor's enrollment id, a pending sign-in's or enrollment's handle, a factor's name.
     case factor, handle, name
+    /// `store`: the store a `move` takes the session to.
+    case to
 
     /// A field's JSON type: what the decoder takes and the fast paths parse.
     public enum JSONType: Sendable {
@@ -42,7 +44,7 @@ public enum RequestField: String, CaseIterable, Sendable, CodingKey {
     public var type: JSONType {
         switch self {
         case .op, .account, .scope, .audience, .refreshToken, .idToken, .accessToken, .expiresAt, .method, .idp, .email, .secret, .action, .factor,
-            .handle, .name:
+            .handle, .name, .to:
             .string
         case .minValid, .timeout: .number
         case .device, .create, .confirm, .profile: .boolean

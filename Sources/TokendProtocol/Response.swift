@@ -107,6 +107,9 @@ public struct AccountStatus: Codable, Sendable, Equatable {
     /// Where the account's session is kept: `secret-service`, `tpm2` or `pass` (absent from a
     /// daemon that predates stores).
     public var store: String?
+    /// Present when `store` is not the one the configuration names for the account: a `store
+    /// move` put the session there, and a move (not the configuration) decides where it is kept.
+    public var storeNote: String?
     /// The account's `git_hosts` and `git_username`, for `tokenctl git-credential`.
     public var gitHosts: [String]?
     public var gitUsername: String?
@@ -123,6 +126,7 @@ public struct AccountStatus: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case name, provider, state, message, keyring, unsaved, store
+        case storeNote = "store_note"
         case expiresAt = "expires_at"
         case expiresIn = "expires_in"
         case lastRefresh = "last_refresh"

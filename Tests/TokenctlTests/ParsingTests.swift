@@ -40,6 +40,17 @@ struct ParsingTests {
         #expect(try Tokenctl.parseAsRoot(["list", "--socket", "/tmp/s"]) is Tokenctl.List)
     }
 
+    @Test func storeMove() throws {
+        let some = try #require(try Tokenctl.parseAsRoot(["store", "move", "work", "home", "--to", "tpm2"]) as? Tokenctl.Store.Move)
+        #expect(some.accounts == ["work", "home"] && !some.all && some.to == "tpm2")
+        let all = try #require(try Tokenctl.parseAsRoot(["store", "move", "--all", "--to", "pass"]) as? Tokenctl.Store.Move)
+        #expect(all.accounts.isEmpty && all.all && all.to == "pass")
+        // Usage errors (64): an unknown store, neither accounts nor --all, both.
+        for wrong in [["store", "move", "work", "--to", "floppy"], ["store", "move", "--to", "tpm2"], ["store", "move", "work", "--all", "--to", "tpm2"], ["store", "move", "work"]] {
+            #expect(throws: (any Error).self, "\(wrong)") { try Tokenctl.parseAsRoot(wrong) }
+        }
+    }
+
     @Test func watch() throws {
         #expect(try (Tokenctl.parseAsRoot(["watch"]) as? Tokenctl.Watch)?.account == nil)
         #expect(try (Tokenctl.parseAsRoot(["watch", "work"]) as? Tokenctl.Watch)?.account == "work")

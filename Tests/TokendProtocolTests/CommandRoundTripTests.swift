@@ -46,6 +46,7 @@ import TokendCore
         .watch(WatchArgs()),
         .watch(WatchArgs(account: "work", profile: true)),
         .reload,
+        .store(StoreArgs(move: "work", to: .tpm2)),
     ]
 
     @Test(arguments: commands)

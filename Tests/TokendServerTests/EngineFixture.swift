@@ -19,7 +19,7 @@ struct EngineFixture {
 
     static func make(
         options: FakeFirebase.Options = .init(), store: InMemorySecretStore = InMemorySecretStore(timeout: 2), clock: (any WallClock)? = nil,
-        serving: FakeFirebase.Serving = .inProcess
+        serving: FakeFirebase.Serving = .inProcess, wrapping: ((InMemorySecretStore) -> any SecretStore)? = nil
     ) async throws -> EngineFixture {
         var options = options
         if let clock { options.clock = clock }
@@ -28,7 +28,8 @@ struct EngineFixture {
         let hub = EventHub()
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let engine = AccountEngine(store: store, clock: clock ?? SystemWallClock(), hub: hub, logger: logger) { configuration in
+        // `wrapping`: the engine sees another store built around the in-memory one (a router).
+        let engine = AccountEngine(store: wrapping?(store) ?? store, clock: clock ?? SystemWallClock(), hub: hub, logger: logger) { configuration in
             Daemon.provider(for: configuration, transport: transport)
         }
         let configuration = Configuration(accounts: [

@@ -116,6 +116,11 @@ final class StubEngine: EngineServices {
         record(.logout(account: account)) { $0.logout }
     }
 
+    /// No store behind the stub: the router's tests of `store` run against the real engine.
+    func moveStore(account: String, to store: StoreKind) async -> Result<StoreMoveOutcome, TokendError> {
+        .failure(TokendError(.unsupportedOp, "the stub engine keeps no stores"))
+    }
+
     func statuses(account: String?) async -> Result<[AccountReport], TokendError> {
         record(.statuses(account: account)) { $0.statuses }
     }

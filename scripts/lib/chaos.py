@@ -108,6 +108,13 @@ class Log:
 class World:
     def __init__(self, args):
         self.args = args
+        # `--store tpm2`: sessions sealed in swtpm (scripts/lib/chaos_tpm2.py), whose stop and
+        # start stand in for the keyring's lock and unlock; else the private gnome-keyring.
+        self.tpm = None
+        if args.store == "tpm2":
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import chaos_tpm2
+            self.tpm = chaos_tpm2.SoftTPM(ROOT)
         self.rng = random.Random(args.seed)
         self.log = Log()
         self.lock = threading.RLock()
@@ -153,6 +160,8 @@ class World:
         env = dict(os.environ)
         env["TOKEND_CONFIG"] = self.config_path
         env["TOKEND_SOCKET"] = self.socket_path
+        if self.tpm is not None:
+            env["XDG_STATE_HOME"] = self.tpm.state_home
         if faked:
             env.update({
                 "LD_PRELOAD": FAKETIME_FIX + " " + FAKETIME, "FAKETIME_TIMESTAMP_FILE": self.offset_file,
@@ -199,9 +208,17 @@ class World:
     def keyring(self, verb):
         """lock, unlock, restart or stop the session's gnome-keyring through the one
         implementation every suite uses (scripts/lib/private-session keyring VERB), which
-        returns once the keyring is so: unlock unlocks the serving one in place, as its prompt does."""
+        returns once the keyring is so: unlock unlocks the serving one in place, as its prompt does.
+        With the tpm2 store: lock stops swtpm, unlock starts it, restart does both."""
         if verb != "unlock":
             self.keyring_open = False  # before: tokend may find it closed at once
+        if self.tpm is not None:
+            if verb in ("lock", "restart", "stop"):
+                self.tpm.stop()
+            if verb in ("unlock", "restart"):
+                self.tpm.start()
+                self.keyring_open = True
+            return
         result = self.run([SESSION, "keyring", verb], timeout=KEYRING_BOUND)
         for line in result.stderr.splitlines():  # a start a bus-activated keyring won, or why it failed
             self.log("keyring %s: %s" % (verb, line))
@@ -212,6 +229,8 @@ class World:
 
     def stored_refresh_token(self, account):
         """The account's item as secret-tool sees it: its refresh token, None without an item."""
+        if self.tpm is not None:
+            return (self.tpm.stored_session(account) or {}).get("refresh_token")
         result = self.run(["secret-tool", "lookup", "application", "tokend", "account", account], timeout=20)
         if result.returncode != 0 or not result.stdout:
             return None
@@ -226,6 +245,8 @@ class World:
         os.makedirs(os.path.dirname(self.config_path), exist_ok=True)
         temporary = self.config_path + ".new"
         with open(temporary, "w") as f:
+            if self.tpm is not None:
+                f.write('store = "tpm2"\ntpm2_tcti = "%s"\n\n' % self.tpm.tcti)
             f.write("".join(sections))
         os.rename(temporary, self.config_path)
 
@@ -591,8 +612,11 @@ class World:
     # -- the run ------------------------------------------------------------------------------
 
     def main(self):
-        print("chaos: seed %d, %.2f minutes; world in %s" % (self.args.seed, self.args.minutes, ROOT), flush=True)
+        print("chaos: seed %d, %.2f minutes, store %s; world in %s" % (self.args.seed, self.args.minutes, self.args.store, ROOT), flush=True)
         self.write_offset("+0")
+        if self.tpm is not None:
+            self.tpm.start()
+            self.tpm.seal_key()
         self.start_fake()
         self.write_config(ACCOUNTS)
         self.start_tokend()
@@ -646,7 +670,7 @@ class World:
         print("chaos: exits: %s" % ", ".join("%s %d" % kv for kv in sorted(self.counts.items()) if kv[0].startswith("exit ")))
         print("chaos: invariant checks: %s (total %d)" % (", ".join("%s %d" % kv for kv in sorted(self.checks.items())), sum(self.checks.values())))
         if self.violations:
-            print("chaos: FAILED, seed %d (replay: scripts/chaos --seed %d --minutes %s)" % (self.args.seed, self.args.seed, self.args.minutes))
+            print("chaos: FAILED, seed %d (replay: scripts/chaos --seed %d --minutes %s --store %s)" % (self.args.seed, self.args.seed, self.args.minutes, self.args.store))
             for violation in self.violations[:20]:
                 print("  " + violation)
             print("step log (last %d lines):" % len(self.log.lines))
@@ -672,7 +696,9 @@ class World:
                 self.fake.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.fake.kill()
-        # The keyring is the session's: its teardown stops it.
+        # The keyring is the session's: its teardown stops it. The TPM is the run's.
+        if self.tpm is not None:
+            self.tpm.stop()
 
 
 def main():
@@ -680,6 +706,8 @@ def main():
     parser.add_argument("--seed", type=int, default=None, help="the schedule's seed (default: random, printed)")
     parser.add_argument("--minutes", type=float, default=5, help="how long to run (default 5)")
     parser.add_argument("--keep-going", action="store_true", help="record violations and go on instead of stopping at the first")
+    parser.add_argument("--store", choices=["secret-service", "tpm2"], default="secret-service",
+                        help="where tokend keeps the sessions: the private gnome-keyring (default) or swtpm through the tpm2 store")
     args = parser.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 2**31)

@@ -11,8 +11,9 @@ SESSION_PACKAGES=(dbus gnome-keyring libsecret-tools libglib2.0-bin python3-dbus
 # clock jumps. scripts/test-systemd adds a user manager (systemd), nsenter and runuser
 # (util-linux), gdb for the ptrace check, curl and python3 for the fake's control plane. git is
 # the other tool of the integration tests; man-db and groff-base render tokenctl's man page.
-# The other stores' real pieces (StoreTests): a TPM 2.0 simulator and its tools, pass and gnupg.
-STORE_PACKAGES=(swtpm swtpm-tools tpm2-tools pass gnupg)
+# The other stores' real pieces (StoreTests): a TPM 2.0 simulator and its tools, pass and gnupg;
+# python3-cryptography opens the tpm2 store's sessions for scripts/chaos --store tpm2.
+STORE_PACKAGES=(swtpm swtpm-tools tpm2-tools pass gnupg python3-cryptography)
 RUNTIME_PACKAGES=("${SESSION_PACKAGES[@]}" socat faketime procps systemd util-linux gdb curl python3 git man-db groff-base "${STORE_PACKAGES[@]}")
 
 ensure_packages() {

@@ -35,8 +35,10 @@ render_tokend_units() {
     fi
     # A path of scripts/install's layout left in an installed elsewhere unit would be a unit that
     # starts nothing (203/EXEC): a new install-dependent path must be added above.
-    if [ "$2" != "%h/.local/bin" ] && grep -q '%h/\.local' "$_units_new"; then
-      echo "render_tokend_units: $_unit still names %h/.local after the rewrite: $(grep '%h/\.local' "$_units_new")" >&2
+    # ~/.local/state/tokend (the tpm2 store's and the moves' record) is the user's own, however
+    # tokend was installed: it stays.
+    if [ "$2" != "%h/.local/bin" ] && grep -v '%h/\.local/state/tokend' "$_units_new" | grep -q '%h/\.local'; then
+      echo "render_tokend_units: $_unit still names %h/.local after the rewrite: $(grep -v '%h/\.local/state/tokend' "$_units_new" | grep '%h/\.local')" >&2
       rm -f "$_units_new"
       return 1
     fi

@@ -19,6 +19,10 @@ int tokend_tpm2_seal(const char *tcti, const uint8_t *secret, size_t secret_leng
 int tokend_tpm2_unseal(const char *tcti, const uint8_t *blob, size_t blob_length,
                        uint8_t *secret, size_t secret_capacity, size_t *secret_length, const char **where);
 
+// Asks the TPM for `count` (at most 64) random bytes: the cheapest command that proves the TPM
+// answers at `tcti` (no key is made or loaded), for a store that has nothing sealed yet.
+int tokend_tpm2_get_random(const char *tcti, uint8_t *bytes, size_t count, const char **where);
+
 // The TSS2_RC decoded to text by tss2-rc (a static string).
 const char *tokend_tpm2_describe(int rc);
 

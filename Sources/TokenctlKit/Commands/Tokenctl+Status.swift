@@ -82,9 +82,10 @@ enum StatusTable {
         var notes: [String] = []
         if let message = account.message, !message.isEmpty { notes.append(message) }
         if let error = account.lastError { notes.append(error.summary) }
+        if let note = account.storeNote { notes.append(note) }
         return [
             account.name, account.provider, account.state, Text.expiresIn(left), Text.ago(account.lastRefresh, now: now),
-            account.store ?? "-", keyring, notes.isEmpty ? "-" : notes.joined(separator: "; "),
+            (account.store ?? "-") + (account.storeNote == nil ? "" : " (moved)"), keyring, notes.isEmpty ? "-" : notes.joined(separator: "; "),
         ].map(Text.singleLine)
     }
 }

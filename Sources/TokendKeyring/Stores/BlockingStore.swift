@@ -16,29 +16,33 @@ protocol BlockingStore: Sendable {
     func probe() -> Result<Void, KeyringError>
 }
 
-/// `result`, its problem noted for the log (`StoreProblem`).
-private func noted<Success>(_ result: Result<Success, KeyringError>) -> Result<Success, KeyringError> {
-    StoreProblem.note(result)
-    return result
-}
 
 /// A `SecretStore` over a `BlockingStore`: the `pass` and `tpm2` stores (`QueuedStore.pass`,
 /// `QueuedStore.tpm2`).
 public final class QueuedStore: SecretStore {
     private let backend: any BlockingStore
     private let queue: KeyringQueue
+    /// Which store this is, for its problem's record (`StoreProblem`).
+    let kind: StoreKind
 
-    init(_ backend: any BlockingStore, name: String, timeout: Double, clock: any WallClock = SystemWallClock(), timers: (any TimerSource)? = nil) {
+    init(_ backend: any BlockingStore, kind: StoreKind, name: String, timeout: Double, clock: any WallClock = SystemWallClock(), timers: (any TimerSource)? = nil) {
         self.backend = backend
+        self.kind = kind
         queue = KeyringQueue(name: name, timeout: timeout, clock: clock, timers: timers ?? SystemTimerSource(clock: clock))
     }
 
     deinit { queue.stop() }
 
+    /// `result`, its problem noted for the log (`StoreProblem`).
+    private static func noted<Success>(_ result: Result<Success, KeyringError>, _ kind: StoreKind) -> Result<Success, KeyringError> {
+        StoreProblem.note(result, kind)
+        return result
+    }
+
     public func load(account: String, isolation: isolated (any Actor)?) async -> Result<TokenSet?, KeyringError> {
-        let backend = self.backend
+        let backend = self.backend, kind = self.kind
         return await queue.perform(account: account, waitsOutTheQueue: true, isolation: isolation) { _ in
-            noted(backend.read(account: account)).flatMap { secret in
+            Self.noted(backend.read(account: account), kind).flatMap { secret in
                 guard let secret else { return .success(nil) }
                 return Result { () throws(KeyringError) in try TokenSet.decodingStored(secret) }
             }
@@ -47,26 +51,26 @@ public final class QueuedStore: SecretStore {
 
     public func save(_ tokens: TokenSet, account: String, isolation: isolated (any Actor)?) async -> Result<Void, KeyringError> {
         guard let json = try? tokens.keyringJSON(account: account) else { return .failure(KeyringError(.failed, "could not encode the token set")) }
-        let backend = self.backend
+        let backend = self.backend, kind = self.kind
         return await queue.write(account: account, payload: json, isolation: isolation) { json, _ in
-            noted(backend.write(json, account: account))
+            Self.noted(backend.write(json, account: account), kind)
         }
     }
 
     /// Compare-and-delete as the Secret Service does it: read, compare, remove, one job on the
     /// store's own thread, so no write of this daemon comes between.
     public func delete(account: String, ifRefreshToken: String?, isolation: isolated (any Actor)?) async -> Result<Bool, KeyringError> {
-        let backend = self.backend
+        let backend = self.backend, kind = self.kind
         return await queue.perform(account: account, isolation: isolation) { _ in
             if let ifRefreshToken {
-                switch noted(backend.read(account: account)) {
+                switch Self.noted(backend.read(account: account), kind) {
                 case .failure(let error): return .failure(error)
                 case .success(nil): return .success(false)
                 case .success(let secret?):
                     guard (try? TokenSet(keyringJSON: secret))?.refreshToken == ifRefreshToken else { return .success(false) }
                 }
             }
-            return noted(backend.remove(account: account))
+            return Self.noted(backend.remove(account: account), kind)
         }
     }
 
@@ -76,8 +80,8 @@ public final class QueuedStore: SecretStore {
     }
 
     public func state(isolation: isolated (any Actor)?) async -> KeyringState {
-        let backend = self.backend
-        switch await queue.perform(account: nil, isolation: isolation, { _ in noted(backend.probe()) }) {
+        let backend = self.backend, kind = self.kind
+        switch await queue.perform(account: nil, isolation: isolation, { _ in Self.noted(backend.probe(), kind) }) {
         case .success: return .available
         case .failure(let error) where error.code == .queued: return .available
         case .failure(let error) where error.code == .locked: return .locked

@@ -14,7 +14,7 @@ extension QueuedStore {
         // The queue's deadline is twice pass's own, so a killed run answers with pass's steps.
         QueuedStore(
             PassBackend(prefix: prefix, environment: environment ?? Environment.process().dictionary, timeout: timeout),
-            name: "tokend-pass", timeout: timeout * 2)
+            kind: .pass, name: "tokend-pass", timeout: timeout * 2)
     }
 }
 

@@ -23,7 +23,7 @@ extension QueuedStore {
         let environment = environment ?? Environment.process().dictionary
         return QueuedStore(
             TPM2Backend(directory: TPM2Backend.directory(environment), tcti: { tcti() ?? environment["TPM2TOOLS_TCTI"] }),
-            name: "tokend-tpm2", timeout: timeout)
+            kind: .tpm2, name: "tokend-tpm2", timeout: timeout)
     }
 }
 
@@ -33,10 +33,7 @@ struct TPM2Backend: BlockingStore {
     let tcti: @Sendable () -> String?
 
     /// `$XDG_STATE_HOME/tokend/tpm2`, `~/.local/state/tokend/tpm2` without it (XDG's default).
-    static func directory(_ environment: [String: String]) -> String {
-        let state = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? ((environment["HOME"] ?? "") + "/.local/state")
-        return state + "/tokend/tpm2"
-    }
+    static func directory(_ environment: [String: String]) -> String { StoreRecordFile.stateDirectory(environment) + "/tpm2" }
 
     static let sessionSuffix = ".session"
     /// The sealed key's file: the TPM's public and private parts of the object, useless elsewhere.
@@ -111,45 +108,65 @@ struct TPM2Backend: BlockingStore {
         switch SealedFiles.read(keyPath) {
         case .failure(let error): return .failure(error)
         case .success(let blob?):
-            var secret = [UInt8](repeating: 0, count: 128)
-            var length = 0
-            var place: UnsafePointer<CChar>?
-            let rc = Self.retryingWhileBusy {
-                blob.withUnsafeBufferPointer { input in
-                    secret.withUnsafeMutableBufferPointer { output in
-                        tokend_tpm2_unseal(tcti, input.baseAddress, input.count, output.baseAddress, output.count, &length, &place)
-                    }
-                }
+            let unsealed = filling(Self.secretCapacity, tcti: tcti) { output, capacity, length, place in
+                blob.withUnsafeBufferPointer { input in tokend_tpm2_unseal(tcti, input.baseAddress, input.count, output, capacity, length, place) }
             }
-            guard rc == 0 else { return .failure(failure(rc, place, tcti: tcti)) }
-            defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { memset(base, 0, $0.count) } } }
-            guard length == 32 else { return .failure(KeyringError(.corrupt, "\(keyPath) unseals to something that is not a 256-bit key")) }
-            return .success(SymmetricKey(data: secret[0..<32]))
+            guard case .success(var secret) = unsealed else { return unsealed.map { _ in nil } }
+            defer { Self.wipe(&secret) }
+            guard secret.count == 32 else { return .failure(KeyringError(.corrupt, "\(keyPath) unseals to something that is not a 256-bit key")) }
+            return .success(SymmetricKey(data: secret))
         case .success(nil):
-            guard create else {
-                // No key yet: nothing was ever sealed here. Still say whether the TPM answers.
-                return sealNewKey(tcti: tcti, keep: false).map { _ in nil }
-            }
-            return sealNewKey(tcti: tcti, keep: true).map { Optional($0) }
+            // No key yet: nothing was ever sealed here. Still say whether the TPM answers, with
+            // the cheapest command there is (no key made, loaded or thrown away).
+            guard create else { return answers(tcti: tcti).map { nil } }
+            return sealNewKey(tcti: tcti).map { Optional($0) }
         }
     }
 
-    /// A new random key sealed by the TPM; written beside the sessions when `keep`.
-    func sealNewKey(tcti: String?, keep: Bool) -> Result<SymmetricKey, KeyringError> {
+    /// A new random key sealed by the TPM, written beside the sessions.
+    func sealNewKey(tcti: String?) -> Result<SymmetricKey, KeyringError> {
         let key = SymmetricKey(size: .bits256)
-        var blob = [UInt8](repeating: 0, count: 4096)
+        let sealed = filling(Self.blobCapacity, tcti: tcti) { output, capacity, length, place in
+            key.withUnsafeBytes { secret in
+                tokend_tpm2_seal(tcti, secret.bindMemory(to: UInt8.self).baseAddress, secret.count, output, capacity, length, place)
+            }
+        }
+        return sealed.flatMap { blob in SealedFiles.write(blob, to: keyPath, directory: directory).map { key } }
+    }
+
+    /// Whether a TPM answers at `tcti` (TPM2_GetRandom of a few bytes).
+    func answers(tcti: String?) -> Result<Void, KeyringError> {
+        filling(8, tcti: tcti) { output, capacity, length, place in
+            length.pointee = capacity
+            return tokend_tpm2_get_random(tcti, output, capacity, place)
+        }.map { _ in () }
+    }
+
+    /// What the shim's seal may hold (`TOKEND_TPM2_MAX_SECRET`), and a sealed object's size
+    /// bound: its marshalled public and private parts are a few hundred bytes.
+    static let secretCapacity = 128
+    static let blobCapacity = 4096
+
+    /// One shim call that fills a buffer of `capacity` bytes and says how many it wrote, retried
+    /// while the TPM is busy: those bytes, or what its failure means. The buffer is wiped after.
+    func filling(
+        _ capacity: Int, tcti: String?,
+        _ call: (UnsafeMutablePointer<UInt8>?, Int, UnsafeMutablePointer<Int>, UnsafeMutablePointer<UnsafePointer<CChar>?>) -> Int32
+    ) -> Result<[UInt8], KeyringError> {
+        var output = [UInt8](repeating: 0, count: capacity)
+        defer { Self.wipe(&output) }
         var length = 0
         var place: UnsafePointer<CChar>?
         let rc = Self.retryingWhileBusy {
-            key.withUnsafeBytes { secret in
-                blob.withUnsafeMutableBufferPointer { output in
-                    tokend_tpm2_seal(tcti, secret.bindMemory(to: UInt8.self).baseAddress, secret.count, output.baseAddress, output.count, &length, &place)
-                }
-            }
+            output.withUnsafeMutableBufferPointer { buffer in call(buffer.baseAddress, buffer.count, &length, &place) }
         }
         guard rc == 0 else { return .failure(failure(rc, place, tcti: tcti)) }
-        guard keep else { return .success(key) }
-        return SealedFiles.write(Array(blob[0..<length]), to: keyPath, directory: directory).map { key }
+        return .success(Array(output[0..<min(max(length, 0), capacity)]))
+    }
+
+    /// Zeroes bytes that held a key before they are freed.
+    static func wipe(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { memset(base, 0, $0.count) } }
     }
 
     /// 40 tries 50 ms apart: another client's seal or unseal holds the TPM's slots for a few

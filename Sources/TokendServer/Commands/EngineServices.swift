@@ -61,5 +61,11 @@ public protocol AccountManagementService: Sendable {
     func removeSecondFactor(account: String, factor: String, timeout: Double) async -> Result<LoginSummary, TokendError>
 }
 
+/// `store`: where each account's session is kept.
+public protocol StoreService: Sendable {
+    /// Moves the account's session to `store`, nothing lost (AccountEngine+StoreMove.swift).
+    func moveStore(account: String, to store: StoreKind) async -> Result<StoreMoveOutcome, TokendError>
+}
+
 /// Everything the request router dispatches to.
-public typealias EngineServices = SessionService & StatusService & SignInService & AccountManagementService
+public typealias EngineServices = SessionService & StatusService & SignInService & AccountManagementService & StoreService

@@ -64,7 +64,7 @@ public struct RequestRouter: Sendable {
         switch command {
         case .hello: return HelloResponder(version: version, capabilities: capabilities).handle(id: request.id)
         case .token(let args): return TokenResponder.answerAtOnce(args, id: request.id, session: services)
-        case .list, .status, .refresh, .import, .logout, .watch, .login, .account, .reload: return nil
+        case .list, .status, .refresh, .import, .logout, .watch, .login, .account, .reload, .store: return nil
         }
     }
 
@@ -89,6 +89,7 @@ public struct RequestRouter: Sendable {
         case .login(let args): LoginResponder(signIn: services).handle(args, id: id)
         case .account(let args): try await AccountResponder(management: services, signIn: services).handle(args, id: id)
         case .reload: .response(try await ReloadResponder(configuration: configuration).handle(id: id))
+        case .store(let args): .response(try await StoreResponder(stores: services, status: services).handle(args, id: id))
         }
     }
 }

@@ -116,7 +116,8 @@ public final class Daemon: Service, Sendable {
             : HTTPTransport(environment: options.environment, clock: clock, timers: timers))
         return Daemon(
             options: options, socketPath: socketPath, logger: logger, clock: clock, timers: timers, transport: transport,
-            store: parts.store ?? StoreRouter(timeout: options.keyringTimeout), hardensProcess: hardensProcess, lifecycle: lifecycle)
+            store: parts.store ?? StoreRouter(timeout: options.keyringTimeout, record: StoreRecordFile(environment: options.environment)),
+            hardensProcess: hardensProcess, lifecycle: lifecycle)
     }
 
     private init(

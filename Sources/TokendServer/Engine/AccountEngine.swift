@@ -29,8 +29,12 @@ public actor AccountEngine {
     var scheduler: RefreshScheduler
     var waiters = AccountWaiters()
     let tasks = EngineTasks()
-    var keyringState: KeyringState = .available
+    /// Each store's mood as its operations and probes last said (`StoreKind?`: nil for a store
+    /// that does not say which it is); absent: usable. An account shows its own store's.
+    var keyringStates: [StoreKind?: KeyringState] = [:]
     var keyringPoll: TimerHandle?
+    /// Accounts whose session a `store move` is moving now: one move of an account at a time.
+    var movesInFlight: Set<String> = []
     /// Deferred write-backs of ID and access tokens (AccountEngine+WriteBack.swift).
     var writeBacks = WriteBackQueue()
     var writeBackTimer: TimerHandle?

@@ -16,6 +16,7 @@ extension AccountStatus {
         message = report.message
         unsaved = report.unsaved ? true : nil
         store = report.store?.rawValue
+        storeNote = report.storeNote
         gitHosts = report.gitHosts.isEmpty ? nil : report.gitHosts
         gitUsername = report.gitUsername
         registryHosts = report.registryHosts.isEmpty ? nil : report.registryHosts

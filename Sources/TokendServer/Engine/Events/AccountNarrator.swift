@@ -101,17 +101,18 @@ struct AccountNarrator: Sendable {
         hub.publish(event)
     }
 
-    /// The keyring's mood changed: said once to the log and to watchers.
-    func publishKeyringState(_ state: KeyringState, was previous: KeyringState) {
+    /// A store's mood changed (`kind`: which; nil from a store that does not say): said once to
+    /// the log and to watchers.
+    func publishKeyringState(_ state: KeyringState, was previous: KeyringState, store kind: StoreKind?) {
         let now = clock.now()
         // A `pass` or `tpm2` store's own problem and steps (the Secret Service's are below).
-        let storeProblem = state == .available ? nil : StoreProblem.current
+        let storeProblem = state == .available ? nil : StoreProblem.current(kind)
         if let problem = storeProblem, let steps = problem.steps {
-            logger.warning("session store unusable: \(problem.message): \(steps); sessions are kept in memory and written back once it takes writes")
+            logger.warning("session store unusable: \(problem.message): \(steps); sessions are kept in memory and written back once it takes writes", metadata: ["store": "\(kind?.rawValue ?? "-")"])
         }
         switch state {
         case .available:
-            logger.info("keyring usable again", metadata: ["was": "\(previous.rawValue)"])
+            logger.info(kind == nil || kind == .secretService ? "keyring usable again" : "session store usable again", metadata: ["was": "\(previous.rawValue)", "store": "\(kind?.rawValue ?? "-")"])
             hub.publish(Event(.keyringUnlocked, account: nil, at: now))
         case .locked:
             if storeProblem == nil { logger.warning("keyring (\(SecretServiceProvider.current)) is locked and nothing here has unlocked it: \(SecretServiceProvider.current.unlockAdvice ?? KeyringError.unlockAdvice); sessions are kept in memory and written back once it is unlocked") }

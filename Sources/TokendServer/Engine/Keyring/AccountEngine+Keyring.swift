@@ -22,12 +22,19 @@ extension AccountEngine {
         return (try? saved.get()) != nil
     }
 
-    /// Records what a keyring operation said about the keyring; returns whether it succeeded.
-    /// Any failure starts the poll that writes back and reloads once the keyring is usable.
+    /// Records what a keyring operation on the account's session said about its store; returns
+    /// whether it succeeded. Any failure starts the poll that writes back and reloads once the
+    /// store is usable.
     func noteKeyring(_ result: Result<Void, KeyringError>, account name: String) -> Bool {
-        let previous = keyringState
-        keyringState = previous.after(result)
-        if keyringState != previous { narrator.publishKeyringState(keyringState, was: previous) }
+        noteKeyring(result, store: store.kind(of: name), account: name)
+    }
+
+    /// The same for an operation on the store `kind` (a move's target, a probe).
+    func noteKeyring(_ result: Result<Void, KeyringError>, store kind: StoreKind?, account name: String) -> Bool {
+        let previous = keyringStates[kind] ?? .available
+        let now = previous.after(result)
+        keyringStates[kind] = now
+        if now != previous { narrator.publishKeyringState(now, was: previous, store: kind) }
         if case .failure(let error) = result {
             narrator.keyringFailed(error, account: name)
             startKeyringPoll()
@@ -35,8 +42,11 @@ extension AccountEngine {
         return (try? result.get()) != nil
     }
 
+    /// Something waits for a store: a session to write back or to read, or an old copy a move
+    /// could not remove yet.
     var hasKeyringWork: Bool {
         accounts.hasSetAsideOfRemoved || accounts.configured.contains { $0.account.hasKeyringWork }
+            || (store as? BootAnchoredStore)?.router?.moves.accounts.contains { accounts[$0.key] != nil && !$0.value.leftovers.isEmpty } == true
     }
 
     /// How often a locked or missing keyring is probed while something waits to be written or read.
@@ -52,7 +62,7 @@ extension AccountEngine {
     /// nothing does not say the keyring is usable).
     func keyringPollFired() async {
         keyringPoll = nil
-        guard !keyringPollRunning, hasKeyringWork || keyringState != .available else { return }
+        guard !keyringPollRunning, hasKeyringWork || keyringStates.values.contains(where: { $0 != .available }) else { return }
         keyringPollRunning = true
         await keyring.poll()
         keyringPollRunning = false
@@ -61,9 +71,14 @@ extension AccountEngine {
 
     /// What the probe found, said once, as an operation's answer would be: unusable, or usable
     /// (its login collection unlocked), which a read that found nothing cannot tell.
-    func keyringProbed(_ state: KeyringState) {
-        guard state != keyringState else { return }
-        _ = noteKeyring(state == .available ? .success(()) : .failure(state.probeFailure), account: "-")
+    func keyringProbed(_ state: KeyringState, store kind: StoreKind?) {
+        guard state != keyringStates[kind] ?? .available else { return }
+        _ = noteKeyring(state == .available ? .success(()) : .failure(state.probeFailure), store: kind, account: "-")
+    }
+
+    /// Drops the mood of every store but `inUse`: one no account uses is nobody's state to show.
+    func forgetStores(besides inUse: Set<StoreKind?>) {
+        for kind in keyringStates.keys where !inUse.contains(kind) { keyringStates[kind] = nil }
     }
 
     /// What the poll does for the account now that the keyring answers: write back its unsaved

@@ -47,6 +47,10 @@ final class BootAnchoredStore: SecretStore {
         await wrapped.state(isolation: isolation)
     }
 
+    func states(isolation: isolated (any Actor)?) async -> [StoreKind?: KeyringState] {
+        await wrapped.states(isolation: isolation)
+    }
+
     func kind(of account: String) -> StoreKind? { wrapped.kind(of: account) }
 
     func loadAll(isolation: isolated (any Actor)?) async -> Result<StoredSessions, KeyringError> {
@@ -63,5 +67,16 @@ final class BootAnchoredStore: SecretStore {
     static func currentBootID() -> String {
         let text = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? ""
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+extension BootAnchoredStore {
+    /// The router behind, for a move between its stores; nil: one store (a test's double).
+    var router: StoreRouter? { wrapped as? StoreRouter }
+
+    /// The same decorator over one of the router's stores, whatever the account's own is: a
+    /// move writes and reads the target and removes the source with the anchors a restore expects.
+    func only(_ kind: StoreKind) -> BootAnchoredStore? {
+        router.map { BootAnchoredStore($0.store(kind), clock: clock, bootID: bootID, bootSeconds: bootSeconds) }
     }
 }

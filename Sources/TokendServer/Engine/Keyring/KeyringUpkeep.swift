@@ -10,7 +10,7 @@ public struct KeyringUpkeep: Sendable {
 
     /// Reads the stored sessions of `names`: of many, with one bulk read (10,000 reads one by one
     /// took minutes), then those it could not attribute one by one — all at once, so behind a
-    /// frozen Secret Service each ends at the same keyring timeout.
+    /// frozen Secret Service each ends at the same keyring timeout; then removes what moves left.
     public func restore(_ names: [String]) async {
         var unread = names
         if names.count > 1 {
@@ -25,6 +25,8 @@ public struct KeyringUpkeep: Sendable {
         await withTaskGroup(of: Void.self) { group in
             for name in unread { group.addTask { await restore(name) } }
         }
+        // Now that the accounts' own sessions are known: the old copies moves left.
+        await engine.removeLeftovers()
     }
 
     /// Reads one account's stored session; its transition drops the read if a logout, an import
@@ -58,11 +60,14 @@ public struct KeyringUpkeep: Sendable {
     /// While something waits for the keyring: probe it, and the moment it is usable write back
     /// unsaved sessions and read the ones that could not be read — without waiting for a refresh.
     func poll() async {
-        let state = await engine.store.state()
-        await engine.keyringProbed(state)
-        guard state == .available else { return }
+        let states = await engine.store.states()
+        for (kind, state) in states { await engine.keyringProbed(state, store: kind) }
+        // A store no account uses any more (a move's target that refused) has nothing to report.
+        await engine.forgetStores(besides: Set(states.keys))
+        guard states.values.contains(.available) else { return }
         var unread: [String] = []
-        for name in await engine.accountNames {
+        // Only the accounts whose own store answers: another store's trouble is not theirs.
+        for name in await engine.accountNames where states[engine.store.kind(of: name)] == .available {
             switch await engine.writeBackUnsaved(name) {
             case nil: unread.append(name)
             case true?: engine.logger.info("session written back to the keyring", metadata: ["account": "\(name)"])

@@ -23,6 +23,8 @@ public struct AccountReport: Sendable, Equatable {
     public var unsaved: Bool
     /// The store the account's session is kept in; nil from a store that does not say.
     public var store: StoreKind? = nil
+    /// Why the account's store is not the configuration's own: a move put it there.
+    public var storeNote: String? = nil
     public var gitHosts: [String]
     public var gitUsername: String?
     public var registryHosts: [String] = []

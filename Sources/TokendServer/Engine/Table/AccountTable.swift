@@ -90,19 +90,20 @@ struct AccountTable {
         entries.lazy.compactMap { name, entry in entry.account.map { (name: name, account: $0) } }
     }
 
-    /// What `status` shows of the accounts `names` (`keyring`: the keyring's mood).
-    func reports(_ names: [String], keyring: KeyringState, at now: Date) -> [AccountReport] {
-        names.compactMap { name in self[name].map { AccountReport($0, named: name, keyring: keyring, at: now) } }
+    /// What `status` shows of the accounts `names` (`keyring`: the mood of each one's store).
+    func reports(_ names: [String], keyring: (String) -> KeyringState, at now: Date) -> [AccountReport] {
+        names.compactMap { name in self[name].map { AccountReport($0, named: name, keyring: keyring(name), at: now) } }
     }
 
-    /// One line for systemd's STATUS=: "3 accounts: 2 active, 1 needs login; keyring locked".
-    func summary(keyring: KeyringState, configurationBroken: Bool, at now: Date) -> String {
+    /// One line for systemd's STATUS=: "3 accounts: 2 active, 1 needs login; keyring locked"
+    /// (`unusableStores`: "keyring locked", "store pass unavailable", …).
+    func summary(unusableStores: [String], configurationBroken: Bool, at now: Date) -> String {
         let states = census.counts(at: now).sorted { ($0.value, $1.key) > ($1.value, $0.key) }
             .map { "\($0.value) \($0.key.split(separator: "_").joined(separator: " "))" }
         var summary = "\(count) account\(count == 1 ? "" : "s")"
         if !states.isEmpty { summary += ": " + states.joined(separator: ", ") }
         if configurationBroken { summary += "; configuration broken" }
-        if keyring != .available { summary += "; keyring \(keyring.rawValue)" }
+        for store in unusableStores { summary += "; \(store)" }
         return summary
     }
 
