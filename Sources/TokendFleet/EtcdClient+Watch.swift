@@ -35,7 +35,7 @@ extension EtcdClient {
                 let response = try await http.execute(prepared, deadline: .now() + .seconds(3600))
                 guard response.status == .ok else {
                     let answer = try await response.body.collect(upTo: limit)
-                    return Self.failure(status: UInt(response.status.code), body: Array(buffer: answer), endpoint: endpoint)
+                    return Self.failure(status: response.status.code, body: Array(buffer: answer), endpoint: endpoint)
                 }
                 var pending: [UInt8] = []
                 for try await chunk in response.body {

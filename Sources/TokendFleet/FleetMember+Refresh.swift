@@ -108,8 +108,10 @@ extension FleetMember {
     }
 
     /// A keyring write of a fleet account's session (`FleetStore`): nothing for etcd when it is
-    /// the session the fleet has; a holder's refresh that could not be written, with its
-    /// compare-and-swap; else a session the user gave here.
+    /// the session the fleet has, or its refresh token is the fleet's or an older one of the
+    /// fleet's (a write-back the keyring held back must never put a rotated-away token back); a
+    /// holder's refresh that could not be written, with its compare-and-swap; else a session the
+    /// user gave here.
     public func store(_ tokens: TokenSet, account: String) async throws(FleetError) {
         if known[account]?.matches(tokens) == true { return }
         if let revision = unwritten.removeValue(forKey: account) {
@@ -119,6 +121,11 @@ extension FleetMember {
                 if error.code == .unreachable { unwritten[account] = revision }
                 throw error
             }
+            return
+        }
+        if known[account]?.refreshToken == tokens.refreshToken { return }
+        if wasSeen(tokens.refreshToken, account: account) {
+            logger.notice("an older session of the fleet's is kept locally only", metadata: ["account": "\(account)"])
             return
         }
         try await give(tokens, account: account)

@@ -52,6 +52,7 @@ extension FleetMember {
                 if unreadable.insert(account).inserted { logger.error("\(error.message)", metadata: ["account": "\(account)"]) }
                 continue
             }
+            saw(tokens.refreshToken, account: account)
             if known[account]?.matches(tokens) == true {
                 known[account]?.revision = revision
                 continue

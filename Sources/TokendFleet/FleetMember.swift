@@ -68,6 +68,11 @@ public actor FleetMember {
     /// Accounts whose holder refresh could not be written (etcd unreachable), by the revision it
     /// read: the engine's keyring write tries again, with that compare-and-swap.
     var unwritten: [String: Int64] = [:]
+    /// The last refresh tokens each account had in the fleet, as hashes (this process's): a
+    /// keyring write-back of one of them is an older session, never written over a newer one.
+    var seen: [String: [Int]] = [:]
+    /// Enough to cover the write-backs a busy keyring can still have queued after many rotations.
+    static let seenPerAccount = 16
 
     /// A holder starts a refresh only with at least this long before its own deadline: the
     /// provider's answer takes well under a second normally, and a refresh cut short by the
@@ -202,11 +207,26 @@ public actor FleetMember {
         do throws(FleetError) {
             let tokens = try sealer.open(kv.valueBytes, account: account, endpoint: endpoint(of: account))
             unreadable.remove(account)
+            saw(tokens.refreshToken, account: account)
             return .session(tokens, revision: kv.mod_revision?.value ?? 0)
         } catch {
             if unreadable.insert(account).inserted { logger.error("\(error.message)", metadata: ["account": "\(account)"]) }
             throw error
         }
+    }
+
+    /// Notes that `refreshToken` was the account's in the fleet.
+    func saw(_ refreshToken: String, account: String) {
+        var hashes = seen[account] ?? []
+        let hash = refreshToken.hashValue
+        guard !hashes.contains(hash) else { return }
+        hashes.append(hash)
+        if hashes.count > Self.seenPerAccount { hashes.removeFirst() }
+        seen[account] = hashes
+    }
+
+    func wasSeen(_ refreshToken: String, account: String) -> Bool {
+        seen[account]?.contains(refreshToken.hashValue) ?? false
     }
 
     /// The session this member's engine now holds is the fleet's at `revision`.
@@ -230,6 +250,7 @@ public actor FleetMember {
             compare.append(EtcdCompare(key: holderKey(account).base64, target: "LEASE", lease: EtcdNumber(lease.id)))
         }
         let value = try sealer.seal(tokens, account: account, endpoint: endpoint(of: account))
+        saw(tokens.refreshToken, account: account)
         // Known before it is sent, at the revision it replaces: the watch may bring this very
         // write before the answer does, and must not hand it to the engine as another member's.
         let previous = known[account]
