@@ -23,7 +23,8 @@ Checks, in order (each prints ok/FAIL):
   7. no token the provider issued is in etcd's data directories or in `etcdctl get --prefix`;
   8. a member with another sealing key reads nothing (an error naming sealing_key and the
      steps, in status too) and writes nothing (etcd's revision unchanged);
-  9. a logout on one member removes the session from etcd and from every member (exit 77).
+  9. a logout on one member removes the session from etcd and from every member (exit 77);
+ 10. a login on another member is the fleet's: sealed in etcd, served by every member.
 Throughout: the provider never sees a refresh token twice and never answers a refresh with an
 error (its reuse detection would revoke the family).
 """
@@ -632,6 +633,14 @@ def scenario(world, members):
     forgotten = poll(REACH_BOUND, lambda: all(m.token()[0] == 77 for m in members))
     check("every member forgot the session (token exits 77)", forgotten is not None,
           "; ".join("%s exit %d %s" % ((m.name,) + (lambda r: (r[0], r[2][:160]))(m.token())) for m in members))
+
+    # 10. A login on another member is the fleet's again.
+    code, _, err = m3.tokenctl("login", ACCOUNT, "--anonymous")
+    check("login on m3 exits 0", code == 0, err)
+    stored = poll(REACH_BOUND, lambda: world.etcdctl("get", "/tokend/session/" + ACCOUNT, "--print-value-only").stdout.strip())
+    check("the login's session is in etcd, sealed", stored is not None and stored.startswith("tokend-fleet 1:"))
+    code, token, _ = m3.token()
+    check("every member serves the login's session", code == 0 and all_serve(members, token) is not None)
     no_reuse(world, "end")
 
 
