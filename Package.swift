@@ -31,6 +31,8 @@ let package = Package(
         // The fakes' HTTP server (tests and the demo only; the daemon never links it).
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        // A fleet's mutual TLS to etcd (TokendFleet); already in the tree under async-http-client.
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         .target(name: "TokendCore"),
@@ -70,10 +72,23 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
+        // One session shared by several daemons through etcd v3 (README, "A fleet"): etcd's JSON
+        // gateway over mutual TLS, the fleet's sealing key, the election, the provider and store
+        // wrappers a fleet account gets.
+        .target(
+            name: "TokendFleet",
+            dependencies: [
+                "TokendCore", "TokendSystem", "TokendKeyring", "TokendProviders",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .target(
             name: "TokendServer",
             dependencies: [
-                "TokendCore", "TokendSystem", "TokendProtocol", "TokendKeyring", "TokendProviders", "CTokendShims",
+                "TokendCore", "TokendSystem", "TokendProtocol", "TokendKeyring", "TokendProviders", "TokendFleet", "CTokendShims",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -137,6 +152,7 @@ let package = Package(
         .testTarget(name: "TokendSystemTests", dependencies: ["TokendSystem"]),
         .testTarget(name: "TokendProtocolTests", dependencies: ["TokendProtocol", "TokendTestSupport"]),
         .testTarget(name: "TokendKeyringTests", dependencies: ["TokendKeyring", "TokendTestSupport"]),
+        .testTarget(name: "TokendFleetTests", dependencies: ["TokendFleet", "TokendCore"]),
         .testTarget(name: "TokendFakesTests", dependencies: ["TokendFakes", "TokendProviders", "TokendTestSupport"]),
         .testTarget(
             name: "TokendProvidersTests",

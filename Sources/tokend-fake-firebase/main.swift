@@ -33,6 +33,9 @@ struct FakeFirebaseCommand: AsyncParsableCommand {
     @Flag(help: "With --rotate, the replaced refresh token stops working.")
     var revokePrevious = false
 
+    @Flag(help: "With --revoke-previous, presenting a replaced refresh token revokes all of its user's refresh tokens (reuse detection, RFC 9700 §4.14.2).")
+    var revokeFamilyOnReuse = false
+
     @Option(help: "Seconds to hold back every Firebase answer.")
     var latency: Double = 0
 
@@ -69,6 +72,7 @@ struct FakeFirebaseCommand: AsyncParsableCommand {
         options.lifetime = lifetime
         options.rotate = rotate
         options.revokePrevious = revokePrevious
+        options.revokeFamilyOnReuse = revokeFamilyOnReuse
         options.latency = latency
         options.totpEnabled = totpEnabled
         let fake = try await FakeFirebase.start(host: host, port: port, options: options)

@@ -178,6 +178,23 @@ struct FakeFirebaseTests {
         }
     }
 
+    /// Reuse detection (RFC 9700 §4.14.2, django-oauth-toolkit's REFRESH_TOKEN_REUSE_PROTECTION):
+    /// presenting a rotated-away token again ends the whole family, the newest token included.
+    @Test func reuseOfAReplacedTokenRevokesTheFamily() async throws {
+        try await withFake({ $0.rotate = true; $0.revokePrevious = true; $0.revokeFamilyOnReuse = true }) { fake in
+            let session = fake.createUser()
+            let second = try #require(try await refresh(fake, session.refreshToken).answer().object()["refresh_token"] as? String)
+
+            let reused = try await refresh(fake, session.refreshToken).answer()
+            #expect(reused.status == 400)
+            #expect(try errorMessage(reused) == "INVALID_REFRESH_TOKEN")
+
+            let newest = try await refresh(fake, second).answer()
+            #expect(newest.status == 400)
+            #expect(try errorMessage(newest) == "TOKEN_EXPIRED")
+        }
+    }
+
     // MARK: - Error envelopes
 
     enum Ending: String, CaseIterable, Sendable {

@@ -98,3 +98,9 @@ ensure_mail_clients() {
 ensure_secret_services() {
   ensure_packages "${SESSION_PACKAGES[@]}" curl python3 keepassxc libkf5wallet-bin libqca-qt5-2-plugins
 }
+
+# A real etcd cluster for scripts/test-fleet (issue 50): Debian's etcd 3.4 server and etcdctl,
+# openssl for the cluster's CA and certificates.
+ensure_etcd() {
+  ensure_packages etcd-server etcd-client openssl python3 curl
+}

@@ -28,6 +28,8 @@ enum ControlWire {
         var rotate: Bool?
         var revoke_previous: Bool?
         var latency: Double?
+        /// `Options.revokeFamilyOnReuse`.
+        var revoke_family_on_reuse: Bool?
         /// TOTP second factors enabled for the project (off by default, as in production).
         var totp_enabled: Bool?
         var project_id: String?
@@ -36,12 +38,14 @@ enum ControlWire {
         init(_ options: FakeFirebase.Options) {
             (lifetime, rotate, revoke_previous, latency) = (options.lifetime, options.rotate, options.revokePrevious, options.latency)
             (totp_enabled, project_id, project_number) = (options.totpEnabled, options.projectID, options.projectNumber)
+            revoke_family_on_reuse = options.revokeFamilyOnReuse
         }
 
         func apply(to options: inout FakeFirebase.Options) {
             (options.lifetime, options.rotate) = (lifetime ?? options.lifetime, rotate ?? options.rotate)
             (options.revokePrevious, options.latency) = (revoke_previous ?? options.revokePrevious, latency ?? options.latency)
             options.totpEnabled = totp_enabled ?? options.totpEnabled
+            options.revokeFamilyOnReuse = revoke_family_on_reuse ?? options.revokeFamilyOnReuse
         }
     }
 

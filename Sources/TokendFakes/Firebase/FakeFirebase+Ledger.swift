@@ -148,6 +148,10 @@ struct Ledger: Sendable {
     /// What the Secure Token API does with a presented refresh token.
     mutating func refresh(_ presented: String, now: Date, options: FakeFirebase.Options) -> Result<Minted, FirebaseRejection> {
         guard let grant = grants[presented], grant.state != .superseded else {
+            if options.revokeFamilyOnReuse, let reused = grants[presented] {
+                // Reuse of a rotated-away token: the family goes (`Options.revokeFamilyOnReuse`).
+                for (token, other) in grants where other.subject.uid == reused.subject.uid && other.state == .live { grants[token]?.state = .revoked }
+            }
             return .failure(.firebase("INVALID_REFRESH_TOKEN"))
         }
         guard let user = users[grant.subject.uid] else { return .failure(.firebase("USER_NOT_FOUND")) }

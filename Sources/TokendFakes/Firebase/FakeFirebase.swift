@@ -43,6 +43,12 @@ public final class FakeFirebase: Sendable {
         /// With `rotate`, the refresh token just replaced stops working (`INVALID_REFRESH_TOKEN`):
         /// a strictly rotating provider, where losing the newest token loses the session.
         public var revokePrevious = false
+        /// With `rotate` and `revokePrevious`, presenting a replaced refresh token again also
+        /// revokes every live refresh token of its user (the whole family answers
+        /// `TOKEN_EXPIRED` from then on): refresh-token reuse detection as RFC 9700 §4.14.2 asks
+        /// for it, and as Auth0, Okta and django-oauth-toolkit's `REFRESH_TOKEN_REUSE_PROTECTION`
+        /// do. Firebase itself has none; the fleet tests need a provider that punishes reuse.
+        public var revokeFamilyOnReuse = false
         /// Seconds every Firebase API answer is held back (control-plane answers are not).
         public var latency: Double = 0
         /// Goes into `iss` and `aud`; the emulator's projects are named `demo-…`.

@@ -5,8 +5,8 @@ import TokendProviders
 
 extension Configuration {
     /// Keys every account table may have, whatever its provider; the rest belong to the provider.
-    static let commonKeys: Set<String> = ["provider", "refresh_before", "git_hosts", "git_username", "registry_hosts", "registry_username", "sink", "store", PlainHTTP.optInKey]
-    static let topLevelKeys: Set<String> = Set(["account", "hooks", "notify"]).union(storeKeys)
+    static let commonKeys: Set<String> = ["provider", "refresh_before", "git_hosts", "git_username", "registry_hosts", "registry_username", "sink", "store", "fleet", PlainHTTP.optInKey]
+    static let topLevelKeys: Set<String> = Set(["account", "hooks", "notify", "fleet"]).union(storeKeys)
     /// Account names end up in keyring attributes, command lines and log lines: keep them tame.
     static let accountNameCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
     /// Longest account name: plenty for people, short enough for a status table.
@@ -56,7 +56,7 @@ extension Configuration {
             ConfigurationError(path: path, line: locator.line(of: key, inTable: table), key: table.map { "\($0).\(key)" } ?? key, message: message)
         }
         for key in root.keys where !topLevelKeys.contains(key) {
-            throw fail(key, table: nil, "unknown top-level key; expected [account.NAME] tables, [hooks], notify, store, pass_prefix and tpm2_tcti")
+            throw fail(key, table: nil, "unknown top-level key; expected [account.NAME] tables, [hooks], [fleet], notify, store, pass_prefix and tpm2_tcti")
         }
         var configuration = Configuration(path: path)
         if let value = root["notify"] {
@@ -67,6 +67,7 @@ extension Configuration {
             configuration.hooks = try hooks(value, fail: fail)
         }
         configuration.stores = try storeSettings(root, fail: fail)
+        configuration.fleet = try fleetSettings(root, fail: fail)
         guard let accountsValue = root["account"] else { return configuration }
         guard let accounts = accountsValue.table else { throw fail("account", table: nil, "must be a table of accounts: [account.NAME]") }
         for name in accounts.keys.sorted() {
@@ -146,6 +147,8 @@ extension Configuration {
                 account.tokenFiles = try tokenFiles(value, account: account, environment: environment) { fail("sink", table: tableName, $0) }
             }
             if let value = table["store"] { configuration.stores.accountStores[name] = try store(value) { fail("store", table: tableName, $0) } }
+            account.fleet = try accountJoinsFleet(table) { fail("fleet", table: tableName, $0) }
+            if account.fleet, configuration.fleet == nil { throw fail("fleet", table: tableName, "needs a [fleet] table: the etcd cluster the account is shared through") }
             configuration.accounts[name] = account
         }
         var claimed: [String: String] = [:]

@@ -3,6 +3,7 @@
 // in ConfigurationFile.swift; the engine applies what it produces.
 
 import TokendCore
+import TokendFleet
 import TokendKeyring
 import TokendProviders
 
@@ -18,6 +19,8 @@ public struct Configuration: Sendable, Equatable {
     public var notify = true
     /// `store`, `pass_prefix`, `tpm2_tcti` and each account's `store`: where sessions are kept.
     public var stores = StoreSettings()
+    /// `[fleet]`: the etcd cluster accounts with `fleet = true` are shared through (README, "A fleet").
+    public var fleet: FleetSettings?
     /// Things worth a line in the log that do not stop the configuration from loading.
     public var warnings: [String] = []
 
@@ -44,6 +47,8 @@ public struct AccountConfiguration: Sendable, Equatable {
     public var registryUsername: String? = nil
     /// `sink`: the files kept holding the account's token (Sinks/).
     public var tokenFiles: [TokenFile] = []
+    /// `fleet`: the session is shared with the other members of `[fleet]`, refreshed by one.
+    public var fleet = false
 
     public init(name: String, provider: AnyProviderSettings, refreshBefore: Double) {
         self.name = name

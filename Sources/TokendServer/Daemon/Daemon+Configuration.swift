@@ -42,6 +42,8 @@ extension Daemon {
             let tokenFiles = configuration.accounts.values.flatMap { $0.tokenFiles.map(\.path) }
             // Where each account's session lives, before any of them is read or written.
             (store as? StoreRouter)?.apply(configuration.stores)
+            // The fleet's member before its accounts: their provider and store go through it.
+            try await applyFleet(configuration)
             let added = await engine.adopt(configuration)
             hooks.apply(configuration)
             let accounts = configuration.accounts.keys.sorted()

@@ -10,6 +10,7 @@ import NIOPosix
 import ServiceLifecycle
 import Synchronization
 import TokendCore
+import TokendFleet
 import TokendKeyring
 import TokendProtocol
 import TokendProviders
@@ -77,6 +78,8 @@ public final class Daemon: Service, Sendable {
     let listener: SocketListener
     let transport: HTTPTransport
     let store: any SecretStore
+    /// The fleet member, once `[fleet]` is read, and the accounts that go through it (Daemon+Fleet.swift).
+    let fleet: FleetBinding
     let idleMemory: IdleMemory
     /// SIGHUP's reloads and the `reload` op's, one at a time (`ReloadService` runs them).
     let reloads: ReloadQueue
@@ -134,8 +137,12 @@ public final class Daemon: Service, Sendable {
         self.hub = hub
         self.transport = transport
         self.store = store
-        self.engine = AccountEngine(store: BootAnchoredStore(store, clock: clock), clock: clock, timers: timers, hub: hub, logger: logger) { configuration in
-            Self.provider(for: configuration, transport: transport)
+        let fleet = FleetBinding()
+        self.fleet = fleet
+        // A fleet account's session is the fleet's (FleetStore); every other account's goes
+        // straight to the local store, as without a fleet.
+        self.engine = AccountEngine(store: BootAnchoredStore(FleetStore(store, binding: fleet), clock: clock), clock: clock, timers: timers, hub: hub, logger: logger) { configuration in
+            Self.provider(for: configuration, transport: transport, fleet: fleet)
         }
         engine.tokenFiles.hold()  // until `prepare` finds the socket ours
         self.hooks = HookRunner(environment: options.environment, clock: engine.clock, logger: logger)
@@ -148,8 +155,11 @@ public final class Daemon: Service, Sendable {
             handler: RequestRouter(engine: engine, hub: hub, version: Self.version, configuration: reloads), logger: logger, onConnection: { idleMemory.noteWork() })
     }
 
-    static func provider(for configuration: AccountConfiguration, transport: HTTPTransport) -> any TokenProvider {
-        configuration.provider.base.makeProvider(transport: transport)
+    static func provider(for configuration: AccountConfiguration, transport: HTTPTransport, fleet: FleetBinding? = nil) -> any TokenProvider {
+        let provider = configuration.provider.base.makeProvider(transport: transport)
+        // Only the holder of the account's election refreshes it (TokendFleet, FleetMember.refresh).
+        guard configuration.fleet, let member = fleet?.member else { return provider }
+        return FleetProvider(provider, member: member, account: configuration.name)
     }
 
 
@@ -232,6 +242,7 @@ public final class Daemon: Service, Sendable {
         await engine.shutdown()
         engine.tokenFiles.removeAll()
         await engine.writeBackBeforeStopping()
+        await fleet.member?.stop()
         _ = await store.state()
         await transport.shutdown()  // AsyncHTTPClient traps if its client is dropped unshut
     }
