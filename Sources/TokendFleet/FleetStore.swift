@@ -112,4 +112,12 @@ public final class FleetStore: SecretStore {
     public func kind(of account: String) -> StoreKind? {
         local.kind(of: account)
     }
+
+    /// Each local store's own mood, so that one store's trouble shows on its accounts only.
+    public func states(isolation: isolated (any Actor)?) async -> [StoreKind?: KeyringState] {
+        await local.states(isolation: isolation)
+    }
+
+    /// The local stores' router: a fleet account's local copy moves between stores like any other.
+    public var router: StoreRouter? { local.router }
 }

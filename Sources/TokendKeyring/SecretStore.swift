@@ -40,6 +40,10 @@ public protocol SecretStore: AnyObject, Sendable {
     /// Which store keeps the account's session, for `status`; nil: this store does not say
     /// (a test double).
     func kind(of account: String) -> StoreKind?
+
+    /// The router that chooses among stores, seen through any decorator (the fleet's), so that a
+    /// move between stores finds it; nil: one store.
+    var router: StoreRouter? { get }
 }
 
 /// What a bulk read (`SecretStore.loadAll`) found.
@@ -59,6 +63,8 @@ public struct StoredSessions: Sendable {
 
 extension SecretStore {
     public func kind(of account: String) -> StoreKind? { nil }
+
+    public var router: StoreRouter? { nil }
 
     /// A store that is one store: its own mood, under the kind its accounts report.
     public func states(isolation: isolated (any Actor)?) async -> [StoreKind?: KeyringState] {

@@ -62,6 +62,8 @@ public final class StoreRouter: SecretStore {
     /// The account's store: where a move put it, else where the configuration says.
     public func kind(of account: String) -> StoreKind? { effectiveKind(of: account) }
 
+    public var router: StoreRouter? { self }
+
     public func effectiveKind(of account: String) -> StoreKind {
         record.withLock { $0.accounts[account]?.store } ?? current.store(of: account)
     }

@@ -72,7 +72,7 @@ final class BootAnchoredStore: SecretStore {
 
 extension BootAnchoredStore {
     /// The router behind, for a move between its stores; nil: one store (a test's double).
-    var router: StoreRouter? { wrapped as? StoreRouter }
+    var router: StoreRouter? { wrapped.router }
 
     /// The same decorator over one of the router's stores, whatever the account's own is: a
     /// move writes and reads the target and removes the source with the anchors a restore expects.
