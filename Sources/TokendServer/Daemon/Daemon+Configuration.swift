@@ -44,6 +44,7 @@ extension Daemon {
             (store as? StoreRouter)?.apply(configuration.stores)
             let added = await engine.adopt(configuration)
             hooks.apply(configuration)
+            await proxies.apply(configuration.proxySettings)
             let accounts = configuration.accounts.keys.sorted()
             if initial { return .success(LoadedConfiguration(added: added, tokenFiles: tokenFiles, accounts: accounts)) }
             await engine.keyring.restore(added)

@@ -13,6 +13,7 @@ import TokendCore
 import TokendKeyring
 import TokendProtocol
 import TokendProviders
+import TokendProxy
 import TokendSystem
 #if canImport(Glibc)
 import Glibc
@@ -74,6 +75,8 @@ public final class Daemon: Service, Sendable {
     public let engine: AccountEngine
     public let hub: EventHub
     let hooks: HookRunner
+    /// The consumers' HTTP proxies (Proxy/, TokendProxy): started and stopped by `ProxyService`.
+    let proxies: ProxySupervisor
     let listener: SocketListener
     let transport: HTTPTransport
     let store: any SecretStore
@@ -137,6 +140,7 @@ public final class Daemon: Service, Sendable {
         }
         engine.tokenFiles.hold()  // until `prepare` finds the socket ours
         self.hooks = HookRunner(environment: options.environment, clock: engine.clock, logger: logger)
+        self.proxies = ProxySupervisor(tokens: EngineProxyTokens(commands: engine.commands), audit: nil, logger: logger)
         let idleMemory = IdleMemory(clock: engine.clock, timers: engine.timers)
         self.idleMemory = idleMemory
         let reloads = ReloadQueue()
@@ -173,6 +177,7 @@ public final class Daemon: Service, Sendable {
             services.append(WatchdogService(daemon: self, interval: interval))
         }
         services.append(ReloadService(daemon: self, hangups: prepared.hangups))
+        services.append(ProxyService(daemon: self))
         services.append(ListenerService(daemon: self, activatedDescriptor: prepared.activatedDescriptor, restoring: prepared.added))
         // No signals of its own: the group is shut down by the one that runs the daemon (tokend's
         // main, on SIGTERM/SIGINT), or cancelled with it.
@@ -226,6 +231,7 @@ public final class Daemon: Service, Sendable {
     func finish() async {
         idleMemory.cancel()
         hooks.killRunning()
+        await proxies.stop()  // already stopped by its service, unless the run failed first
         await engine.shutdown()
         engine.tokenFiles.removeAll()
         await engine.writeBackBeforeStopping()
