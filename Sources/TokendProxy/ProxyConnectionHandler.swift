@@ -37,8 +37,13 @@ final class ProxyConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         self.context = context
     }
 
+    /// Set at accept when the daemon refuses the peer (`ProxyAccess.refusal`): every request is
+    /// answered 403 with it.
+    var peerRefusal: String?
+
     func channelActive(context: ChannelHandlerContext) {
         ProxyPeerReader.read(context.channel, into: NIOLoopBound(self, eventLoop: context.eventLoop))
+        if peer.uid == server.ownUID { peerRefusal = server.audit?.refusal(of: peer, consumer: server.policy().consumer) }
         context.fireChannelActive()
     }
 
@@ -72,6 +77,9 @@ final class ProxyConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             return refuse(
                 ProxyRefusal(.forbidden, .otherUser, "this proxy serves only the processes of the user tokend runs as (uid \(server.ownUID))"),
                 account: nil, upstream: asked, method: head.method, context: context)
+        }
+        if let why = peerRefusal {
+            return refuse(ProxyRefusal(.forbidden, .otherUser, why), account: nil, upstream: asked, method: head.method, context: context)
         }
         guard let upstream = policy.upstream(host: target.host, port: target.port) else {
             let allowed = policy.allowedText

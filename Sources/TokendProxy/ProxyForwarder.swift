@@ -27,7 +27,7 @@ struct ProxyForwarder: Sendable {
 
     let client: HTTPClient
     let tokens: any ProxyTokenSource
-    let audit: (any ProxyAuditSink)?
+    let audit: (any ProxyAccess)?
 
     /// Forwards `request` and writes the whole answer to `channel`. Returns whether the
     /// connection may carry another request.

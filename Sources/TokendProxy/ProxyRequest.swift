@@ -12,7 +12,8 @@ public struct ProxyRefusal: Error, Sendable, Equatable {
         case hostNotAllowed = "host_not_allowed"
         /// The upstream is configured but must not be used (plain HTTP off loopback, bad CA file).
         case upstreamRefused = "upstream_refused"
-        /// The peer is another user (TCP loopback; a Unix socket is 0600).
+        /// The peer is another user (TCP loopback; a Unix socket is 0600), or outside the unit the
+        /// consumer is limited to.
         case otherUser = "other_user"
         /// No token: the account needs a login, is unknown, or its provider is down.
         case noToken = "no_token"

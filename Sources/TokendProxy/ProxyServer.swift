@@ -14,11 +14,11 @@ import Glibc
 final class ProxyServerContext: Sendable {
     let current: Mutex<ProxyPolicy>
     let forwarder: ProxyForwarder
-    let audit: (any ProxyAuditSink)?
+    let audit: (any ProxyAccess)?
     let logger: Logger
     let ownUID = UInt32(getuid())  // conversion: uid_t is UInt32 on Linux
 
-    init(policy: ProxyPolicy, forwarder: ProxyForwarder, audit: (any ProxyAuditSink)?, logger: Logger) {
+    init(policy: ProxyPolicy, forwarder: ProxyForwarder, audit: (any ProxyAccess)?, logger: Logger) {
         current = Mutex(policy)
         self.forwarder = forwarder
         self.audit = audit
@@ -41,7 +41,7 @@ final class ProxyServer: Sendable {
     }
 
     /// Binds the policy's endpoint and serves until `stop`.
-    static func start(_ policy: ProxyPolicy, forwarder: ProxyForwarder, audit: (any ProxyAuditSink)?, logger: Logger) async throws -> ProxyServer {
+    static func start(_ policy: ProxyPolicy, forwarder: ProxyForwarder, audit: (any ProxyAccess)?, logger: Logger) async throws -> ProxyServer {
         let context = ProxyServerContext(policy: policy, forwarder: forwarder, audit: audit, logger: logger)
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

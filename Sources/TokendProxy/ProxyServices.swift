@@ -61,7 +61,14 @@ public struct ProxyAuditRecord: Sendable, Equatable {
     }
 }
 
-/// Hears each proxied request once it is decided (refused) or answered (forwarded).
-public protocol ProxyAuditSink: Sendable {
+/// The daemon's part in who uses a proxy: it hears each request once it is decided (refused) or
+/// answered (forwarded), and may refuse a peer at accept (a consumer limited to a systemd unit).
+public protocol ProxyAccess: Sendable {
     func record(_ record: ProxyAuditRecord)
+    /// Nil when `peer` may use `consumer`'s proxy, else the sentence that says why not.
+    func refusal(of peer: ProxyPeer, consumer: String) -> String?
+}
+
+extension ProxyAccess {
+    public func refusal(of peer: ProxyPeer, consumer: String) -> String? { nil }
 }

@@ -8,7 +8,7 @@ import NIOPosix
 /// whose address changed is stopped and bound again; one no longer configured stops.
 public actor ProxySupervisor {
     let tokens: any ProxyTokenSource
-    let audit: (any ProxyAuditSink)?
+    let audit: (any ProxyAccess)?
     let logger: Logger
     /// Made at `start`, shut down at `stop`: async-http-client traps on a client dropped unshut,
     /// and a daemon a test builds but never runs must not leave one behind.
@@ -20,7 +20,7 @@ public actor ProxySupervisor {
     var pending: [ProxySettings] = []
     var stopped = false
 
-    public init(tokens: any ProxyTokenSource, audit: (any ProxyAuditSink)?, logger: Logger) {
+    public init(tokens: any ProxyTokenSource, audit: (any ProxyAccess)?, logger: Logger) {
         self.tokens = tokens
         self.audit = audit
         self.logger = logger

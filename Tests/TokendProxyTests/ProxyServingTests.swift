@@ -118,6 +118,54 @@ import TokendTestSupport
         }
     }
 
+    @Test func aRedirectIsPassedBackNotFollowed() async throws {
+        try await ProxyWorld.with { world in
+            let answer = try await world.exchange("GET http://127.0.0.1:\(world.upstreamPort)/redirect HTTP/1.1\r\nConnection: close\r\n\r\n")
+            #expect(statusLine(answer) == "HTTP/1.1 302 Found")
+            #expect(answer.contains("Location: http://elsewhere.example.net/\r\n"))
+            #expect(world.audit.records.withLock { $0.last?.outcome } == .forwarded(status: 302))
+        }
+    }
+
+    @Test func expectContinueIsAnsweredByTheProxy() async throws {
+        try await ProxyWorld.with { world in
+            let answer = try await world.exchange(
+                "PUT http://127.0.0.1:\(world.upstreamPort)/up HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+            #expect(answer.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"))
+            #expect(body(answer).contains("bytes: 5\n") && !body(answer).lowercased().contains("expect:"))
+        }
+    }
+
+    /// A socket proxy: 0600, the peer's pid and uid from SO_PEERCRED, the file gone once stopped.
+    @Test func aSocketProxyServesItsOwnUserAndIsRemovedAtStop() async throws {
+        try await ProxyWorld.with { world in
+            let directory = try TemporaryDirectory()
+            defer { try? directory.remove() }
+            let path = directory.path + "/agent.sock"
+            let upstream = ProxyUpstreamSettings(origin: ProxyOrigin(secure: false, host: "127.0.0.1", port: world.upstreamPort), account: "work")
+            let problems = await world.supervisor.apply([ProxySettings(consumer: "agent", listen: .unix(path: path), upstreams: [upstream])])
+            #expect(problems.isEmpty, "\(problems)")
+            var info = stat()
+            #expect(lstat(path, &info) == 0 && info.st_mode & 0o777 == 0o600)
+            let answer = try await ProxyWorld.exchange(unixSocket: path, "GET http://127.0.0.1:\(world.upstreamPort)/s HTTP/1.1\r\nConnection: close\r\n\r\n")
+            #expect(statusLine(answer) == "HTTP/1.1 200 OK")
+            let record = try #require(world.audit.records.withLock { $0.last })
+            #expect(record.peer == ProxyPeer(pid: getpid(), uid: UInt32(getuid())))
+            await world.supervisor.apply([])
+            #expect(lstat(path, &info) != 0)
+        }
+    }
+
+    @Test func aPeerTheDaemonRefusesAtAcceptGetsOnly403() async throws {
+        try await ProxyWorld.with { world in
+            world.audit.refusing.withLock { $0["agent"] = "consumer agent is limited to unit app-build.scope" }
+            let answer = try await world.exchange("GET http://127.0.0.1:\(world.upstreamPort)/ HTTP/1.1\r\nConnection: close\r\n\r\n")
+            #expect(statusLine(answer) == "HTTP/1.1 403 Forbidden")
+            #expect(body(answer) == "tokend proxy: consumer agent is limited to unit app-build.scope\n")
+            #expect(world.tokens.asks.withLock { $0 }.isEmpty)
+        }
+    }
+
     @Test func aReloadAppliesToTheNextRequest() async throws {
         try await ProxyWorld.with { world in
             let target = "GET http://127.0.0.1:\(world.upstreamPort)/ HTTP/1.1\r\nConnection: close\r\n\r\n"

@@ -24,9 +24,12 @@ final class StubTokens: ProxyTokenSource {
     }
 }
 
-final class RecordingAudit: ProxyAuditSink {
+final class RecordingAudit: ProxyAccess {
     let records = Mutex<[ProxyAuditRecord]>([])
+    /// Consumers whose peers are refused at accept, and the reason.
+    let refusing = Mutex<[String: String]>([:])
     func record(_ record: ProxyAuditRecord) { records.withLock { $0.append(record) } }
+    func refusal(of peer: ProxyPeer, consumer: String) -> String? { refusing.withLock { $0[consumer] } }
 }
 
 /// A plain HTTP upstream on loopback (the proxy allows plain HTTP there): answers every request
@@ -45,6 +48,13 @@ final class EchoUpstream: ChannelInboundHandler, RemovableChannelHandler {
         case .body(let buffer):
             bytes += buffer.readableBytes
         case .end:
+            if head?.uri == "/redirect" {
+                // A redirect elsewhere: the proxy must pass it back, never follow it with the token.
+                let headers = HTTPHeaders([("Location", "http://elsewhere.example.net/"), ("Content-Length", "0")])
+                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .found, headers: headers))), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                return
+            }
             var text = "target: \(head?.uri ?? "")\n"
             for (name, value) in head?.headers ?? HTTPHeaders() { text += "\(name): \(value)\n" }
             text += "bytes: \(bytes)\n"
@@ -119,20 +129,7 @@ struct ProxyWorld {
                 do {
                     let fd = try LoopbackSocket.connect(port: port)
                     defer { close(fd) }
-                    var sent = 0
-                    while sent < request.count {
-                        let count = request.withUnsafeBytes { write(fd, $0.baseAddress! + sent, $0.count - sent) }
-                        if count <= 0 { break }
-                        sent += count
-                    }
-                    var answer: [UInt8] = []
-                    var buffer = [UInt8](repeating: 0, count: 65536)
-                    while true {
-                        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                        if count <= 0 { break }
-                        answer += buffer[0..<count]
-                    }
-                    continuation.resume(returning: String(decoding: answer, as: UTF8.self))
+                    continuation.resume(returning: Self.talk(fd, request))
                 } catch {
                     continuation.resume(throwing: error)
                 }
@@ -141,4 +138,42 @@ struct ProxyWorld {
     }
 
     func exchange(_ request: String) async throws -> String { try await exchange(Array(request.utf8)) }
+
+    /// Writes `request` whole on a connected socket, then reads the answer until the proxy closes.
+    static func talk(_ fd: Int32, _ request: [UInt8]) -> String {
+        var sent = 0
+        while sent < request.count {
+            let count = request.withUnsafeBytes { write(fd, $0.baseAddress! + sent, $0.count - sent) }
+            if count <= 0 { break }
+            sent += count
+        }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            answer += buffer[0..<count]
+        }
+        return String(decoding: answer, as: UTF8.self)
+    }
+
+    /// The same over a Unix socket at `path`.
+    static func exchange(unixSocket path: String, _ request: String) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)  // conversion: a C constant
+                defer { close(fd) }
+                var address = sockaddr_un()
+                address.sun_family = sa_family_t(AF_UNIX)
+                withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                    for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
+                }
+                let connected = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
+                guard connected == 0 else { return continuation.resume(throwing: POSIXError(.ECONNREFUSED)) }
+                continuation.resume(returning: Self.talk(fd, Array(request.utf8)))
+            }.start()
+        }
+    }
 }
