@@ -18,6 +18,8 @@ public struct Configuration: Sendable, Equatable {
     public var notify = true
     /// `store`, `pass_prefix`, `tpm2_tcti` and each account's `store`: where sessions are kept.
     public var stores = StoreSettings()
+    /// `[consumer.NAME]`: the clients with fewer rights, their sockets and proxies (ConsumerPolicy).
+    public var consumers: [String: ConsumerPolicy] = [:]
     /// Things worth a line in the log that do not stop the configuration from loading.
     public var warnings: [String] = []
 
