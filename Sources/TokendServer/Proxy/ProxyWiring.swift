@@ -30,6 +30,24 @@ struct ProxyService: Service {
 }
 
 extension Configuration {
-    /// Each consumer's `proxy` with its upstreams, as the proxy takes them.
-    var proxySettings: [ProxySettings] { [] }
+    /// Each consumer's `proxy` with its upstreams, as the proxy takes them: the values
+    /// Configuration+Consumers.swift parsed and checked, carried over, never parsed again.
+    var proxySettings: [ProxySettings] {
+        consumers.values.sorted { $0.name < $1.name }.compactMap { consumer in
+            guard let address = consumer.proxyAddress else { return nil }
+            let listen: ProxyEndpoint
+            switch address {
+            // `localhost` is bound as 127.0.0.1: resolving it could pick ::1 on one machine and
+            // 127.0.0.1 on another, and clients are told one address.
+            case .tcp(let host, let port): listen = .tcp(host: host == "localhost" ? "127.0.0.1" : host, port: port)
+            case .unix(let path): listen = .unix(path: path)
+            }
+            let upstreams = consumer.upstreams.map { upstream in
+                ProxyUpstreamSettings(
+                    origin: ProxyOrigin(secure: upstream.scheme == "https", host: upstream.host, port: upstream.port), ca: upstream.ca,
+                    account: upstream.account, kind: upstream.kind, audience: upstream.audience, scopes: upstream.scopes ?? [])
+            }
+            return ProxySettings(consumer: consumer.name, listen: listen, upstreams: upstreams)
+        }
+    }
 }
