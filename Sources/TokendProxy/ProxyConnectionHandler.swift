@@ -66,7 +66,8 @@ final class ProxyConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
     func start(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         let policy = server.policy()
         let target: ProxyTarget
-        switch ProxyTarget.parse(method: head.method, uri: head.uri) {
+        let host = policy.endpoint.isSocket ? head.headers.first(name: "host") : nil
+        switch ProxyTarget.parse(method: head.method, uri: head.uri, host: host) {
         case .failure(let refusal):
             return refuse(refusal, account: nil, upstream: String(head.uri.prefix(80)), method: head.method, context: context)
         case .success(let parsed):

@@ -6,6 +6,11 @@ public enum ProxyEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// An absolute path; created 0600 by tokend and removed when the proxy stops.
     case unix(path: String)
 
+    var isSocket: Bool {
+        if case .unix = self { return true }
+        return false
+    }
+
     public var description: String {
         switch self {
         case .tcp(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"

@@ -54,13 +54,23 @@ public struct ProxyTarget: Sendable, Equatable {
     public var pathAndQuery: String
 
     /// Reads the request line's target. A forward proxy is sent `http://host[:port]/path`
-    /// (RFC 9112 §3.2.2); everything else is refused with what to do instead.
-    public static func parse(method: HTTPMethod, uri: String) -> Result<ProxyTarget, ProxyRefusal> {
+    /// (RFC 9112 §3.2.2); everything else is refused with what to do instead. `host`: the `Host`
+    /// field where an origin-form target (`/path`) is taken too: on a socket proxy, so that
+    /// `curl --unix-socket SOCK http://api.example.com/path` (which sends `GET /path`, `Host:
+    /// api.example.com`) works from a sandbox that has the socket and no network.
+    public static func parse(method: HTTPMethod, uri: String, host: String? = nil) -> Result<ProxyTarget, ProxyRefusal> {
         if method == .CONNECT {
             return .failure(ProxyRefusal(
                 .methodNotAllowed, .connect,
                 "CONNECT is refused: inside a tunnel the client's own TLS reaches the upstream, and tokend has nothing to put the token in. Send plain http://HOST/PATH through this proxy (http_proxy, not https_proxy): tokend makes the TLS connection itself and adds the token",
                 headers: [("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")]))
+        }
+        if let host, uri.hasPrefix("/") {
+            guard let (name, port) = ProxyOrigin.authority(Substring(host)) else {
+                return .failure(ProxyRefusal(.badRequest, .badRequest, "the Host field is not a valid host and port"))
+            }
+            let path = uri.firstIndex(of: "#").map { String(uri[..<$0]) } ?? uri
+            return .success(ProxyTarget(host: name, port: port, pathAndQuery: path))
         }
         let lowered = uri.prefix(8).lowercased()
         guard lowered.hasPrefix("http://") else {

@@ -21,6 +21,16 @@ import TokendCore
         #expect(try ProxyTarget.parse(method: .GET, uri: "http://[::1]:9/a").get() == ProxyTarget(host: "::1", port: 9, pathAndQuery: "/a"))
     }
 
+    /// On a socket proxy the origin-form `curl --unix-socket` sends is read with its Host field.
+    @Test func anOriginFormTargetIsReadWithItsHostWhereAllowed() throws {
+        #expect(try ProxyTarget.parse(method: .GET, uri: "/v1/x?q=1", host: "API.example.com").get() == ProxyTarget(host: "api.example.com", port: nil, pathAndQuery: "/v1/x?q=1"))
+        #expect(try ProxyTarget.parse(method: .GET, uri: "/", host: "localhost:8443").get() == ProxyTarget(host: "localhost", port: 8443, pathAndQuery: "/"))
+        #expect(throws: ProxyRefusal.self) { try ProxyTarget.parse(method: .GET, uri: "/", host: "user@evil").get() }
+        #expect(throws: ProxyRefusal.self) { try ProxyTarget.parse(method: .GET, uri: "/v1/x").get() }
+        // An absolute target still wins over Host (RFC 9112 §3.2.2).
+        #expect(try ProxyTarget.parse(method: .GET, uri: "http://a.example.com/", host: "b.example.com").get().host == "a.example.com")
+    }
+
     @Test func connectIsRefusedWithTheReason() {
         guard case .failure(let refusal) = ProxyTarget.parse(method: .CONNECT, uri: "api.example.com:443") else {
             Issue.record("CONNECT was accepted")

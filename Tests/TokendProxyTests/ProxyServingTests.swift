@@ -151,6 +151,12 @@ import TokendTestSupport
             #expect(statusLine(answer) == "HTTP/1.1 200 OK")
             let record = try #require(world.audit.records.withLock { $0.last })
             #expect(record.peer == ProxyPeer(pid: getpid(), uid: UInt32(getuid())))
+            // What `curl --unix-socket SOCK http://HOST/PATH` sends: origin form, the host in Host.
+            let originForm = try await ProxyWorld.exchange(unixSocket: path, "GET /o?x=1 HTTP/1.1\r\nHost: 127.0.0.1:\(world.upstreamPort)\r\nConnection: close\r\n\r\n")
+            #expect(statusLine(originForm) == "HTTP/1.1 200 OK")
+            #expect(body(originForm).hasPrefix("target: /o?x=1\n"))
+            let elsewhere = try await ProxyWorld.exchange(unixSocket: path, "GET / HTTP/1.1\r\nHost: evil.example.com\r\nConnection: close\r\n\r\n")
+            #expect(statusLine(elsewhere) == "HTTP/1.1 403 Forbidden")
             await world.supervisor.apply([])
             #expect(lstat(path, &info) != 0)
         }
