@@ -30,6 +30,12 @@ public enum ProxyBounds {
     /// Silence on the upstream connection while a response is awaited or streamed: 5 minutes, so
     /// a long-running API call or a slow download still passes, while a dead upstream is let go.
     public static let readTimeout: Int64 = 300
+    /// Silence from a client that has no request in flight (before its first, between two):
+    /// 60 s, nginx's `client_header_timeout`; a kept-alive client reconnects at once.
+    public static let idleTimeout: Int64 = 60
+    /// Connections one proxy serves at once: 128, far above a client's pool (python requests
+    /// keeps 10), so that a runaway client cannot take the daemon's descriptors from its socket.
+    public static let maximumConnections = 128
     /// The token must outlive the request by this much (seconds): the engine refreshes first if
     /// it would not. A minute, the `token` op's default: an API call answers well within it.
     public static let tokenMinValid: Double = 60

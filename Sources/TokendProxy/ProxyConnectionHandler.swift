@@ -43,8 +43,30 @@ final class ProxyConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func channelActive(context: ChannelHandlerContext) {
         ProxyPeerReader.read(context.channel, into: NIOLoopBound(self, eventLoop: context.eventLoop))
-        if peer.uid == server.ownUID { peerRefusal = server.audit?.refusal(of: peer, consumer: server.policy().consumer) }
         context.fireChannelActive()
+        guard peer.uid == server.ownUID else {
+            // Another user's process, or one gone before it was looked up: closed at once, before
+            // a byte is read (as the daemon's socket does), so it cannot hold a connection either.
+            // No answer: HTTP has none for a request not yet sent.
+            state = .refusing
+            var record = ProxyAuditRecord(consumer: server.policy().consumer, account: nil, upstream: "", method: "", outcome: .refused(.otherUser), peer: peer)
+            record.reason = "the peer is not a process of uid \(server.ownUID)"
+            server.audit?.record(record)
+            server.logger.info("proxy closed a connection of another user", metadata: ["consumer": "\(server.policy().consumer)", "uid": "\(peer.uid.map(String.init) ?? "unknown")"])
+            context.close(promise: nil)
+            return
+        }
+        peerRefusal = server.audit?.refusal(of: peer, consumer: server.policy().consumer)
+    }
+
+    /// No request for `ProxyBounds.idleTimeout`: the connection goes. A request in flight (a long
+    /// download, a slow upstream) is not idle, however quiet the client is.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read, case .idle = state {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -74,11 +96,6 @@ final class ProxyConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             target = parsed
         }
         let asked = ProxyOrigin(secure: false, host: target.host, port: target.port ?? 80).description
-        guard peer.uid == server.ownUID else {
-            return refuse(
-                ProxyRefusal(.forbidden, .otherUser, "this proxy serves only the processes of the user tokend runs as (uid \(server.ownUID))"),
-                account: nil, upstream: asked, method: head.method, context: context)
-        }
         if let why = peerRefusal {
             return refuse(ProxyRefusal(.forbidden, .otherUser, why), account: nil, upstream: asked, method: head.method, context: context)
         }

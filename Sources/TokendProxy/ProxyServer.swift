@@ -17,6 +17,8 @@ final class ProxyServerContext: Sendable {
     let audit: (any ProxyAccess)?
     let logger: Logger
     let ownUID = UInt32(getuid())  // conversion: uid_t is UInt32 on Linux
+    /// Open connections, against `ProxyBounds.maximumConnections`.
+    let connections = Atomic<Int>(0)
 
     init(policy: ProxyPolicy, forwarder: ProxyForwarder, audit: (any ProxyAccess)?, logger: Logger) {
         current = Mutex(policy)
@@ -47,8 +49,15 @@ final class ProxyServer: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 64)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                // Over the cap the connection is closed at once, before a byte is read.
+                guard context.connections.add(1, ordering: .relaxed).newValue <= ProxyBounds.maximumConnections else {
+                    context.connections.subtract(1, ordering: .relaxed)
+                    return channel.close()
+                }
+                channel.closeFuture.whenComplete { _ in context.connections.subtract(1, ordering: .relaxed) }
+                return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
+                    try pipeline.addHandler(IdleStateHandler(readTimeout: .seconds(ProxyBounds.idleTimeout)))
                     try pipeline.addHandler(HTTPResponseEncoder())
                     // The decoder's limits bound the target, each field and the head (ProxyBounds).
                     try pipeline.addHandler(
@@ -101,7 +110,7 @@ final class ProxyServer: Sendable {
 /// Who is at the other end of a connection, from the kernel. Until it is known the peer counts as
 /// another user's (refused).
 enum ProxyPeerReader {
-    static let unknown = ProxyPeer(uid: UInt32.max)
+    static let unknown = ProxyPeer()
 
     /// Sets `handler`'s peer: SO_PEERCRED on a Unix socket (read at once on the channel's own
     /// loop), the loopback socket's owner on TCP (LoopbackPeer: sock_diag, else /proc/net/tcp).

@@ -172,6 +172,38 @@ import TokendTestSupport
         }
     }
 
+    /// Past the cap a connection is closed before a byte is read; one closing makes room again.
+    @Test func connectionsAreCapped() async throws {
+        try await ProxyWorld.with { world in
+            let request = Array("GET http://127.0.0.1:\(world.upstreamPort)/ HTTP/1.1\r\nConnection: close\r\n\r\n".utf8)
+            var open: [Int32] = []
+            for _ in 0..<ProxyBounds.maximumConnections { open.append(try LoopbackSocket.connect(port: world.proxyPort)) }
+            // The last of them is served.
+            let last = open.removeLast()
+            #expect(statusLine(ProxyWorld.talk(last, request)) == "HTTP/1.1 200 OK")
+            close(last)
+            open.append(try LoopbackSocket.connect(port: world.proxyPort))
+            // One more than the cap (once the proxy counted the closed one): closed unanswered.
+            let deadline = Date().addingTimeInterval(Patience.seconds)
+            var refused = false
+            while !refused, Date() < deadline {
+                let extra = try LoopbackSocket.connect(port: world.proxyPort)
+                refused = ProxyWorld.talk(extra, request).isEmpty
+                close(extra)
+            }
+            #expect(refused)
+            for fd in open { close(fd) }
+            // All closed: served again.
+            var served = false
+            while !served, Date() < deadline {
+                let next = try LoopbackSocket.connect(port: world.proxyPort)
+                served = statusLine(ProxyWorld.talk(next, request)) == "HTTP/1.1 200 OK"
+                close(next)
+            }
+            #expect(served)
+        }
+    }
+
     @Test func aReloadAppliesToTheNextRequest() async throws {
         try await ProxyWorld.with { world in
             let target = "GET http://127.0.0.1:\(world.upstreamPort)/ HTTP/1.1\r\nConnection: close\r\n\r\n"
