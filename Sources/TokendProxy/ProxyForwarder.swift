@@ -124,7 +124,16 @@ struct ProxyForwarder: Sendable {
     /// account needs the user (a login) or the configuration: said with the daemon's own advice.
     static func noToken(_ error: TokendError, account: String) -> ProxyRefusal {
         let transient: Set<TokendError.Code> = [.unavailable, .keyringLocked, .keyringUnavailable]
-        let message = "no token for account \(account) (\(error.code.rawValue)): \(error.message)"
+        // The next step is the user's, on the main socket: the proxy's client cannot take it.
+        let next: String
+        switch error.code {
+        case .needsLogin: next = "the user signs in with: tokenctl login \(account)"
+        case .keyringLocked, .keyringUnavailable: next = "the user unlocks the keyring; try again later"
+        case .unavailable: next = "try again later"
+        case .configError: next = "the user fixes tokend's configuration: tokenctl status \(account)"
+        default: next = "the user sees why with: tokenctl status \(account)"
+        }
+        let message = "no token for account \(account) (\(error.code.rawValue)): \(error.message); \(next)"
         return transient.contains(error.code)
             ? ProxyRefusal(.serviceUnavailable, .noToken, message, headers: [("Retry-After", "30")])
             : ProxyRefusal(.badGateway, .noToken, message)

@@ -47,7 +47,9 @@ final class ProxyServer: Sendable {
         let context = ProxyServerContext(policy: policy, forwarder: forwarder, audit: audit, logger: logger)
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelOption(.backlog, value: 64)
+            // Above the connection cap: a burst of clients waits in the kernel instead of having
+            // its handshake dropped (seen: a 128-connection burst on a 64 backlog lost some).
+            .serverChannelOption(.backlog, value: Int32(ProxyBounds.maximumConnections * 2))  // conversion: a constant, 256
             .childChannelInitializer { channel in
                 // Over the cap the connection is closed at once, before a byte is read.
                 guard context.connections.add(1, ordering: .relaxed).newValue <= ProxyBounds.maximumConnections else {

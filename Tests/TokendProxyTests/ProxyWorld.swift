@@ -143,7 +143,8 @@ struct ProxyWorld {
     static func talk(_ fd: Int32, _ request: [UInt8]) -> String {
         var sent = 0
         while sent < request.count {
-            let count = request.withUnsafeBytes { write(fd, $0.baseAddress! + sent, $0.count - sent) }
+            // MSG_NOSIGNAL: a proxy that closed first (the cap) must not SIGPIPE the test process.
+            let count = request.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
             if count <= 0 { break }
             sent += count
         }

@@ -83,7 +83,7 @@ public enum LoopbackPeer {
             let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
             guard bytes.count == 16 else { return nil }
             let words = stride(from: 0, to: 16, by: 4).map { index in
-                bytes[index..<index + 4].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32(truncatingIfNeeded: $1) }
+                bytes[index..<index + 4].reversed().reduce(0 as UInt32) { $0 << 8 | UInt32(truncatingIfNeeded: $1) }
             }
             return words.map { hex($0, digits: 8) }.joined() + ":" + portText
         default:
