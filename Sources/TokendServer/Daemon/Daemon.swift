@@ -75,6 +75,10 @@ public final class Daemon: Service, Sendable {
     public let hub: EventHub
     let hooks: HookRunner
     let listener: SocketListener
+    /// `[consumer.NAME]`'s sockets, served beside the main one (Connections/ConsumerSockets.swift).
+    let consumers: ConsumerSockets
+    /// Every served token, refusal and management call (Audit/).
+    public let audit: AuditLog
     let transport: HTTPTransport
     let store: any SecretStore
     let idleMemory: IdleMemory
@@ -141,8 +145,14 @@ public final class Daemon: Service, Sendable {
         self.idleMemory = idleMemory
         let reloads = ReloadQueue()
         self.reloads = reloads
-        self.listener = SocketListener(
-            handler: RequestRouter(engine: engine, hub: hub, version: Self.version, configuration: reloads), logger: logger, onConnection: { idleMemory.noteWork() })
+        let environment = Environment(options.environment)
+        let audit = AuditLog(
+            directory: AuditRecord.directory(environment: environment), journal: JournaldLogHandler.stderrIsJournal(options.environment), clock: engine.clock,
+            logger: logger)
+        self.audit = audit
+        let router = RequestRouter(engine: engine, hub: hub, version: Self.version, configuration: reloads, audit: audit)
+        self.listener = SocketListener(handler: router, logger: logger, onConnection: { idleMemory.noteWork() })
+        self.consumers = ConsumerSockets(router: router, logger: logger, onConnection: { idleMemory.noteWork() })
     }
 
     static func provider(for configuration: AccountConfiguration, transport: HTTPTransport) -> any TokenProvider {
@@ -210,6 +220,10 @@ public final class Daemon: Service, Sendable {
         // Only once the socket is this process's (or systemd's, handed over): the files of a
         // daemon still serving it are its own, and a start refused above changes nothing on disk.
         engine.tokenFiles.start(removingLeftoversIn: TokenFileDirectory.path(environment: options.environment), keeping: loaded.tokenFiles)
+        // The consumers' sockets too, once the main one is ours (a refused start touches none).
+        let activatedConsumers = try SystemdIntegration.activatedConsumerDescriptors(environment: options.environment)
+        consumers.take(activated: activatedConsumers)
+        if let configuration = loaded.configuration { await consumers.apply(configuration, mainSocket: socketPath) }
         return Prepared(added: loaded.added, hookEvents: hookEvents, activatedDescriptor: activated, hangups: Self.hangups())
     }
 
@@ -231,6 +245,7 @@ public final class Daemon: Service, Sendable {
         await engine.writeBackBeforeStopping()
         _ = await store.state()
         await transport.shutdown()  // AsyncHTTPClient traps if its client is dropped unshut
+        audit.stop()  // what is pending is written first
     }
 
     /// Graceful shutdown's first step: systemd hears STOPPING, no new client is accepted, and
@@ -239,6 +254,7 @@ public final class Daemon: Service, Sendable {
         SystemdIntegration.notify("STOPPING=1\nSTATUS=stopping", environment: options.environment)
         logger.info("shutting down")
         listener.stop()
+        consumers.stop()
         lifecycle(.stoppedAccepting)
     }
 
