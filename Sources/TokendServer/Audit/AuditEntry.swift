@@ -50,9 +50,9 @@ public struct AuditEntry: Sendable, Equatable {
 
     /// Equal but for the time: a repeat that folds into the entry before it.
     func repeats(_ other: AuditEntry) -> Bool {
-        var same = other
-        same.time = time
-        return same == self
+        // The cheap fields first: on the listening thread, most entries differ by pid or account.
+        caller.peer.pid == other.caller.peer.pid && op == other.op && account == other.account && kind == other.kind && failure == other.failure
+            && caller == other.caller && audience == other.audience && scope == other.scope && upstream == other.upstream
     }
 
     /// The record written for this entry (`count` of them, the last at `until`).

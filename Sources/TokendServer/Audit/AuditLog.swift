@@ -20,6 +20,13 @@ public final class AuditLog: Sendable {
     public static let maximumPending = 8192
     /// A refusal's message in a record, cut: tokend's own sentences are far shorter.
     static let maximumReasonLength = 512
+    /// How long the writer, once woken, lets records gather before it takes them: a burst (a
+    /// build farm's `tokenctl token` calls, a persistent client's lines) becomes a few folded
+    /// lines and one write, and the listening thread wakes it at most ten times a second.
+    /// Nothing waits on it: a record is visible in the file this much later.
+    static let batchWindow: Int = 100_000_000  // nanoseconds
+    /// How many entries back a repeat is looked for: clients of a few accounts interleave.
+    static let foldWindow = 16
 
     struct Pending {
         var entries: [AuditEntry] = []
@@ -66,10 +73,16 @@ public final class AuditLog: Sendable {
     public func record(_ entry: AuditEntry) {
         pending.withLock { pending in
             guard !pending.stopped else { return }
-            if let last = pending.entries.indices.last, pending.entries[last].repeats(entry) {
-                pending.counts[last] += 1
-                pending.lastTimes[last] = entry.time
-                return
+            // The entry before first: a persistent client repeats its own line.
+            var index = pending.entries.count - 1
+            let oldest = max(0, pending.entries.count - Self.foldWindow)
+            while index >= oldest {
+                if pending.entries[index].repeats(entry) {
+                    pending.counts[index] += 1
+                    pending.lastTimes[index] = entry.time
+                    return
+                }
+                index -= 1
             }
             guard pending.entries.count < Self.maximumPending else {
                 pending.dropped += 1
@@ -138,6 +151,11 @@ public final class AuditLog: Sendable {
         while true {
             let count = bytes.withUnsafeMutableBytes { read(wakeReader, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
+            if count > 0, !pending.withLock({ $0.stopped }) {
+                var window = timespec(tv_sec: 0, tv_nsec: Self.batchWindow)
+                var left = timespec()
+                while nanosleep(&window, &left) != 0, errno == EINTR { window = left }
+            }
             flush()
             if count <= 0 || pending.withLock({ $0.stopped }) { break }
         }

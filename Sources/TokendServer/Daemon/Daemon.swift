@@ -147,8 +147,10 @@ public final class Daemon: Service, Sendable {
         self.reloads = reloads
         let environment = Environment(options.environment)
         let audit = AuditLog(
-            directory: AuditRecord.directory(environment: environment), journal: JournaldLogHandler.stderrIsJournal(options.environment), clock: engine.clock,
-            logger: logger)
+            directory: AuditRecord.directory(environment: environment), journal: JournaldLogHandler.stderrIsJournal(options.environment),
+            // The system's clock unless a test gave one: one clock read per record on the listening
+            // thread, where the engine's ForwardClock takes two and a lock.
+            clock: engine.clock is ForwardClock ? SystemWallClock() : engine.clock, logger: logger)
         self.audit = audit
         let router = RequestRouter(engine: engine, hub: hub, version: Self.version, configuration: reloads, audit: audit)
         self.listener = SocketListener(handler: router, logger: logger, onConnection: { idleMemory.noteWork() })
