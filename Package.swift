@@ -160,7 +160,7 @@ let package = Package(
         .testTarget(
             name: "TokendServerTests",
             dependencies: [
-                "TokendServer", "TokendSystem", "TokendTestSupport", "TokendFakes", "TokendTestClock",
+                "TokendServer", "TokendProxy", "TokendSystem", "TokendTestSupport", "TokendFakes", "TokendTestClock",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]),
         .testTarget(name: "TokenctlTests", dependencies: ["TokenctlKit", "TokendTestSupport"]),

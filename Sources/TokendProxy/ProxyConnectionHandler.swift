@@ -37,7 +37,7 @@ final class ProxyConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         self.context = context
     }
 
-    /// Set at accept when the daemon refuses the peer (`ProxyAccess.refusal`): every request is
+    /// Set at accept when the daemon refuses the peer (`ProxyAccess.admit`): every request is
     /// answered 403 with it.
     var peerRefusal: String?
 
@@ -56,7 +56,7 @@ final class ProxyConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             context.close(promise: nil)
             return
         }
-        peerRefusal = server.audit?.refusal(of: peer, consumer: server.policy().consumer)
+        if let admitted = server.audit?.admit(peer, consumer: server.policy().consumer) { (peer, peerRefusal) = admitted }
     }
 
     /// No request for `ProxyBounds.idleTimeout`: the connection goes. A request in flight (a long

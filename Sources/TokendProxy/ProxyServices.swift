@@ -11,10 +11,16 @@ public protocol ProxyTokenSource: Sendable {
 public struct ProxyPeer: Sendable, Equatable {
     public var pid: Int32?
     public var uid: UInt32?
+    /// What the daemon read of the pid at accept (`ProxyAccess.admit`): its executable and cgroup,
+    /// for the audit, while the process surely still runs.
+    public var executable: String?
+    public var cgroup: String?
 
-    public init(pid: Int32? = nil, uid: UInt32? = nil) {
+    public init(pid: Int32? = nil, uid: UInt32? = nil, executable: String? = nil, cgroup: String? = nil) {
         self.pid = pid
         self.uid = uid
+        self.executable = executable
+        self.cgroup = cgroup
     }
 }
 
@@ -61,14 +67,16 @@ public struct ProxyAuditRecord: Sendable, Equatable {
     }
 }
 
-/// The daemon's part in who uses a proxy: it hears each request once it is decided (refused) or
-/// answered (forwarded), and may refuse a peer at accept (a consumer limited to a systemd unit).
+/// The daemon's part in who uses a proxy: at accept it completes what is known of a peer of the
+/// user (executable, cgroup) and may refuse it (a consumer limited to a systemd unit); it hears
+/// each request once it is decided (refused) or answered (forwarded).
 public protocol ProxyAccess: Sendable {
     func record(_ record: ProxyAuditRecord)
-    /// Nil when `peer` may use `consumer`'s proxy, else the sentence that says why not.
-    func refusal(of peer: ProxyPeer, consumer: String) -> String?
+    /// The peer as the daemon knows it, and nil when it may use `consumer`'s proxy, else the
+    /// sentence that says why not.
+    func admit(_ peer: ProxyPeer, consumer: String) -> (peer: ProxyPeer, refusal: String?)
 }
 
 extension ProxyAccess {
-    public func refusal(of peer: ProxyPeer, consumer: String) -> String? { nil }
+    public func admit(_ peer: ProxyPeer, consumer: String) -> (peer: ProxyPeer, refusal: String?) { (peer, nil) }
 }

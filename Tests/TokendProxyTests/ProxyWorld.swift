@@ -29,7 +29,7 @@ final class RecordingAudit: ProxyAccess {
     /// Consumers whose peers are refused at accept, and the reason.
     let refusing = Mutex<[String: String]>([:])
     func record(_ record: ProxyAuditRecord) { records.withLock { $0.append(record) } }
-    func refusal(of peer: ProxyPeer, consumer: String) -> String? { refusing.withLock { $0[consumer] } }
+    func admit(_ peer: ProxyPeer, consumer: String) -> (peer: ProxyPeer, refusal: String?) { (peer, refusing.withLock { $0[consumer] }) }
 }
 
 /// A plain HTTP upstream on loopback (the proxy allows plain HTTP there): answers every request
