@@ -31,7 +31,8 @@ let package = Package(
         // The fakes' HTTP server (tests and the demo only; the daemon never links it).
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
-        // A fleet's mutual TLS to etcd (TokendFleet); already in the tree under async-http-client.
+        // A fleet's mutual TLS to etcd (TokendFleet) and the proxy's upstream CA (`ca = "…"`,
+        // TokendProxy); already in the tree under async-http-client.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
@@ -85,10 +86,24 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
+        // The consumers' HTTP forward proxy that adds the token (README, "The proxy"): NIO's HTTP/1
+        // codecs toward the client, async-http-client toward the upstream. TokendProviders for its
+        // loopback peer check (LoopbackPeer) alone.
+        .target(
+            name: "TokendProxy",
+            dependencies: [
+                "TokendCore", "TokendProviders", "CTokendShims",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]),
         .target(
             name: "TokendServer",
             dependencies: [
-                "TokendCore", "TokendSystem", "TokendProtocol", "TokendKeyring", "TokendProviders", "TokendFleet", "CTokendShims",
+                "TokendCore", "TokendSystem", "TokendProtocol", "TokendKeyring", "TokendProviders", "TokendFleet", "TokendProxy", "CTokendShims",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -160,10 +175,19 @@ let package = Package(
         .testTarget(
             name: "TokendServerTests",
             dependencies: [
-                "TokendServer", "TokendSystem", "TokendTestSupport", "TokendFakes", "TokendTestClock",
+                "TokendServer", "TokendProxy", "TokendSystem", "TokendTestSupport", "TokendFakes", "TokendTestClock",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]),
         .testTarget(name: "TokenctlTests", dependencies: ["TokenctlKit", "TokendTestSupport"]),
+        .testTarget(
+            name: "TokendProxyTests",
+            dependencies: [
+                "TokendProxy", "TokendCore", "TokendTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["TokendProtocol", "TokendTestSupport", "TokendFakes", "TokendKeyring", "TokendProviders", "TokendServer"]),

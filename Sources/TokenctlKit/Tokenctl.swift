@@ -19,7 +19,7 @@ public struct Tokenctl: ParsableCommand {
             """,
         version: tokendVersion,
         subcommands: [
-            Token.self, Status.self, List.self, Refresh.self, Login.self, Account.self, Import.self, Logout.self, Watch.self, Reload.self, Store.self,
+            Token.self, Status.self, List.self, Refresh.self, Login.self, Account.self, Import.self, Logout.self, Watch.self, Reload.self, Store.self, Audit.self,
             Exec.self, Header.self, ExecCredential.self, GitCredential.self,
         ])
 

@@ -14,6 +14,10 @@ struct TokenctlError: Error, Equatable, CustomStringConvertible {
         case temporary
         case needsLogin
         case configuration
+        /// A consumer socket's policy refuses what was asked (`forbidden`): as a configuration
+        /// error, it is the config (`[consumer.NAME]`) that would have to change, and a script
+        /// tells it from `needs_login` (77).
+        case forbidden
         /// Stdout's reader went away (EPIPE): `watch` ends quietly on it.
         case outputClosed
         /// Everything else: `internal`, `too_large`, `unsupported_op`, protocol mismatches.
@@ -26,7 +30,7 @@ struct TokenctlError: Error, Equatable, CustomStringConvertible {
             case .notReachable: 69  // EX_UNAVAILABLE
             case .temporary: 75  // EX_TEMPFAIL
             case .needsLogin: 77  // EX_NOPERM
-            case .configuration: 78  // EX_CONFIG
+            case .configuration, .forbidden: 78  // EX_CONFIG
             case .outputClosed, .failure: 1
             }
         }
@@ -96,6 +100,10 @@ extension TokenctlError {
             self.init(
                 .configuration, "tokend's configuration is wrong\(detail)",
                 next: "fix \(Self.configPath(environment)) (see the message), then: systemctl --user reload tokend")
+        case .forbidden:
+            self.init(
+                .forbidden, said.isEmpty ? "this socket's policy does not allow that" : said,
+                next: "ask within what the policy allows, or have [consumer.NAME] in tokend's configuration widened")
         case .badRequest:
             self.init(.usage, "tokend refused the request\(detail)", next: "check the arguments (tokenctl --help)")
         case .tooLarge:

@@ -20,6 +20,9 @@ public struct TokendError: Error, Sendable, Equatable, Codable, CustomStringConv
         public static let keyringLocked = Code(rawValue: "keyring_locked")
         public static let keyringUnavailable = Code(rawValue: "keyring_unavailable")
         public static let configError = Code(rawValue: "config_error")
+        /// A consumer socket's policy refuses the op, kind, audience, scopes or `min_valid` asked
+        /// (README, "Consumers"); the message says what it allows.
+        public static let forbidden = Code(rawValue: "forbidden")
         public static let `internal` = Code(rawValue: "internal")
     }
 

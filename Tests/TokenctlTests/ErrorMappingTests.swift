@@ -8,7 +8,7 @@ import Testing
 struct ErrorMappingTests {
     static let pinned: [(TokendError.Code, Int32)] = [
         (.badRequest, 64), (.tooLarge, 1), (.unsupportedOp, 1), (.unknownAccount, 67), (.needsLogin, 77),
-        (.unavailable, 75), (.keyringLocked, 75), (.keyringUnavailable, 75), (.configError, 78), (.internal, 1),
+        (.unavailable, 75), (.keyringLocked, 75), (.keyringUnavailable, 75), (.configError, 78), (.forbidden, 78), (.internal, 1),
         (TokendError.Code(rawValue: "a_code_from_the_future"), 1),
     ]
 
@@ -25,7 +25,8 @@ struct ErrorMappingTests {
     @Test func exitCodesAreTheSysexitsOfDesign6() {
         let expected: [TokenctlError.Code: Int32] = [
             .usage: 64, .unknownAccount: 67, .notReachable: 69, .temporary: 75, .needsLogin: 77, .configuration: 78,
-            .outputClosed: 1, .failure: 1,
+            // A consumer socket's policy (issue 49): as the configuration, and never 77.
+            .forbidden: 78, .outputClosed: 1, .failure: 1,
         ]
         for code in TokenctlError.Code.allCases { #expect(code.exitCode == expected[code], "\(code)") }
     }

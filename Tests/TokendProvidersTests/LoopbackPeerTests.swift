@@ -36,6 +36,14 @@ import TokendTestSupport
 }
 
 extension LoopbackPeerTests {
+    /// IPv6 addresses as /proc/net/tcp6 prints them (the proxy may listen on [::1]): four 32-bit
+    /// words, each in host order; the port big-endian. `::1` is the row `ss` and the kernel show.
+    @Test func anIPv6AddressIsKeyedAsTcp6PrintsIt() throws {
+        #expect(LoopbackPeer.key(try SocketAddress(ipAddress: "::1", port: 8080)) == "00000000000000000000000001000000:1F90")
+        #expect(LoopbackPeer.key(try SocketAddress(ipAddress: "2001:db8::1:2", port: 443)) == "B80D0120000000000000000002000100:01BB")
+        #expect(LoopbackPeer.key(try SocketAddress(ipAddress: "127.0.0.1", port: 8080)) == "0100007F:1F90")
+    }
+
     /// The table read to its end, past the first page: with 200 sockets open, the row of the
     /// last one is found. Before, Foundation's read stopped after 27 rows.
     @Test func theWholeTableIsRead() throws {

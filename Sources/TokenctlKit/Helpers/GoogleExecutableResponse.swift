@@ -75,6 +75,7 @@ extension TokenctlError.Code {
         case .temporary: "temporary"
         case .needsLogin: "needs_login"
         case .configuration: "configuration"
+        case .forbidden: "forbidden"
         case .outputClosed: "output_closed"
         case .failure: "failure"
         }

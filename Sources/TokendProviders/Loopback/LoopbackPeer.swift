@@ -8,11 +8,12 @@ import Glibc
 /// Who owns the other end of a loopback TCP connection. Unlike a Unix socket, TCP carries no
 /// peer credentials, but on loopback both ends are sockets of this machine's kernel, which lists
 /// each with its owner's uid in /proc/net/tcp (and tcp6). The peer's socket is the one whose local
-/// address is our remote address and whose remote address is our local one.
-enum LoopbackPeer {
+/// address is our remote address and whose remote address is our local one. Public for the
+/// proxy's loopback listener (TokendProxy), which serves only its own user's processes too.
+public enum LoopbackPeer {
     /// The owner's uid, or nil when no such socket is listed (it closed, or it is not on this
     /// machine): callers refuse a connection whose owner is unknown.
-    static func owner(peer: SocketAddress, local: SocketAddress) -> uid_t? {
+    public static func owner(peer: SocketAddress, local: SocketAddress) -> uid_t? {
         // The kernel's exact lookup first; /proc/net/tcp (a table read in pieces, which can miss
         // a row while sockets come and go) only where sock_diag is not allowed.
         if case .v4(let peerV4) = peer, case .v4(let localV4) = local {
@@ -69,12 +70,25 @@ enum LoopbackPeer {
     }
 
     /// An address as /proc/net/tcp prints it: the IPv4 address as the 32-bit word in host
-    /// (little-endian) order, the port big-endian, both upper-case hex. IPv4 only: the listener
-    /// binds 127.0.0.1.
+    /// (little-endian) order, the port big-endian, both upper-case hex. IPv6 (/proc/net/tcp6, for
+    /// the proxy's `[::1]`): the 16 bytes as four such words.
     static func key(_ address: SocketAddress) -> String? {
-        guard case .v4(let v4) = address, let port = address.port else { return nil }
-        let word = v4.address.sin_addr.s_addr  // network order in memory, printed as a host-order word
-        return hex(UInt32(littleEndian: word), digits: 8) + ":" + hex(UInt32(truncatingIfNeeded: port), digits: 4)
+        guard let port = address.port else { return nil }
+        let portText = hex(UInt32(truncatingIfNeeded: port), digits: 4)
+        switch address {
+        case .v4(let v4):
+            let word = v4.address.sin_addr.s_addr  // network order in memory, printed as a host-order word
+            return hex(UInt32(littleEndian: word), digits: 8) + ":" + portText
+        case .v6(let v6):
+            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+            guard bytes.count == 16 else { return nil }
+            let words = stride(from: 0, to: 16, by: 4).map { index in
+                bytes[index..<index + 4].reversed().reduce(0 as UInt32) { $0 << 8 | UInt32(truncatingIfNeeded: $1) }
+            }
+            return words.map { hex($0, digits: 8) }.joined() + ":" + portText
+        default:
+            return nil
+        }
     }
 
     static func hex(_ value: UInt32, digits: Int) -> String {

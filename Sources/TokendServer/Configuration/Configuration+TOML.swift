@@ -6,7 +6,7 @@ import TokendProviders
 extension Configuration {
     /// Keys every account table may have, whatever its provider; the rest belong to the provider.
     static let commonKeys: Set<String> = ["provider", "refresh_before", "git_hosts", "git_username", "registry_hosts", "registry_username", "sink", "store", "fleet", PlainHTTP.optInKey]
-    static let topLevelKeys: Set<String> = Set(["account", "hooks", "notify", "fleet"]).union(storeKeys)
+    static let topLevelKeys: Set<String> = Set(["account", "hooks", "notify", "fleet", "consumer"]).union(storeKeys)
     /// Account names end up in keyring attributes, command lines and log lines: keep them tame.
     static let accountNameCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
     /// Longest account name: plenty for people, short enough for a status table.
@@ -55,8 +55,13 @@ extension Configuration {
         func fail(_ key: String, table: String?, _ message: String) -> ConfigurationError {
             ConfigurationError(path: path, line: locator.line(of: key, inTable: table), key: table.map { "\($0).\(key)" } ?? key, message: message)
         }
+        func withConsumers(_ configuration: Configuration) throws(ConfigurationError) -> Configuration {
+            var configuration = configuration
+            configuration.consumers = try consumers(root, accounts: configuration.accounts, locator: locator, path: path, environment: environment)
+            return configuration
+        }
         for key in root.keys where !topLevelKeys.contains(key) {
-            throw fail(key, table: nil, "unknown top-level key; expected [account.NAME] tables, [hooks], [fleet], notify, store, pass_prefix and tpm2_tcti")
+            throw fail(key, table: nil, "unknown top-level key; expected [account.NAME] and [consumer.NAME] tables, [hooks], [fleet], notify, store, pass_prefix and tpm2_tcti")
         }
         var configuration = Configuration(path: path)
         if let value = root["notify"] {
@@ -68,7 +73,8 @@ extension Configuration {
         }
         configuration.stores = try storeSettings(root, fail: fail)
         configuration.fleet = try fleetSettings(root, fail: fail)
-        guard let accountsValue = root["account"] else { return configuration }
+        // Consumers name accounts, so they are read once the accounts are.
+        guard let accountsValue = root["account"] else { return try withConsumers(configuration) }
         guard let accounts = accountsValue.table else { throw fail("account", table: nil, "must be a table of accounts: [account.NAME]") }
         for name in accounts.keys.sorted() {
             let tableName = "account.\(name)"
@@ -159,7 +165,7 @@ extension Configuration {
                 }
             }
         }
-        return configuration
+        return try withConsumers(configuration)
     }
 }
 

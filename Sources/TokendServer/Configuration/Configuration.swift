@@ -21,6 +21,8 @@ public struct Configuration: Sendable, Equatable {
     public var stores = StoreSettings()
     /// `[fleet]`: the etcd cluster accounts with `fleet = true` are shared through (README, "A fleet").
     public var fleet: FleetSettings?
+    /// `[consumer.NAME]`: the clients with fewer rights, their sockets and proxies (ConsumerPolicy).
+    public var consumers: [String: ConsumerPolicy] = [:]
     /// Things worth a line in the log that do not stop the configuration from loading.
     public var warnings: [String] = []
 

@@ -33,8 +33,9 @@ final class AcceptLoop: Sendable {
     /// is written by `stop()`, under the lock, so a stop after the end writes to no reused number.
     private let stopReader: Int32
     private let stopWriter: Mutex<Int32?>
-    /// The connections this loop serves (not those handed over): closed when it stops.
-    private let connections = Mutex<Set<Int32>>([])
+    /// The connections this loop serves (not those handed over), each with its peer: closed when
+    /// it stops.
+    private let connections = Mutex<[Int32: Caller]>([:])
     private let ended: @Sendable () -> Void
 
     /// Takes `listening` (a bound, listening socket) and serves it on a thread of its own until
@@ -90,9 +91,9 @@ final class AcceptLoop: Sendable {
                     return
                 } else if fd == listening {
                     acceptWaiting(&buffers)
-                } else if connections.withLock({ $0.contains(fd) }) {
+                } else if let caller = connections.withLock({ $0[fd] }) {
                     // A descriptor handed over or closed earlier in this batch is not ours to read.
-                    serve(fd, &buffers)
+                    serve(fd, caller, &buffers)
                 }
             }
         }
@@ -121,9 +122,16 @@ final class AcceptLoop: Sendable {
                 owner.adopt(fd, overCap: true)
                 continue
             }
-            connections.withLock { _ = $0.insert(fd) }
+            let caller: Caller
+            switch owner.admit(PeerIdentity(pid: peer.pid, uid: peer.uid, gid: peer.gid)) {
+            case .success(let admitted): caller = admitted
+            case .failure(let refusal):
+                owner.adopt(fd, refusal: refusal)
+                continue
+            }
+            connections.withLock { $0[fd] = caller }
             watch(fd)
-            serve(fd, &buffers)  // on loopback the request is often there already
+            serve(fd, caller, &buffers)  // on loopback the request is often there already
         }
     }
 
@@ -147,7 +155,7 @@ final class AcceptLoop: Sendable {
 
     /// Reads what the client sent and answers each line that can be answered at once; hands the
     /// connection over at the first one that cannot, or when the replies do not fit the socket.
-    private func serve(_ fd: Int32, _ buffers: inout Buffers) {
+    private func serve(_ fd: Int32, _ caller: Caller, _ buffers: inout Buffers) {
         let count = buffers.input.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         if count < 0, errno == EAGAIN || errno == EINTR { return }
         guard count > 0 else {
@@ -162,7 +170,7 @@ final class AcceptLoop: Sendable {
         // The first request that needs the engine, decoded here once: the channel asks with it.
         var carried: DecodedRequest?
         while answered < count, carried == nil,
-              let next = answerLine(at: answered, of: count, buffers.input, &buffers.memo, &buffers.output, &carried) {
+              let next = answerLine(at: answered, of: count, buffers.input, caller, &buffers.memo, &buffers.output, &carried) {
             answered = next
         }
         var written = 0
@@ -180,9 +188,9 @@ final class AcceptLoop: Sendable {
             }
         }
         if written < buffers.output.count || carried != nil || answered < count {
-            connections.withLock { _ = $0.remove(fd) }
+            connections.withLock { _ = $0.removeValue(forKey: fd) }
             _ = epoll_ctl(poller, EPOLL_CTL_DEL, fd, nil)
-            owner.adopt(fd, unsent: buffers.output[written...], carried: carried, unanswered: buffers.input[answered..<count])
+            owner.adopt(fd, caller: caller, unsent: buffers.output[written...], carried: carried, unanswered: buffers.input[answered..<count])
         }
     }
 
@@ -191,14 +199,16 @@ final class AcceptLoop: Sendable {
     /// not answer it (the channel asks the engine with it); returns where the next line starts,
     /// or nil when the line is the channel's to read: cut by the read, empty (the channel counts
     /// those), or ending in a CR (the framer drops it).
-    private func answerLine(at start: Int, of count: Int, _ input: [UInt8], _ memo: inout CodingMemo, _ output: inout [UInt8], _ carried: inout DecodedRequest?) -> Int? {
+    private func answerLine(
+        at start: Int, of count: Int, _ input: [UInt8], _ caller: Caller, _ memo: inout CodingMemo, _ output: inout [UInt8], _ carried: inout DecodedRequest?
+    ) -> Int? {
         let newline = Int32(UInt8(ascii: "\n"))  // conversion: memchr takes the byte as an int
         let end = input.withUnsafeBytes { bytes in
             memchr(bytes.baseAddress! + start, newline, count - start).map { bytes.baseAddress!.distance(to: UnsafeRawPointer($0)) }
         }
         guard let end, end > start, input[end - 1] != UInt8(ascii: "\r") else { return nil }
         let decoded = input.withUnsafeBytes { memo.decode(UnsafeRawBufferPointer(rebasing: $0[start..<end])) }
-        if let response = owner.handler.answerAtOnce(decoded) {
+        if let response = owner.handler.answerAtOnce(decoded, from: caller) {
             output.append(contentsOf: memo.encode(response))
         } else {
             carried = decoded
@@ -207,14 +217,14 @@ final class AcceptLoop: Sendable {
     }
 
     private func closeConnection(_ fd: Int32) {
-        connections.withLock { _ = $0.remove(fd) }
+        connections.withLock { _ = $0.removeValue(forKey: fd) }
         close(fd)
         owner.closedConnection()
     }
 
     private func finish() {
         close(listening)
-        for fd in connections.withLock({ $0 }) { closeConnection(fd) }
+        for fd in connections.withLock({ Array($0.keys) }) { closeConnection(fd) }
         stopWriter.withLock { writer in
             close(poller)
             close(stopReader)

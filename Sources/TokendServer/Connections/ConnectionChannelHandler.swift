@@ -37,10 +37,13 @@ final class ConnectionChannelHandler: ChannelDuplexHandler {
 
     /// The request the accept loop decoded and could not answer at once: asked first.
     private var carried: DecodedRequest?
+    /// The peer, for the audit.
+    private let caller: Caller
 
-    init(_ handler: RequestRouter, carried: DecodedRequest? = nil) {
+    init(_ handler: RequestRouter, carried: DecodedRequest? = nil, caller: Caller = .unknown) {
         self.handler = handler
         self.carried = carried
+        self.caller = caller
     }
 
     /// A carried request goes to the engine now; its reply comes back on a later turn of the loop,
@@ -101,7 +104,7 @@ final class ConnectionChannelHandler: ChannelDuplexHandler {
             switch frame {
             case .line(let line):
                 let request = WireCoding.decodeRequest(line)
-                if let response = handler.answerAtOnce(request) {
+                if let response = handler.answerAtOnce(request, from: caller) {
                     reply(response, context)
                 } else {
                     ask(request, context)
@@ -129,10 +132,11 @@ final class ConnectionChannelHandler: ChannelDuplexHandler {
     private func ask(_ request: DecodedRequest, _ context: ChannelHandlerContext) {
         awaitingEngine = true
         let handler = self.handler
+        let caller = self.caller
         let loop = context.eventLoop
         let bound = NIOLoopBound((self, context), eventLoop: loop)
         Task {
-            let answer = await handler.handle(request)
+            let answer = await handler.handle(request, from: caller)
             loop.execute {
                 let (connection, context) = bound.value
                 connection.engineReplied(answer, context)

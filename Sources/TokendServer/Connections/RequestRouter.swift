@@ -35,20 +35,36 @@ public struct RequestRouter: Sendable {
     /// The daemon's file, for `reload`; nil for a router with no file behind it (the fuzzer's,
     /// tests'), which neither lists nor serves the op.
     let configuration: (any ConfigurationService)?
+    /// A consumer socket's policy (`ConsumerGate`); nil on the main socket, which keeps every right.
+    public private(set) var gate: ConsumerGate?
+    /// Where served tokens, refusals and management calls are recorded; nil: nowhere (tests).
+    public private(set) var audit: AuditLog?
 
-    public init(engine: AccountEngine, hub: EventHub, version: String, configuration: (any ConfigurationService)? = nil) {
-        self.init(services: engine.commands, hub: hub, version: version, configuration: configuration)
+    public init(engine: AccountEngine, hub: EventHub, version: String, configuration: (any ConfigurationService)? = nil, audit: AuditLog? = nil) {
+        self.init(services: engine.commands, hub: hub, version: version, configuration: configuration, audit: audit)
     }
 
-    public init(services: any EngineServices, hub: EventHub, version: String, configuration: (any ConfigurationService)? = nil) {
+    public init(services: any EngineServices, hub: EventHub, version: String, configuration: (any ConfigurationService)? = nil, audit: AuditLog? = nil) {
         self.services = services
         self.hub = hub
         self.version = version
         self.configuration = configuration
+        self.audit = audit
     }
 
-    /// What `hello` lists: every op this router serves.
-    var capabilities: [Op] { Op.allCases.filter { $0 != .reload || configuration != nil } }
+    /// This router behind a consumer's policy: what the consumer's socket serves.
+    public func scoped(to gate: ConsumerGate) -> RequestRouter {
+        var router = self
+        router.gate = gate
+        return router
+    }
+
+    /// What `hello` lists: every op this router serves (on a consumer socket, those its policy allows).
+    var capabilities: [Op] {
+        let ops = Op.allCases.filter { $0 != .reload || configuration != nil }
+        guard let policy = gate?.policy else { return ops }
+        return ops.filter(policy.allows)
+    }
 
     /// Every line gets a reply: a line that is not a request is a `bad_request` carrying the
     /// `id` when it could be read.
@@ -59,22 +75,62 @@ public struct RequestRouter: Sendable {
     /// Answers `hello`, and a plain `token` request whose account holds a token meeting its
     /// `min_valid`, at once and without suspending (`AcceptLoop`, `ConnectionChannelHandler`);
     /// nil for every other request (errors included), which `handle(_:)` answers.
-    public func answerAtOnce(_ request: DecodedRequest) -> Response? {
+    /// On a consumer socket a request its policy refuses is answered here too: the refusal needs
+    /// nothing but the policy. Every answer but `hello`'s is recorded (`AuditLog`).
+    public func answerAtOnce(_ request: DecodedRequest, from caller: Caller = .unknown) -> Response? {
         guard case .success(let command) = request.command else { return nil }
+        if let gate, case .refused(let error) = gate.check(command) {
+            record(command, caller, failure: error)
+            return .failure(error, id: request.id)
+        }
         switch command {
         case .hello: return HelloResponder(version: version, capabilities: capabilities).handle(id: request.id)
-        case .token(let args): return TokenResponder.answerAtOnce(args, id: request.id, session: services)
+        case .token(let args):
+            guard let response = TokenResponder.answerAtOnce(args, id: request.id, session: services) else { return nil }
+            if let audit {
+                audit.record(AuditEntry(time: audit.now(), caller: caller, op: "token", account: args.account, kind: response.kind, audience: args.audience, scope: args.scope))
+            }
+            return response
         case .list, .status, .refresh, .import, .logout, .watch, .login, .account, .reload, .store: return nil
         }
     }
 
     /// The reply to a request decoded once (`WireCoding.decodeRequest`), whatever path it took.
-    public func handle(_ request: DecodedRequest) async -> Reply {
-        do {
-            return try await reply(to: request.command.get(), id: request.id)
-        } catch {
+    public func handle(_ request: DecodedRequest, from caller: Caller = .unknown) async -> Reply {
+        let command: Command
+        switch request.command {
+        case .success(let decoded): command = decoded
+        case .failure(let error): return .response(.failure(error, id: request.id))
+        }
+        if let gate, case .refused(let error) = gate.check(command) {
+            record(command, caller, failure: error)
             return .response(.failure(error, id: request.id))
         }
+        do {
+            let reply = try await self.reply(to: command, id: request.id)
+            if case .response(let response) = reply {
+                record(command, caller, failure: response.error, kind: response.kind)
+                if let gate, command.op == .status || command.op == .list { return .response(gate.visible(response)) }
+            } else {
+                record(command, caller, failure: nil)
+            }
+            return reply
+        } catch {
+            record(command, caller, failure: error)
+            return .response(.failure(error, id: request.id))
+        }
+    }
+
+    /// Records a request's answer, but `hello`'s (it names no account and changes nothing).
+    private func record(_ command: Command, _ caller: Caller, failure: TokendError?, kind: TokenKind? = nil) {
+        guard let audit, command.op != .hello else { return }
+        var entry = AuditEntry(time: audit.now(), caller: caller, op: command.op.rawValue, account: command.account, failure: failure)
+        if case .token(let args) = command {
+            entry.kind = kind ?? args.kind
+            entry.audience = args.audience
+            entry.scope = args.scope
+        }
+        audit.record(entry)
     }
 
     private func reply(to command: Command, id: RequestID?) async throws(TokendError) -> Reply {
@@ -85,7 +141,7 @@ public struct RequestRouter: Sendable {
         case .refresh(let args): .response(try await RefreshResponder(session: services).handle(args, id: id))
         case .import(let args): .response(try await ImportResponder(session: services).handle(args, id: id))
         case .logout(let args): .response(try await LogoutResponder(session: services).handle(args, id: id))
-        case .watch(let args): try await WatchResponder(status: services, hub: hub).handle(args, id: id)
+        case .watch(let args): try await WatchResponder(status: services, hub: hub, gate: gate).handle(args, id: id)
         case .login(let args): LoginResponder(signIn: services).handle(args, id: id)
         case .account(let args): try await AccountResponder(management: services, signIn: services).handle(args, id: id)
         case .reload: .response(try await ReloadResponder(configuration: configuration).handle(id: id))

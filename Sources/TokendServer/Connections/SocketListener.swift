@@ -142,6 +142,22 @@ public final class SocketListener: Sendable {
         return fd
     }
 
+    /// Who a new connection's peer is, and whether this socket takes it. The main socket takes
+    /// every peer of our uid as SO_PEERCRED gave it (the audit's writer reads /proc later, off
+    /// the listening thread); a consumer socket reads /proc now (its own thread) and refuses a
+    /// peer outside its policy's `unit`, with a record of it.
+    func admit(_ peer: PeerIdentity) -> Result<Caller, TokendError> {
+        guard let gate = handler.gate else { return .success(Caller(consumer: nil, peer: peer)) }
+        let caller = Caller(consumer: gate.name, peer: peer.resolved())
+        guard let unit = gate.policy.unit, !caller.peer.isInside(unit: unit) else { return .success(caller) }
+        let refusal = TokendError(
+            .forbidden,
+            "consumer \"\(gate.name)\" serves only processes in \(unit), and this one (pid \(peer.pid)) runs in \(caller.peer.unit ?? caller.peer.cgroup ?? "an unknown cgroup"); start it there, e.g. systemd-run --user --scope --unit=\(unit) COMMAND")
+        logger.warning("refused a client outside the consumer's unit", metadata: ["consumer": "\(gate.name)", "pid": "\(peer.pid)", "unit": "\(unit)"])
+        if let audit = handler.audit { audit.record(AuditEntry(time: audit.now(), caller: caller, op: "accept", failure: refusal)) }
+        return .failure(refusal)
+    }
+
     /// Counts a connection just accepted; false when it is one over the cap.
     func openedConnection() -> Bool {
         openCount.wrappingAdd(1, ordering: .relaxed).newValue <= Self.maximumConnections
@@ -155,7 +171,10 @@ public final class SocketListener: Sendable {
     /// write (`unsent`), then the request it decoded and could not answer (`carried`), then the
     /// bytes it did not read as lines (`unanswered`) as if just read. A connection over the cap
     /// gets the refusal instead.
-    func adopt(_ fd: Int32, unsent: ArraySlice<UInt8> = [], carried: DecodedRequest? = nil, unanswered: ArraySlice<UInt8> = [], overCap: Bool = false) {
+    func adopt(
+        _ fd: Int32, caller: Caller = .unknown, unsent: ArraySlice<UInt8> = [], carried: DecodedRequest? = nil, unanswered: ArraySlice<UInt8> = [],
+        overCap: Bool = false, refusal: TokendError? = nil
+    ) {
         let initialized = Atomic<Bool>(false)
         ClientBootstrap(group: channelLoop)
             // `echo '{"op":"hello"}' | socat - UNIX-CONNECT:…` half-closes after its line: the
@@ -176,10 +195,12 @@ public final class SocketListener: Sendable {
                     if overCap {
                         logger.warning("too many connections; refusing a new one", metadata: ["open": "\(Self.maximumConnections)"])
                         try channel.pipeline.syncOperations.addHandler(OverCapRefusal())
+                    } else if let refusal {
+                        try channel.pipeline.syncOperations.addHandler(OverCapRefusal(refusal: refusal))
                     } else {
                         try channel.pipeline.syncOperations.addHandlers(
                             CarriedOver(unsent: unsent, unanswered: unanswered), LineFramingChannelHandler(limits: lineTimeLimits),
-                            ConnectionChannelHandler(handler, carried: carried))
+                            ConnectionChannelHandler(handler, carried: carried, caller: caller))
                     }
                 }
             }
@@ -247,10 +268,15 @@ final class OverCapRefusal: ChannelInboundHandler {
     static let graceForTheRequest: TimeAmount = .seconds(5)
 
     private var closing: Scheduled<Void>?
+    /// What the line says: the cap by default, or a consumer socket's refusal at accept.
+    private let refusal: TokendError
+
+    init(refusal: TokendError = TokendError(
+        .unavailable, "tokend serves at most \(SocketListener.maximumConnections) connections at once; try again when one closes")) {
+        self.refusal = refusal
+    }
 
     func channelActive(context: ChannelHandlerContext) {
-        let refusal = TokendError(
-            .unavailable, "tokend serves at most \(SocketListener.maximumConnections) connections at once; try again when one closes")
         context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: WireCoding.encodeLine(Response.failure(refusal)))), promise: nil)
         closing = context.eventLoop.assumeIsolated().scheduleTask(in: Self.graceForTheRequest) { context.close(promise: nil) }
         context.fireChannelActive()

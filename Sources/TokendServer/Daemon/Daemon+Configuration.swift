@@ -16,6 +16,8 @@ extension Daemon {
         var tokenFiles: [String] = []
         /// Every account the configuration names, sorted.
         var accounts: [String] = []
+        /// At start only: what was loaded, for the consumers' sockets once the main one is ours.
+        var configuration: Configuration?
     }
 
     /// Re-reads the configuration; a broken file keeps the last good one. Returns once the
@@ -46,9 +48,12 @@ extension Daemon {
             try await applyFleet(configuration)
             let added = await engine.adopt(configuration)
             hooks.apply(configuration)
+            proxyAccess.apply(configuration)
+            await proxies.apply(configuration.proxySettings)
             let accounts = configuration.accounts.keys.sorted()
-            if initial { return .success(LoadedConfiguration(added: added, tokenFiles: tokenFiles, accounts: accounts)) }
+            if initial { return .success(LoadedConfiguration(added: added, tokenFiles: tokenFiles, accounts: accounts, configuration: configuration)) }
             await engine.keyring.restore(added)
+            await consumers.apply(configuration, mainSocket: socketPath)
             logger.info("configuration reloaded", metadata: ["accounts": "\(configuration.accounts.count)"])
             // Only a reload is an event: the first load is the daemon starting, which no watcher
             // or hook can see yet (docs/protocol.md, `config_reloaded`).

@@ -49,6 +49,7 @@ struct ListenerService: Service {
             try await group.waitForAll()
         }
         if activatedDescriptor == nil { unlink(daemon.socketPath) }
+        await daemon.consumers.finish()
         daemon.lifecycle(.connectionsClosed)
     }
 }

@@ -14,6 +14,7 @@ import TokendFleet
 import TokendKeyring
 import TokendProtocol
 import TokendProviders
+import TokendProxy
 import TokendSystem
 #if canImport(Glibc)
 import Glibc
@@ -75,7 +76,15 @@ public final class Daemon: Service, Sendable {
     public let engine: AccountEngine
     public let hub: EventHub
     let hooks: HookRunner
+    /// The consumers' HTTP proxies (Proxy/, TokendProxy): started and stopped by `ProxyService`.
+    let proxies: ProxySupervisor
+    /// The proxies' records in the audit, and their consumers' `unit` rule.
+    let proxyAccess: ProxyAccessLog
     let listener: SocketListener
+    /// `[consumer.NAME]`'s sockets, served beside the main one (Connections/ConsumerSockets.swift).
+    let consumers: ConsumerSockets
+    /// Every served token, refusal and management call (Audit/).
+    public let audit: AuditLog
     let transport: HTTPTransport
     let store: any SecretStore
     /// The fleet member, once `[fleet]` is read, and the accounts that go through it (Daemon+Fleet.swift).
@@ -151,8 +160,19 @@ public final class Daemon: Service, Sendable {
         self.idleMemory = idleMemory
         let reloads = ReloadQueue()
         self.reloads = reloads
-        self.listener = SocketListener(
-            handler: RequestRouter(engine: engine, hub: hub, version: Self.version, configuration: reloads), logger: logger, onConnection: { idleMemory.noteWork() })
+        let environment = Environment(options.environment)
+        let audit = AuditLog(
+            directory: AuditRecord.directory(environment: environment), journal: JournaldLogHandler.stderrIsJournal(options.environment),
+            // The system's clock unless a test gave one: one clock read per record on the listening
+            // thread, where the engine's ForwardClock takes two and a lock.
+            clock: engine.clock is ForwardClock ? SystemWallClock() : engine.clock, logger: logger)
+        self.audit = audit
+        let proxyAccess = ProxyAccessLog(audit: audit)
+        self.proxyAccess = proxyAccess
+        self.proxies = ProxySupervisor(tokens: EngineProxyTokens(commands: engine.commands), audit: proxyAccess, logger: logger)
+        let router = RequestRouter(engine: engine, hub: hub, version: Self.version, configuration: reloads, audit: audit)
+        self.listener = SocketListener(handler: router, logger: logger, onConnection: { idleMemory.noteWork() })
+        self.consumers = ConsumerSockets(router: router, logger: logger, onConnection: { idleMemory.noteWork() })
     }
 
     static func provider(for configuration: AccountConfiguration, transport: HTTPTransport, fleet: FleetBinding? = nil) -> any TokenProvider {
@@ -186,6 +206,7 @@ public final class Daemon: Service, Sendable {
             services.append(WatchdogService(daemon: self, interval: interval))
         }
         services.append(ReloadService(daemon: self, hangups: prepared.hangups))
+        services.append(ProxyService(daemon: self))
         services.append(ListenerService(daemon: self, activatedDescriptor: prepared.activatedDescriptor, restoring: prepared.added))
         // No signals of its own: the group is shut down by the one that runs the daemon (tokend's
         // main, on SIGTERM/SIGINT), or cancelled with it.
@@ -223,6 +244,10 @@ public final class Daemon: Service, Sendable {
         // Only once the socket is this process's (or systemd's, handed over): the files of a
         // daemon still serving it are its own, and a start refused above changes nothing on disk.
         engine.tokenFiles.start(removingLeftoversIn: TokenFileDirectory.path(environment: options.environment), keeping: loaded.tokenFiles)
+        // The consumers' sockets too, once the main one is ours (a refused start touches none).
+        let activatedConsumers = try SystemdIntegration.activatedConsumerDescriptors(environment: options.environment)
+        consumers.take(activated: activatedConsumers)
+        if let configuration = loaded.configuration { await consumers.apply(configuration, mainSocket: socketPath) }
         return Prepared(added: loaded.added, hookEvents: hookEvents, activatedDescriptor: activated, hangups: Self.hangups())
     }
 
@@ -239,12 +264,14 @@ public final class Daemon: Service, Sendable {
     func finish() async {
         idleMemory.cancel()
         hooks.killRunning()
+        await proxies.stop()  // already stopped by its service, unless the run failed first
         await engine.shutdown()
         engine.tokenFiles.removeAll()
         await engine.writeBackBeforeStopping()
         await fleet.member?.stop()
         _ = await store.state()
         await transport.shutdown()  // AsyncHTTPClient traps if its client is dropped unshut
+        audit.stop()  // what is pending is written first
     }
 
     /// Graceful shutdown's first step: systemd hears STOPPING, no new client is accepted, and
@@ -253,6 +280,7 @@ public final class Daemon: Service, Sendable {
         SystemdIntegration.notify("STOPPING=1\nSTATUS=stopping", environment: options.environment)
         logger.info("shutting down")
         listener.stop()
+        consumers.stop()
         lifecycle(.stoppedAccepting)
     }
 

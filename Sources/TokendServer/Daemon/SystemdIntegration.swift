@@ -75,6 +75,25 @@ public enum SystemdIntegration {
         return descriptor
     }
 
+    /// The consumer sockets systemd passed to this very process, by consumer name: each named
+    /// `consumer-NAME` (`FileDescriptorName=` in a .socket unit of its own) and checked as the
+    /// main one is. Read from `environment`, which `activatedDescriptor` leaves as it was.
+    public static func activatedConsumerDescriptors(environment: [String: String]) throws(DaemonError) -> [String: CInt] {
+        guard let pid = environment["LISTEN_PID"].flatMap({ Int32($0) }), pid == getpid(),  // conversion: a failable parse of a String
+            let count = environment["LISTEN_FDS"].flatMap({ Int($0) }), count >= 1,  // conversion: a failable parse of a String
+            let names = environment["LISTEN_FDNAMES"]?.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        else { return [:] }
+        let prefix = "consumer-"
+        var descriptors: [String: CInt] = [:]
+        // At most the passed count: a longer list of names is systemd's, not more descriptors.
+        for (index, name) in names.prefix(count).enumerated() where name.hasPrefix(prefix) && name.count > prefix.count {
+            let descriptor = firstListenDescriptor + CInt(index)  // conversion: index < count, a handful
+            try checkListeningSocket(descriptor)
+            descriptors[String(name.dropFirst(prefix.count))] = descriptor
+        }
+        return descriptors
+    }
+
     /// Refuses any descriptor but a listening Unix stream socket on a path that only we can use.
     static func checkListeningSocket(_ descriptor: CInt) throws(DaemonError) {
         guard integerOption(descriptor, SO_DOMAIN) == AF_UNIX else { throw refusal("the passed descriptor \(descriptor) is not a Unix socket") }

@@ -12,6 +12,8 @@ public final class EventHub: Sendable {
 
     private struct Subscriber {
         var account: String?
+        /// Which accounts' events this subscriber may see (a consumer's `watch`); nil: all.
+        var visible: (@Sendable (String) -> Bool)?
         var deliver: @Sendable (Event) -> Void
         var finish: @Sendable () -> Void
     }
@@ -29,21 +31,26 @@ public final class EventHub: Sendable {
     /// A stream that starts with `first` and then carries each event as `wrap` makes it: what a
     /// `watch` connection writes. No task in between, so the subscription ends the moment the
     /// stream is dropped.
-    func subscribe<Element: Sendable>(account: String?, first: Element?, _ wrap: @escaping @Sendable (Event) -> Element) -> AsyncStream<Element> {
+    func subscribe<Element: Sendable>(
+        account: String?, first: Element?, visible: (@Sendable (String) -> Bool)? = nil, _ wrap: @escaping @Sendable (Event) -> Element
+    ) -> AsyncStream<Element> {
         let id = nextID.add(1, ordering: .relaxed).newValue
         let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(Self.bufferLimit))
         if let first { continuation.yield(first) }
         continuation.onTermination = { [weak self] _ in
             self?.subscribers.withLock { _ = $0.removeValue(forKey: id) }
         }
-        let subscriber = Subscriber(account: account, deliver: { continuation.yield(wrap($0)) }, finish: { continuation.finish() })
+        let subscriber = Subscriber(account: account, visible: visible, deliver: { continuation.yield(wrap($0)) }, finish: { continuation.finish() })
         subscribers.withLock { $0[id] = subscriber }
         return stream
     }
 
     public func publish(_ event: Event) {
         let targets = subscribers.withLock { subscribers in
-            subscribers.values.filter { $0.account == nil || event.account == nil || $0.account == event.account }.map(\.deliver)
+            subscribers.values.filter { subscriber in
+                guard let account = event.account else { return true }
+                return (subscriber.account == nil || subscriber.account == account) && subscriber.visible?(account) != false
+            }.map(\.deliver)
         }
         for deliver in targets { deliver(event) }
     }
