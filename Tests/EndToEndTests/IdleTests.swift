@@ -32,7 +32,15 @@ import TokendTestSupport
             #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
             #expect(try await world.status().state == "active")
             let pid = try #require(world.daemonPID)
-            let before = Self.switches(of: pid)
+            // The audit writer writes the records of the calls above after its batch window
+            // (100 ms, AuditLog.batchWindow): once it is back asleep, what it did is not idling.
+            var before = Self.switches(of: pid)
+            try await poll("the audit writer has written the calls above and sleeps") {
+                try await Task.sleep(for: .milliseconds(300))
+                let now = Self.switches(of: pid)
+                defer { before = now }
+                return now.filter { $0.value.name == "tokend-audit" }.mapValues(\.count) == before.filter { $0.value.name == "tokend-audit" }.mapValues(\.count)
+            }
             // Not one libdispatch worker ran: its monitor would then tick for good.
             let dispatchWorkers = before.values.map(\.name).filter { $0.hasSuffix("-qos") || $0.contains("qos.") }
             #expect(dispatchWorkers.isEmpty, "libdispatch threads in tokend: \(dispatchWorkers)")

@@ -62,9 +62,34 @@ final class MoveWorld: @unchecked Sendable {  // one test drives it at a time
 }
 
 func withMoveWorld<T>(options: FakeFirebase.Options = StoreTests.rotating, _ body: (MoveWorld) async throws -> T) async throws -> T {
-    try await withWorld(options: options, startDaemon: false) { world in
+    await MoveWorldSlots.shared.take()
+    defer { Task { await MoveWorldSlots.shared.give() } }
+    return try await withWorld(options: options, startDaemon: false) { world in
         let stores = try await offPool { try MoveWorld(world: world) }
         return try await withTearDown(stores, tearDown: { stores in _ = try? await offPool { stores.tearDown() } }, body)
+    }
+}
+
+/// At most four move worlds at once: each starts swtpm, gpg-agent, a keyring and tokend, and all
+/// 35 at once beside the rest of the suite (load ~33 on 2 cores) ran in-process suites past their
+/// time limits; one at a time made the suite 25 minutes long.
+actor MoveWorldSlots {
+    static let shared = MoveWorldSlots()
+    static let slots = 4
+    var free = slots
+    var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func take() async {
+        if free > 0 {
+            free -= 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    /// Hands the slot straight to the next waiter, if any, so that none is overtaken.
+    func give() {
+        if waiting.isEmpty { free += 1 } else { waiting.removeFirst().resume() }
     }
 }
 
@@ -72,6 +97,7 @@ func withMoveWorld<T>(options: FakeFirebase.Options = StoreTests.rotating, _ bod
 /// tokenctl, swtpm, pass and gnome-keyring. A kill -9 after any step leaves the session readable
 /// where tokend looks at its next start, served without a login, and the stored refresh token is
 /// the newest; the old copy does not outlive the move.
+/// At most four worlds at once (`MoveWorldSlots`).
 @Suite struct StoreMoveTests {
     struct Pair: Sendable, CustomStringConvertible {
         var from: StoreKind
