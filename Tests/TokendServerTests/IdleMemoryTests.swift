@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 import Testing
 import TokendCore
@@ -10,7 +11,7 @@ import TokendTestClock
     @Test func aBurstOfWorkIsFollowedByOneReleaseAndRestBringsNone() {
         let clock = ManualClock()
         let released = Atomic<Int>(0)
-        let memory = IdleMemory(clock: clock, timers: clock) { released.add(1, ordering: .relaxed) }
+        let memory = IdleMemory(clock: clock, timers: clock, logger: Logger(label: "test")) { released.add(1, ordering: .relaxed) }
         for _ in 0..<100 { memory.noteWork() }
         #expect(clock.armedDeadlines == [clock.now().addingTimeInterval(IdleMemory.quietPeriod)], "one timer for the whole burst")
         clock.advance(by: IdleMemory.quietPeriod - 1)

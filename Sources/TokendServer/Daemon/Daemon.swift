@@ -156,7 +156,9 @@ public final class Daemon: Service, Sendable {
         engine.tokenFiles.hold()  // until `prepare` finds the socket ours
         self.hooks = HookRunner(environment: options.environment, clock: engine.clock, logger: logger)
         // The release pages out every file mapping of the process: a test process's is not ours.
-        let idleMemory = hardensProcess ? IdleMemory(clock: engine.clock, timers: engine.timers) : IdleMemory(clock: engine.clock, timers: engine.timers, hand: {})
+        let idleMemory = hardensProcess
+            ? IdleMemory(clock: engine.clock, timers: engine.timers, logger: logger)
+            : IdleMemory(clock: engine.clock, timers: engine.timers, logger: logger, hand: {})
         self.idleMemory = idleMemory
         let reloads = ReloadQueue()
         self.reloads = reloads

@@ -1,4 +1,5 @@
 import CTokendShims
+import Logging
 import Synchronization
 import TokendCore
 
@@ -17,14 +18,16 @@ final class IdleMemory: Sendable {
     private let clock: any WallClock
     private let timers: any TimerSource
     private let hand: @Sendable () -> Void
+    private let logger: Logger
     private let armed = Mutex<TimerHandle?>(nil)
     /// `armed != nil`, readable without the lock: the connection path only loads it.
     private let isArmed = Atomic<Bool>(false)
 
     /// `hand`: what giving the pages back does (tests count it instead).
-    init(clock: any WallClock, timers: any TimerSource, hand: @escaping @Sendable () -> Void = { _ = tokend_release_idle_pages() }) {
+    init(clock: any WallClock, timers: any TimerSource, logger: Logger, hand: @escaping @Sendable () -> Void = { _ = tokend_release_idle_pages() }) {
         self.clock = clock
         self.timers = timers
+        self.logger = logger
         self.hand = hand
     }
 
@@ -45,6 +48,8 @@ final class IdleMemory: Sendable {
             isArmed.store(false, ordering: .relaxed)
         }
         hand()
+        // Said at debug: when a quiet daemon last did something (IdleTests waits for it).
+        logger.debug("idle memory released")
     }
 
     func cancel() {
