@@ -12,6 +12,9 @@ MARKER = "session taken from the fleet"
 # Between two rotations: the previous one's stragglers (log lines, late watch answers) land
 # before the next starts, so each rotation is measured alone.
 GAP = 0.3
+# How long after every socket serves a rotation its followers' log lines may still come: their
+# keyring writes, which follow the serving, took up to ~0.9 s under load 25.
+MARK_BOUND = 5
 
 
 class Poller:
@@ -82,7 +85,7 @@ def run(args, S):
         control = S.Client(holder.socket)
         refreshes_before, events_before = len(world.refreshes()), len(watcher.times)
         idle = {m.name: S.memory(m.pid) for m in members}
-        outside_all, outside_every, followers_every, inside_all, inside_every, at_holder, skipped = [], [], [], [], [], [], 0
+        outside_all, outside_every, followers_every, inside_all, inside_every, at_holder, skipped, unlogged = [], [], [], [], [], [], 0, 0
         for _ in range(args.rounds):
             old = control.token(F.ACCOUNT)
             events = len(watcher.times)
@@ -92,23 +95,28 @@ def run(args, S):
             answer = control.ask(op="refresh", account=F.ACCOUNT, timeout=60)
             if not answer.get("ok"):
                 raise SystemExit("fleet-scale: the holder's refresh failed: %s" % answer)
-            reached = F.poll(S.BOUND, lambda: all(p.seen for p in pollers) and len(watcher.times) > events
-                             and all(len(logs[m.name].times) > marks[m.name] for m in followers))
+            reached = F.poll(S.BOUND, lambda: all(p.seen for p in pollers) and len(watcher.times) > events)
             if not reached:
                 raise SystemExit("fleet-scale: a rotation did not reach every member within %d s" % S.BOUND)
+            # A follower whose own refresh was in flight takes the session as that refresh's
+            # answer, with no log line (AccountEngine.followFleet): its inside figure is left out.
+            F.poll(MARK_BOUND, lambda: all(len(logs[m.name].times) > marks[m.name] for m in followers))
             time.sleep(GAP)  # pacing, not synchronisation: see GAP
             if len(watcher.times) - events != 1:
                 skipped += 1  # another write (a natural refresh) in the same rotation: not one to time
                 continue
             written = watcher.times[events]
             outside = [p.seen - written for p in pollers]
-            inside = [logs[m.name].times[marks[m.name]] - written for m in followers]
+            logged = [m for m in followers if len(logs[m.name].times) > marks[m.name]]
+            unlogged += len(followers) - len(logged)
+            inside = [logs[m.name].times[marks[m.name]] - written for m in logged] or [None]
             outside_all += [o for o, p in zip(outside, pollers) if p.member is not holder]
             followers_every.append(max(o for o, p in zip(outside, pollers) if p.member is not holder))
             at_holder.append(next(p.seen for p in pollers if p.member is holder) - written)
             outside_every.append(max(outside))
-            inside_all += inside
-            inside_every.append(max(inside))
+            if len(logged) == len(followers):
+                inside_every.append(max(inside))
+            inside_all += [i for i in inside if i is not None]
         rotations = len(world.refreshes()) - refreshes_before
         writes = len(watcher.times) - events_before
         busy = {m.name: S.memory(m.pid) for m in members}
@@ -132,9 +140,10 @@ def run(args, S):
         "| every follower serving it (the slowest of %d, per rotation) | outside: each member's socket | %s |" % (len(followers), S.summary(followers_every)),
         "| one follower serving it (every follower, every rotation) | outside: each member's socket | %s |" % S.summary(outside_all),
         "| the holder serving it (it writes to etcd, then serves) | outside: its socket | %s |" % S.summary(at_holder),
-        "| every follower has it in memory and its local store (slowest of %d) | inside: its log line | %s |" % (len(followers), S.summary(inside_every)),
+        "| every follower has it in memory and its local store (slowest of %d; rotations where each logged it) | inside: its log line | %s |" % (len(followers), S.summary(inside_every)),
         "| one follower has it (every follower, every rotation) | inside: its log line | %s |" % S.summary(inside_all),
         "",
+        "Follower samples with no log line (their own refresh was in flight and took the session as its answer): %d of %d. " % (unlogged, len(followers) * (args.rounds - skipped)) +
         "The outside figures carry up to one poll interval (%.0f ms) of resolution; a negative one is a member that served "
         "the token before the watcher's process read it." % (args.poll * 1000),
         "",
