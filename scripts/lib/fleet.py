@@ -298,17 +298,19 @@ class World:
             out.write(base64.b64encode(os.urandom(32)).decode() + "\n")
         os.chmod(self.path(name), 0o600)
 
-    def config(self, ports, key_file):
+    def config(self, ports, key_file, accounts=(ACCOUNT,)):
+        """`accounts`: the shared accounts' names (Benchmarks/fleet-scale shares 1,000)."""
         endpoints = ", ".join('"https://127.0.0.1:%d"' % p for p in ports)
         return ("[fleet]\nendpoints = [%s]\nca = \"%s\"\ncert = \"%s\"\nkey = \"%s\"\nuser = \"tokend\"\npassword_file = \"%s\"\n"
-                "sealing_key = \"%s\"\nlease = \"%ds\"\n\n[account.%s]\nprovider = \"firebase\"\napi_key = \"test-api-key\"\n"
-                "emulator = \"%s\"\nfleet = true\n") % (
+                "sealing_key = \"%s\"\nlease = \"%ds\"\n") % (
             endpoints, self.path("ca.crt"), self.path("tokend.crt"), self.path("tokend.key"), self.path("etcd-password"),
-            self.path(key_file), LEASE, ACCOUNT, self.emulator)
+            self.path(key_file), LEASE) + "".join(
+            "\n[account.%s]\nprovider = \"firebase\"\napi_key = \"test-api-key\"\nemulator = \"%s\"\nfleet = true\n" % (
+                name, self.emulator) for name in accounts)
 
 
 class Member:
-    def __init__(self, world, index, ports, key_file="fleet.key"):
+    def __init__(self, world, index, ports, key_file="fleet.key", accounts=(ACCOUNT,)):
         self.world = world
         self.name = "m%d" % index
         self.dir = world.path(self.name)
@@ -316,7 +318,7 @@ class Member:
         self.socket = os.path.join(self.dir, "tokend.sock")
         self.config = os.path.join(self.dir, "config.toml")
         with open(self.config, "w") as out:
-            out.write(world.config(ports, key_file))
+            out.write(world.config(ports, key_file, accounts))
         os.chmod(self.config, 0o600)
         self.pid = None
         self.session = None
