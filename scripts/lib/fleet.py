@@ -24,9 +24,13 @@ Checks, in order (each prints ok/FAIL):
   8. a member with another sealing key reads nothing (an error naming sealing_key and the
      steps, in status too) and writes nothing (etcd's revision unchanged);
   9. a logout on one member removes the session from etcd and from every member (exit 77);
- 10. a login on another member is the fleet's: sealed in etcd, served by every member.
-Throughout: the provider never sees a refresh token twice and never answers a refresh with an
-error (its reuse detection would revoke the family).
+ 10. a login on another member is the fleet's: sealed in etcd, served by every member;
+ 11-13. kill -9 of the holder with its refresh in flight (scripts/lib/fleet_window.py): before
+     the provider acted on it (no reuse), and inside README's one window, after the provider
+     rotated and before the answer reached the holder, at a provider that accepts the old token
+     again (Firebase, a grace period) and at one that revokes the family on reuse.
+Throughout checks 1-10: the provider never sees a refresh token twice and never answers a refresh
+with an error (its reuse detection would revoke the family).
 """
 import base64
 import json
@@ -204,6 +208,22 @@ class World:
     def path(self, name):
         return os.path.join(self.root, name)
 
+    def stop_all(self, keep=False):
+        """Every member, then every other process the world started; its directory goes unless
+        `keep` (a failure's evidence) or TOKEND_FLEET_KEEP."""
+        for m in self.members:
+            m.stop()
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        if not keep and not os.environ.get("TOKEND_FLEET_KEEP"):
+            shutil.rmtree(self.root, ignore_errors=True)
+
     # ---- etcd
     def start_etcd(self):
         self.client_ports = [free_port() for _ in range(3)]
@@ -254,8 +274,8 @@ class World:
         answer = self.etcdctl("get", "/tokend/", "--prefix", "-w", "json")
         return json.loads(answer.stdout)["header"]["revision"] if answer.returncode == 0 else None
 
-    def holder_pid(self):
-        answer = self.etcdctl("get", "/tokend/holder/" + ACCOUNT, "--print-value-only")
+    def holder_pid(self, account=ACCOUNT):
+        answer = self.etcdctl("get", "/tokend/holder/" + account, "--print-value-only")
         value = answer.stdout.strip()
         return int(value.rsplit("/", 1)[1]) if answer.returncode == 0 and "/" in value else None
 
@@ -279,6 +299,14 @@ class World:
         with urllib.request.urlopen("http://%s/_fake/%s" % (self.emulator, path), timeout=10) as answer:
             return json.load(answer)
 
+    def control(self, method, path, body=None):
+        """POST or DELETE on the fake's control plane (faults, options, users)."""
+        request = urllib.request.Request("http://%s/_fake/%s" % (self.emulator, path), method=method,
+                                         data=json.dumps(body).encode() if body is not None else None,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.load(answer)
+
     def refreshes(self):
         """Every refresh the provider saw, in order."""
         return [r for r in self.fake("requests") if r.get("grant_type") == "refresh_token"]
@@ -298,17 +326,18 @@ class World:
             out.write(base64.b64encode(os.urandom(32)).decode() + "\n")
         os.chmod(self.path(name), 0o600)
 
-    def config(self, ports, key_file):
+    def config(self, ports, key_file, accounts=(ACCOUNT,)):
         endpoints = ", ".join('"https://127.0.0.1:%d"' % p for p in ports)
-        return ("[fleet]\nendpoints = [%s]\nca = \"%s\"\ncert = \"%s\"\nkey = \"%s\"\nuser = \"tokend\"\npassword_file = \"%s\"\n"
-                "sealing_key = \"%s\"\nlease = \"%ds\"\n\n[account.%s]\nprovider = \"firebase\"\napi_key = \"test-api-key\"\n"
-                "emulator = \"%s\"\nfleet = true\n") % (
+        fleet = ("[fleet]\nendpoints = [%s]\nca = \"%s\"\ncert = \"%s\"\nkey = \"%s\"\nuser = \"tokend\"\npassword_file = \"%s\"\n"
+                 "sealing_key = \"%s\"\nlease = \"%ds\"\n") % (
             endpoints, self.path("ca.crt"), self.path("tokend.crt"), self.path("tokend.key"), self.path("etcd-password"),
-            self.path(key_file), LEASE, ACCOUNT, self.emulator)
+            self.path(key_file), LEASE)
+        return fleet + "".join("\n[account.%s]\nprovider = \"firebase\"\napi_key = \"test-api-key\"\nemulator = \"%s\"\nfleet = true\n" % (
+            account, self.emulator) for account in accounts)
 
 
 class Member:
-    def __init__(self, world, index, ports, key_file="fleet.key"):
+    def __init__(self, world, index, ports, key_file="fleet.key", accounts=(ACCOUNT,)):
         self.world = world
         self.name = "m%d" % index
         self.dir = world.path(self.name)
@@ -316,7 +345,7 @@ class Member:
         self.socket = os.path.join(self.dir, "tokend.sock")
         self.config = os.path.join(self.dir, "config.toml")
         with open(self.config, "w") as out:
-            out.write(world.config(ports, key_file))
+            out.write(world.config(ports, key_file, accounts))
         os.chmod(self.config, 0o600)
         self.pid = None
         self.session = None
@@ -342,8 +371,8 @@ class Member:
         done = run([os.path.join(BIN, "tokenctl"), *args, "--socket", self.socket], input=stdin)
         return done.returncode, done.stdout.strip(), done.stderr.strip()
 
-    def token(self, min_valid=1, timeout=5):
-        return self.tokenctl("token", ACCOUNT, "--min-valid", str(min_valid), "--timeout", str(timeout))
+    def token(self, min_valid=1, timeout=5, account=ACCOUNT):
+        return self.tokenctl("token", account, "--min-valid", str(min_valid), "--timeout", str(timeout))
 
     def kill9(self):
         os.kill(self.pid, signal.SIGKILL)
@@ -392,19 +421,36 @@ def no_reuse(world, where):
     ok("no refresh token presented twice, every refresh answered (%s: %d refreshes)" % (where, len(seen)))
 
 
+def rotated_away_reuses(refreshes):
+    """The refreshes that presented a refresh token an earlier refresh had rotated away: reuse as
+    the provider sees it. A request a fault answered never reached the provider's ledger, so
+    the same token presented again after one is no reuse."""
+    rotated = set()
+    reuses = []
+    for r in refreshes:
+        presented = r.get("presented_refresh_token")
+        if r.get("fault"):
+            continue
+        if presented in rotated:
+            reuses.append(r)
+        if r.get("status") == 200 and r.get("rotated"):
+            rotated.add(presented)
+    return reuses
+
+
 def newest_id_token(world):
     ok_refreshes = [r for r in world.refreshes() if r.get("status") == 200]
     return ok_refreshes[-1]["issued_id_token"] if ok_refreshes else None
 
 
-def all_serve(members, token, bound=REACH_BOUND):
+def all_serve(members, token, bound=REACH_BOUND, account=ACCOUNT):
     """Seconds until each member has served `token` (each is asked until it does; a member may
     move on to a newer one after, as a natural refresh comes); None past the bound."""
     start = time.monotonic()
     waiting = list(members)
 
     def reached():
-        waiting[:] = [m for m in waiting if m.token()[1] != token]
+        waiting[:] = [m for m in waiting if m.token(account=account)[1] != token]
         return not waiting
 
     return (time.monotonic() - start) if poll(bound, reached) else None
@@ -427,18 +473,7 @@ def main():
         print("      world up in %.1f s (%s)" % (time.monotonic() - started, world.root), flush=True)
         scenario(world, members)
     finally:
-        for m in world.members:
-            m.stop()
-        for process in reversed(world.processes):
-            if process.poll() is None:
-                process.terminate()
-        for process in world.processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        if failures == 0 and not os.environ.get("TOKEND_FLEET_KEEP"):
-            shutil.rmtree(world.root, ignore_errors=True)
+        world.stop_all(keep=failures != 0)
     print("      measured: " + ", ".join("%s %s" % (k, v) for k, v in measured.items()))
     print("      took %.0f s" % (time.monotonic() - started))
     if failures:
@@ -456,6 +491,9 @@ def scenario(world, members):
     took = all_serve(members, token) if token else None
     check("the imported session reaches m2 and m3", took is not None)
     measured["import reach s"] = "%.2f" % (took or -1)
+    if os.environ.get("TOKEND_FLEET_ONLY") == "window":  # checks 1 and 11-13 only
+        import fleet_window
+        return fleet_window.scenario(world, members)
 
     # 2. Rounds of forced refreshes on all members at once: one provider refresh each.
     reaches = []
@@ -643,6 +681,12 @@ def scenario(world, members):
     check("every member serves the login's session", code == 0 and all_serve(members, token) is not None)
     no_reuse(world, "end")
 
+    # 11-13. The holder killed with a refresh in flight (scripts/lib/fleet_window.py).
+    import fleet_window
+    fleet_window.scenario(world, members)
+
 
 if __name__ == "__main__":
+    # fleet_window imports this module by name: one module, one count of failures.
+    sys.modules["fleet"] = sys.modules[__name__]
     main()
