@@ -198,7 +198,7 @@ class FleetChaos:
             return "e%d" % (i + 1)
         if kind == "quorum":
             # Long enough, at times, for the members' tokens to run out (20 s): then 75.
-            lost = [i for i in rng.sample(range(3), 2)]
+            lost = rng.sample(range(3), 2)
             held = round(rng.uniform(2, 25), 1)
             for i in lost:
                 self.etcd_signal(i, signal.SIGSTOP)
