@@ -254,7 +254,10 @@ class FleetChaos:
                 return self.violate("settle: a refresh of %s on %s did not go through within %d s" % (account, member.name, SETTLE_BOUND))
             newest = [r for r in self.world.refreshes() if r.get("status") == 200 and r.get("uid") == self.uid[account]][-1]["issued_id_token"]
             if fleet.all_serve(self.members, newest, bound=SETTLE_BOUND, account=account) is None:
-                return self.violate("settle: not every member served %s's newest token within %d s" % (account, SETTLE_BOUND))
+                # Named by expiry only: tokens are never printed.
+                now = ", ".join("%s exp %s" % (m.name, fleet.jwt_exp(m.token(account=account)[1])) for m in self.members)
+                return self.violate("settle: not every member served %s's newest token (exp %s) within %d s; serving now: %s" % (
+                    account, fleet.jwt_exp(newest), SETTLE_BOUND, now))
         self.counts["settled"] += 1
 
     # -- the run ------------------------------------------------------------------------------
