@@ -64,7 +64,11 @@ public final class FleetStore: SecretStore {
                 return .failure(KeyringError(.failed, "the fleet's session for account \"\(account)\" does not open with this member's sealing_key", steps: FleetError.wrongKeySteps))
             }
             // Unreachable: the local copy, served while valid; refreshes say why there are none.
-            return await local.load(account: account, isolation: isolation)
+            // No local copy (a member restarted while etcd is away) is not "nothing stored",
+            // which would ask for a login: the fleet may hold a session, read once etcd answers.
+            let stored = await local.load(account: account, isolation: isolation)
+            if case .success(nil) = stored { return .failure(Self.keyringError(error)) }
+            return stored
         }
     }
 

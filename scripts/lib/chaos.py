@@ -36,8 +36,9 @@ import time
 import urllib.request
 
 BIN = os.environ.get("TOKEND_BIN_DIR", ".build/debug")
-# The private session scripts/chaos runs this in: its directory, and its keyring's verbs.
-ROOT = os.environ.get("TOKEND_SESSION_ROOT") or sys.exit("chaos.py: run me through scripts/chaos")
+# The private session scripts/chaos runs this in: its directory, and its keyring's verbs (not in
+# --fleet mode, whose members each have their own: scripts/lib/chaos_fleet.py).
+ROOT = os.environ.get("TOKEND_SESSION_ROOT")
 SESSION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "private-session")
 # The scripts' one world (the fake Firebase and its accounts), as every shell suite has it.
 WORLD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "world.sh")
@@ -708,9 +709,18 @@ def main():
     parser.add_argument("--keep-going", action="store_true", help="record violations and go on instead of stopping at the first")
     parser.add_argument("--store", choices=["secret-service", "tpm2"], default="secret-service",
                         help="where tokend keeps the sessions: the private gnome-keyring (default) or swtpm through the tpm2 store")
+    parser.add_argument("--fleet", action="store_true",
+                        help="three daemons sharing accounts through a real etcd cluster with TLS, under etcd and member faults (scripts/lib/chaos_fleet.py)")
     args = parser.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 2**31)
+    if args.fleet:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        sys.modules["chaos"] = sys.modules[__name__]  # chaos_fleet imports this module by name
+        import chaos_fleet
+        sys.exit(chaos_fleet.FleetChaos(args).main())
+    if not ROOT:
+        sys.exit("chaos.py: run me through scripts/chaos")
     if not os.path.exists(FAKETIME_FIX):
         sys.exit("chaos.py: %s is missing; build it: swift build --product TokendFaketimeFix" % FAKETIME_FIX)
     sys.exit(World(args).main())
