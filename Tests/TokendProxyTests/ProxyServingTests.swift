@@ -93,11 +93,7 @@ import TokendTestSupport
         }
     }
 
-    // Disabled: inside the whole suite (load ~30 on 2 cores) the proxy closed this upload's
-    // connection without an answer after 47-61 s, 3 runs of 3; alone it passes in 0.3 s. The
-    // cause is not found (closing note of stop 53); scripts/test-proxy streams 256 MiB each way.
-    @Test(.disabled("closes without an answer under the whole suite's load; cause not found (stop 53)"))
-    func aChunkedUploadIsStreamedToTheUpstream() async throws {
+    @Test func aChunkedUploadIsStreamedToTheUpstream() async throws {
         try await ProxyWorld.with { world in
             let chunk = [UInt8](repeating: 0x61, count: 60000)
             var request = Array("POST http://127.0.0.1:\(world.upstreamPort)/up HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".utf8)
@@ -204,7 +200,7 @@ import TokendTestSupport
             try await poll("a connection is served once one closed") {
                 let next = try LoopbackSocket.connect(port: world.proxyPort)
                 defer { close(next) }
-                return statusLine(ProxyWorld.talk(next, request)) == "HTTP/1.1 200 OK"
+                return statusLine(try ProxyWorld.talk(next, request)) == "HTTP/1.1 200 OK"
             }
         }
     }

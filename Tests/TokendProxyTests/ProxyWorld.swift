@@ -98,15 +98,15 @@ struct ProxyWorld {
         let supervisor = ProxySupervisor(tokens: tokens, audit: audit, logger: Logger(label: "proxy-test"))
         await supervisor.start()
         let upstreamPort = upstream.localAddress?.port ?? 0
-        // A free port: bind one, release it, hand it to the proxy (a clash fails loudly below).
-        let (probe, port) = try LoopbackSocket.listen()
-        close(probe)
+        // Port 0: the kernel picks a free one as the proxy binds. (A port probed free and handed
+        // over could be taken by then: two worlds started together were once given the same one.)
         let problems = await supervisor.apply([
             ProxySettings(
-                consumer: "agent", listen: .tcp(host: "127.0.0.1", port: port),
+                consumer: "agent", listen: .tcp(host: "127.0.0.1", port: 0),
                 upstreams: [ProxyUpstreamSettings(origin: ProxyOrigin(secure: false, host: "127.0.0.1", port: upstreamPort), account: "work")] + extraUpstreams)
         ])
         #expect(problems.isEmpty, "\(problems)")
+        let port = await supervisor.running["agent"]?.localAddress?.port ?? 0
         let world = ProxyWorld(supervisor: supervisor, upstream: upstream, tokens: tokens, audit: audit, proxyPort: port)
         do {
             let result = try await body(world)
@@ -129,7 +129,7 @@ struct ProxyWorld {
                 do {
                     let fd = try LoopbackSocket.connect(port: port)
                     defer { close(fd) }
-                    continuation.resume(returning: Self.talk(fd, request))
+                    continuation.resume(returning: try Self.talk(fd, request))
                 } catch {
                     continuation.resume(throwing: error)
                 }
@@ -140,7 +140,12 @@ struct ProxyWorld {
     func exchange(_ request: String) async throws -> String { try await exchange(Array(request.utf8)) }
 
     /// Writes `request` whole on a connected socket, then reads the answer until the proxy closes.
-    static func talk(_ fd: Int32, _ request: [UInt8]) -> String {
+    /// Waits for it up to `Patience.seconds`: LoopbackSocket's 20 s receive timeout once ended the
+    /// 2.4 MB upload's read inside the whole suite, where the proxy's tasks wait for a busy
+    /// cooperative pool, with an empty answer that read as the proxy closing without one.
+    static func talk(_ fd: Int32, _ request: [UInt8]) throws -> String {
+        var timeout = timeval(tv_sec: Int(Patience.seconds), tv_usec: 0)  // conversion: a constant, 120
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var sent = 0
         while sent < request.count {
             // MSG_NOSIGNAL: a proxy that closed first (the cap) must not SIGPIPE the test process.
@@ -152,10 +157,17 @@ struct ProxyWorld {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0, errno == EAGAIN {
+                throw NoAnswer(description: "the proxy neither answered nor closed within \(Patience.seconds) s (\(answer.count) bytes read)")
+            }
             if count <= 0 { break }
             answer += buffer[0..<count]
         }
         return String(decoding: answer, as: UTF8.self)
+    }
+
+    struct NoAnswer: Error, CustomStringConvertible {
+        var description: String
     }
 
     /// The same over a Unix socket at `path`.
@@ -173,7 +185,7 @@ struct ProxyWorld {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
                 }
                 guard connected == 0 else { return continuation.resume(throwing: POSIXError(.ECONNREFUSED)) }
-                continuation.resume(returning: Self.talk(fd, Array(request.utf8)))
+                continuation.resume(with: Result { try Self.talk(fd, Array(request.utf8)) })
             }.start()
         }
     }

@@ -29,8 +29,13 @@ ensure_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# Rootless podman for scripts/test-consumers' container check: podman, newuidmap and newgidmap
+# (uidmap) for the user namespace, and runc, which runs where crun refuses a machine with
+# cgroup v1 and v2 hierarchies mounted together ("cgroups in hybrid mode not supported").
+PODMAN_PACKAGES=(podman uidmap runc)
 ensure_build_deps() { ensure_packages "${BUILD_PACKAGES[@]}"; }
 ensure_runtime_deps() { ensure_packages "${RUNTIME_PACKAGES[@]}"; }
+ensure_podman() { ensure_packages "${PODMAN_PACKAGES[@]}"; }
 
 # oidc-provider-mock, a real OpenID provider for the OIDC end-to-end tests, in a git-ignored
 # venv beside the repository (pinned: its quirks are what the tests rely on).
