@@ -14,22 +14,10 @@ bin=$BENCH_BIN
 point_seconds=5
 # The report needs only the standard library.
 python=python3
-work=$(mktemp -d -t tokend-against.XXXXXX)
+RUN_NAME=against
+source Benchmarks/support/work.sh
 export HOME=$work/home
 mkdir -p "$HOME"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-note() { echo "against: $*" >&2; }
-# wait_for WHAT COMMAND...: until the command succeeds, for at most 30 s.
-wait_for() {
-  local what=$1; shift
-  for _ in $(seq 600); do "$@" >/dev/null 2>&1 && return 0; sleep 0.05; done
-  echo "against: $what did not come up" >&2; exit 70
-}
 
 "$BENCH_FAKE" --create-user >"$work/fake.out" 2>/dev/null &
 pids+=($!)
