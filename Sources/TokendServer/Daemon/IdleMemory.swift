@@ -39,6 +39,7 @@ final class IdleMemory: Sendable {
             guard armed == nil else { return }
             isArmed.store(true, ordering: .relaxed)
             armed = timers.schedule(at: clock.now().addingTimeInterval(Self.quietPeriod)) { [self] in release() }
+            logger.debug("idle memory release armed")
         }
     }
 
@@ -48,7 +49,8 @@ final class IdleMemory: Sendable {
             isArmed.store(false, ordering: .relaxed)
         }
         hand()
-        // Said at debug: when a quiet daemon last did something (IdleTests waits for it).
+        // Said at debug, as its arming: whether a quiet daemon still has this to do (IdleTests
+        // waits until the last of the two said is the release).
         logger.debug("idle memory released")
     }
 
