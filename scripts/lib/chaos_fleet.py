@@ -259,7 +259,9 @@ class FleetChaos:
 
     def issued_id_tokens(self, account):
         """The ID tokens the provider issued for `account`, in order."""
-        return [r["issued_id_token"] for r in self.world.refreshes() if r.get("status") == 200 and r.get("uid") == self.uid[account]]
+        # A 200 a fault cut short (drop_mid_response, malformed) carries no issued token.
+        return [r["issued_id_token"] for r in self.world.refreshes()
+                if r.get("status") == 200 and r.get("uid") == self.uid[account] and r.get("issued_id_token")]
 
     def all_caught_up(self, account, seen):
         """Whether each member serves `account`'s token issued `seen`-th or a later one, within the
