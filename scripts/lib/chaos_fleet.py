@@ -259,7 +259,7 @@ class FleetChaos:
 
     def issued_id_tokens(self, account):
         """The ID tokens the provider issued for `account`, in order."""
-        # A 200 a fault cut short (drop_mid_response, malformed) carries no issued token.
+        # A 200 the fake answered under a fault (a malformed body, missing fields) issued no token.
         return [r["issued_id_token"] for r in self.world.refreshes()
                 if r.get("status") == 200 and r.get("uid") == self.uid[account] and r.get("issued_id_token")]
 
