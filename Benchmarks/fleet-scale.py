@@ -21,7 +21,6 @@ import importlib.util
 import json
 import math
 import os
-import shutil
 import socket
 import ssl
 import subprocess
@@ -113,23 +112,13 @@ def leases_granted(world, members):
 
 
 def tear_down(world, members):
-    """Everything stopped; the world's directory removed unless something failed (then kept, as
-    scripts/test-fleet keeps it, and named)."""
-    failed = F.failures or sys.exc_info()[0] is not None
-    for m in members:
-        m.stop()
-    for process in reversed(world.processes):
-        if process.poll() is None:
-            process.terminate()
-    for process in world.processes:
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    """Everything stopped (fleet.World.stop_all); the world's directory removed unless something
+    failed (then kept, as scripts/test-fleet keeps it, and named)."""
+    failed = bool(F.failures or sys.exc_info()[0] is not None)
+    world.members = members
+    world.stop_all(keep=failed)
     if failed or os.environ.get("TOKEND_FLEET_KEEP"):
         print("fleet-scale: the world is kept in " + world.root, flush=True)
-    else:
-        shutil.rmtree(world.root, ignore_errors=True)
 
 
 def etcdctl_argv(world, *args):
