@@ -13,7 +13,7 @@ import TokendTestSupport
 /// twice this machine's TCP buffers (~88 MiB each way), and streaming them through the in-process
 /// proxy held the test process's two cooperative threads for ~100 s inside the whole suite, where
 /// 18 in-process tests then ran past their 60 s limits (stop 54's first whole run).
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["TOKEND_ALONE"] == "1", "runs alone: scripts/test sets TOKEND_ALONE=1"))
+@Suite(.alone)
 struct ProxyBackPressureTests {
     /// What the two hops may hold while the receiver reads nothing: the proxy's two sockets at
     /// this machine's largest TCP buffers (receive and send; the kernel grows them as the proxy

@@ -96,7 +96,7 @@ import TokendTestSupport
     /// Alone only, as ProxyBackPressureTests (scripts/test runs it after the whole suite): inside
     /// it, this upload took 94 s (0.3 s alone) and 25 other in-process tests ran past their limits
     /// meanwhile (stop 54); with a 20 s read deadline it had failed 3 of 3 (stop 53). Not explained.
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["TOKEND_ALONE"] == "1", "runs alone: scripts/test sets TOKEND_ALONE=1"))
+    @Test(.alone)
     func aChunkedUploadIsStreamedToTheUpstream() async throws {
         try await ProxyWorld.with { world in
             let chunk = [UInt8](repeating: 0x61, count: 60000)
