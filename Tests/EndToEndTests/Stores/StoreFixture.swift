@@ -5,10 +5,11 @@ import TokendKeyring
 import TokendTestSupport
 
 /// One store under test (issue 48, item 6): how the daemon is configured for it, how a test reads
-/// what it holds, and how the test makes it unusable and usable again.
+/// what it holds, and how the test makes it unusable and usable again. The Secret Service (the
+/// world's private gnome-keyring) runs the same checks as the two headless stores.
 final class StoreFixture: @unchecked Sendable {  // one test drives it at a time
     enum Kind: String, CaseIterable, Sendable, CustomStringConvertible {
-        case pass, tpm2
+        case secretService = "secret-service", pass, tpm2
         var description: String { rawValue }
     }
 
@@ -25,6 +26,7 @@ final class StoreFixture: @unchecked Sendable {  // one test drives it at a time
         self.kind = kind
         self.world = world
         switch kind {
+        case .secretService: break
         case .pass:
             pass = try PassWorld.start(base: world.keyring.childEnvironment, passphrase: passphrase)
             try FileManager.default.createDirectory(atPath: shimDirectory, withIntermediateDirectories: true)
@@ -41,6 +43,7 @@ final class StoreFixture: @unchecked Sendable {  // one test drives it at a time
     /// The configuration's top-level lines for this store.
     var configHeader: String {
         switch kind {
+        case .secretService: "store = \"secret-service\"\n"
         case .pass: "store = \"pass\"\n"
         case .tpm2: "store = \"tpm2\"\ntpm2_tcti = \"\(tpm?.tcti ?? "")\"\n"
         }
@@ -49,6 +52,7 @@ final class StoreFixture: @unchecked Sendable {  // one test drives it at a time
     /// What the daemon needs in its environment; `tpm2` gets no session bus at all.
     var daemonEnvironment: [String: String] {
         switch kind {
+        case .secretService: return [:]
         case .pass:
             var environment = pass?.environment ?? [:]
             environment["PATH"] = shimDirectory + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
@@ -74,6 +78,7 @@ final class StoreFixture: @unchecked Sendable {  // one test drives it at a time
     /// What the store holds for the account, read with the store's own tools (pass; the TPM).
     func storedSession(_ account: String = "work") async throws -> TokenSet? {
         switch kind {
+        case .secretService: return try await world.storedSession(account)
         case .pass: return try pass?.storedSession(account)
         case .tpm2:
             guard let tpm else { return nil }
@@ -81,9 +86,10 @@ final class StoreFixture: @unchecked Sendable {  // one test drives it at a time
         }
     }
 
-    /// gpg loses its key; the TPM simulator stops.
+    /// The keyring is locked; gpg loses its key; the TPM simulator stops.
     func makeUnusable() throws {
         switch kind {
+        case .secretService: try world.keyring.lock()
         case .pass: try pass?.hideKeys()
         case .tpm2: tpm?.stop()
         }
@@ -91,14 +97,21 @@ final class StoreFixture: @unchecked Sendable {  // one test drives it at a time
 
     func makeUsable() throws {
         switch kind {
+        case .secretService: try world.keyring.unlock()
         case .pass: try pass?.restoreKeys()
         case .tpm2: try tpm?.start()
         }
     }
 
+    /// What the daemon's log says once the store cannot be used (AccountNarrator).
+    var unusableLogLine: String {
+        kind == .secretService ? "is locked and nothing here has unlocked it" : "session store unusable"
+    }
+
     /// Files the store keeps the session in (encrypted), left out of the canary scan.
     func isStoreCiphertext(_ path: String) -> Bool {
         switch kind {
+        case .secretService: path.hasSuffix(".keyring")
         case .pass: path.hasSuffix(".gpg")
         case .tpm2: path.hasSuffix(".session")
         }

@@ -5,9 +5,9 @@ import TokendFakes
 import TokendProtocol
 import TokendTestSupport
 
-/// Issue 48, item 6: the `pass` and `tpm2` stores against the real pieces (gpg and pass in a
-/// throw-away GNUPGHOME; the swtpm TPM 2.0 simulator), with the real tokend and tokenctl. The
-/// Secret Service's own checks are KeyringMoodTests, KeyringAtStartTests and CrashTests.
+/// Issue 48, item 6: each store against the real pieces (a private gnome-keyring; gpg and pass in
+/// a throw-away GNUPGHOME; the swtpm TPM 2.0 simulator), with the real tokend and tokenctl. The
+/// Secret Service's finer checks are KeyringMoodTests, KeyringAtStartTests and CrashTests.
 @Suite struct StoreTests {
     static var rotating: FakeFirebase.Options {
         var options = FakeFirebase.Options()
@@ -61,7 +61,7 @@ import TokendTestSupport
                 let status = try await world.status()
                 return status.keyring != "available" && status.unsaved == true
             }
-            #expect(world.daemonLog.contains("session store unusable"), "\(world.daemonLog)")
+            #expect(world.daemonLog.contains(store.unusableLogLine), "\(world.daemonLog)")
             let requests = world.fake.requests.count
             try await offPool { try store.makeUsable() }
             let newest = try #require(world.fake.newestRefreshToken(uid: session.uid))
@@ -84,7 +84,7 @@ import TokendTestSupport
             try await world.startDaemon(extraEnvironment: store.daemonEnvironment)
             try await poll("the account waits for the store") { try await world.status().state == "waiting_for_keyring" }
             try await poll("status and the log say the store is unusable, and what to do") {
-                try await world.status().keyring != "available" && world.daemonLog.contains("session store unusable")
+                try await world.status().keyring != "available" && world.daemonLog.contains(store.unusableLogLine)
             }
             let token = try await world.tokenctl(["token", "work"])
             #expect(token.status == 75, "\(token.stderr)")
