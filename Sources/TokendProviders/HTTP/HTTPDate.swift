@@ -1,8 +1,5 @@
 import FoundationEssentials
 import TokendCore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The HTTP `Date` header (RFC 9110 §5.6.7, IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`), the
 /// only form servers send today. Read to tell a wrong local clock from a wrong token.
@@ -20,14 +17,8 @@ enum HTTPDate {
         guard time.count == 3, let hour = number(time[0], digits: 2), let minute = number(time[1], digits: 2),
             let second = number(time[2], digits: 2), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
-        var parts = tm()
-        parts.tm_year = Int32(year - 1900)  // conversion: four digits
-        parts.tm_mon = Int32(month)  // conversion: 0…11
-        parts.tm_mday = Int32(day)  // conversion: two digits
-        parts.tm_hour = Int32(hour)  // conversion: two digits
-        parts.tm_min = Int32(minute)  // conversion: two digits
-        parts.tm_sec = Int32(second)  // conversion: two digits
-        return Date.bounded(secondsSince1970: Double(timegm(&parts)))
+        let seconds = Timestamp.secondsSince1970(year: year, month: month + 1, day: day, hour: hour, minute: minute, second: second)
+        return Date.bounded(secondsSince1970: Double(seconds))
     }
 
     /// Exactly `digits` ASCII digits as a number.
