@@ -68,6 +68,38 @@ import TokendTestSupport
         #expect(entry.record(count: 1, until: time).count == nil)
     }
 
+    /// The answering thread's fast path compares a request's parts with the entries waiting
+    /// (`Pending.fold`): a repeat from the same connection, or another connection of the same
+    /// process, only counts; another account, consumer or outcome, or an entry more than
+    /// `foldWindow` back, does not.
+    @Test func partsFoldIntoTheEntriesWaiting() {
+        let time = Date(timeIntervalSince1970: 1_800_000_000)
+        let later = time.addingTimeInterval(2)
+        let me = PeerIdentity(pid: 4242, uid: 1000, gid: 1000)
+        let connection = Caller(consumer: nil, peer: me)
+        var pending = AuditLog.Pending()
+        pending.entries = [AuditEntry(time: time, caller: connection, op: "token", account: "work", kind: .id)]
+        pending.counts = [1]
+        pending.lastTimes = [time]
+        let folds = [
+            pending.fold(at: later, connection, "token", "work", .id, nil, nil, nil, nil),
+            pending.fold(at: later, Caller(consumer: nil, peer: me), "token", "work", .id, nil, nil, nil, nil),
+            pending.fold(at: later, connection, "token", "home", .id, nil, nil, nil, nil),
+            pending.fold(at: later, Caller(consumer: "build", peer: me), "token", "work", .id, nil, nil, nil, nil),
+            pending.fold(at: later, Caller(consumer: nil, peer: PeerIdentity(pid: 4243, uid: 1000, gid: 1000)), "token", "work", .id, nil, nil, nil, nil),
+            pending.fold(at: later, connection, "token", "work", .id, nil, nil, nil, TokendError(.forbidden, "no")),
+        ]
+        #expect(folds == [true, true, false, false, false, false])
+        #expect(pending.counts == [3] && pending.lastTimes == [later])
+        for index in 0..<AuditLog.foldWindow {
+            pending.entries.append(AuditEntry(time: time, caller: connection, op: "token", account: "other-\(index)"))
+            pending.counts.append(1)
+            pending.lastTimes.append(time)
+        }
+        let beyondTheWindow = pending.fold(at: later, connection, "token", "work", .id, nil, nil, nil, nil)
+        #expect(!beyondTheWindow)
+    }
+
     @Test func filesRotateUnderTheirBound() throws {
         let directory = try TemporaryDirectory()
         defer { try? directory.remove() }

@@ -1,11 +1,13 @@
 import TokendCore
 import TokendProtocol
 
-/// Who sent a request: the socket it came through and the peer behind it.
-public struct Caller: Sendable, Equatable {
+/// Who sent a request: the socket it came through and the peer behind it. A class, one per
+/// connection: the answering thread keeps and passes it as one reference (a retain, where the
+/// struct it was copied its strings), and a repeat on the same connection is told by identity.
+public final class Caller: Sendable, Equatable {
     /// nil: the main socket; else the consumer's name.
-    public var consumer: String?
-    public var peer: PeerIdentity
+    public let consumer: String?
+    public let peer: PeerIdentity
 
     public init(consumer: String?, peer: PeerIdentity) {
         self.consumer = consumer
@@ -14,6 +16,10 @@ public struct Caller: Sendable, Equatable {
 
     /// A request with no socket behind it (in-process tests, the fuzzer).
     public static let unknown = Caller(consumer: nil, peer: .unknown)
+
+    public static func == (lhs: Caller, rhs: Caller) -> Bool {
+        lhs === rhs || (lhs.peer == rhs.peer && lhs.consumer == rhs.consumer)
+    }
 }
 
 /// One thing worth recording, as the answering thread knows it: raw values only, so recording
@@ -50,13 +56,25 @@ public struct AuditEntry: Sendable, Equatable {
 
     /// Equal but for the time: a repeat that folds into the entry before it.
     func repeats(_ other: AuditEntry) -> Bool {
-        // The cheap fields first: on the listening thread, most entries differ by pid or account.
-        caller.peer.pid == other.caller.peer.pid && op == other.op && account == other.account && kind == other.kind && failure == other.failure
-            && caller == other.caller && audience == other.audience && scope == other.scope && upstream == other.upstream
+        withUnsafePointer(to: self) { Self.matches($0, other.caller, other.op, other.account, other.kind, other.audience, other.scope, other.upstream, other.failure) }
     }
 
-    /// The record written for this entry (`count` of them, the last at `until`).
-    func record(count: Int, until: Date) -> AuditRecord {
+    /// Whether a request of these parts repeats `entry`, compared field by field where it lies:
+    /// asked of the entry itself, the optimizer copied the whole entry first (~350 instructions
+    /// of a `token` line, callgrind). The cheap fields first: on the listening thread, most
+    /// entries differ by connection or account, and a connection's own repeat is the same `Caller`.
+    static func matches(
+        _ entry: UnsafePointer<AuditEntry>, _ caller: Caller, _ op: String, _ account: String?, _ kind: TokenKind?, _ audience: String?, _ scope: String?,
+        _ upstream: String?, _ failure: TokendError?
+    ) -> Bool {
+        entry.pointee.caller == caller && entry.pointee.account == account && entry.pointee.kind == kind && entry.pointee.op == op
+            && entry.pointee.failure == failure && entry.pointee.audience == audience && entry.pointee.scope == scope && entry.pointee.upstream == upstream
+    }
+
+    /// The record written for this entry (`count` of them, the last at `until`), with `peer`
+    /// (the caller's as /proc describes it, when read) for the peer's fields.
+    func record(count: Int, until: Date, peer: PeerIdentity? = nil) -> AuditRecord {
+        let peer = peer ?? caller.peer
         var record = AuditRecord(time: Timestamp.format(time), consumer: caller.consumer ?? AuditRecord.mainConsumer, op: op, outcome: failure?.code.rawValue ?? "ok")
         record.account = account
         record.kind = kind?.rawValue
@@ -64,13 +82,13 @@ public struct AuditEntry: Sendable, Equatable {
         record.scope = scope
         record.upstream = upstream
         record.reason = failure.map { String($0.message.singleLine.prefix(AuditLog.maximumReasonLength)) }
-        if caller.peer.pid > 0 {
-            record.pid = caller.peer.pid
-            record.uid = caller.peer.uid
+        if peer.pid > 0 {
+            record.pid = peer.pid
+            record.uid = peer.uid
         }
-        record.executable = caller.peer.executable
-        record.cgroup = caller.peer.cgroup
-        record.unit = caller.peer.unit
+        record.executable = peer.executable
+        record.cgroup = peer.cgroup
+        record.unit = peer.unit
         if count > 1 {
             record.count = count
             record.until = Timestamp.format(until)

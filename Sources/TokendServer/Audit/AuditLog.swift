@@ -10,7 +10,8 @@ import Glibc
 
 /// The audit (README, "Audit"): every served token, refusal and management call, recorded by the
 /// thread that answered it and written by a thread of its own, so that recording on the main
-/// socket's fast path is a lock, an append and, when the buffer was empty, one byte to a pipe. The
+/// socket's fast path is a clock reading, a lock and a count (a repeat) or an append and, when
+/// the buffer was empty, one byte to a pipe. The
 /// writer reads what the answering thread did not (a main-socket peer's executable and cgroup),
 /// folds repeats, and appends JSON Lines to `AuditFile` (and the journal under systemd).
 public final class AuditLog: Sendable {
@@ -35,6 +36,27 @@ public final class AuditLog: Sendable {
         var lastTimes: [Date] = []
         var dropped = 0
         var stopped = false
+
+        /// Counts a repeat of one of the last `foldWindow` entries (the one before first: a
+        /// persistent client repeats its own line); false when none matches. The entries are
+        /// compared where they lie, through the buffer (`AuditEntry.matches`).
+        mutating func fold(
+            at time: Date, _ caller: Caller, _ op: String, _ account: String?, _ kind: TokenKind?, _ audience: String?, _ scope: String?, _ upstream: String?,
+            _ failure: TokendError?
+        ) -> Bool {
+            let repeated = entries.withUnsafeBufferPointer { entries -> Int? in
+                var index = entries.count - 1
+                while index >= max(0, entries.count - AuditLog.foldWindow) {
+                    if AuditEntry.matches(entries.baseAddress! + index, caller, op, account, kind, audience, scope, upstream, failure) { return index }
+                    index -= 1
+                }
+                return nil
+            }
+            guard let repeated else { return false }
+            counts[repeated] += 1
+            lastTimes[repeated] = time
+            return true
+        }
     }
 
     private let pending = Mutex(Pending())
@@ -72,29 +94,40 @@ public final class AuditLog: Sendable {
     /// Records `entry`. Never blocks on I/O: the writer thread writes it.
     public func record(_ entry: AuditEntry) {
         pending.withLock { pending in
-            guard !pending.stopped else { return }
-            // The entry before first: a persistent client repeats its own line.
-            var index = pending.entries.count - 1
-            let oldest = max(0, pending.entries.count - Self.foldWindow)
-            while index >= oldest {
-                if pending.entries[index].repeats(entry) {
-                    pending.counts[index] += 1
-                    pending.lastTimes[index] = entry.time
-                    return
-                }
-                index -= 1
-            }
-            guard pending.entries.count < Self.maximumPending else {
-                pending.dropped += 1
-                return
-            }
-            pending.entries.append(entry)
-            pending.counts.append(1)
-            pending.lastTimes.append(entry.time)
-            // Under the lock: the writer closes the pipe under it once stopped, so the number
-            // written to is never a reused one. Non-blocking: a full pipe already wakes it.
-            if pending.entries.count == 1 { wake(1) }
+            guard !pending.stopped,
+                  !pending.fold(at: entry.time, entry.caller, entry.op, entry.account, entry.kind, entry.audience, entry.scope, entry.upstream, entry.failure)
+            else { return }
+            append(entry, to: &pending)
         }
+    }
+
+    /// Records a request's answer, now, from its parts as the answering thread holds them (the
+    /// main socket's fast path: `RequestRouter`). A repeat of an entry still waiting, a
+    /// persistent client's next line, is a comparison and a count: no entry is built, copied or
+    /// freed for it. Never blocks on I/O.
+    public func record(
+        _ caller: Caller, op: String, account: String? = nil, kind: TokenKind? = nil, audience: String? = nil, scope: String? = nil, upstream: String? = nil,
+        failure: TokendError? = nil
+    ) {
+        let time = clock.now()
+        pending.withLock { pending in
+            guard !pending.stopped, !pending.fold(at: time, caller, op, account, kind, audience, scope, upstream, failure) else { return }
+            append(AuditEntry(time: time, caller: caller, op: op, account: account, kind: kind, audience: audience, scope: scope, upstream: upstream, failure: failure), to: &pending)
+        }
+    }
+
+    /// A new entry for the writer (under the lock); dropped and counted past `maximumPending`.
+    private func append(_ entry: AuditEntry, to pending: inout Pending) {
+        guard pending.entries.count < Self.maximumPending else {
+            pending.dropped += 1
+            return
+        }
+        pending.entries.append(entry)
+        pending.counts.append(1)
+        pending.lastTimes.append(entry.time)
+        // Under the lock: the writer closes the pipe under it once stopped, so the number
+        // written to is never a reused one. Non-blocking: a full pipe already wakes it.
+        if pending.entries.count == 1 { wake(1) }
     }
 
     private func wake(_ byte: UInt8) {
@@ -118,13 +151,12 @@ public final class AuditLog: Sendable {
         // One /proc read per peer per batch: a persistent client's requests share it.
         var identities: [Int32: PeerIdentity] = [:]
         for (index, entry) in taken.entries.enumerated() {
-            var entry = entry
-            if !entry.caller.peer.isResolved, entry.caller.peer.pid > 0 {
-                let peer = identities[entry.caller.peer.pid] ?? entry.caller.peer.resolved()
-                identities[entry.caller.peer.pid] = peer
-                entry.caller.peer = peer
+            var peer = entry.caller.peer
+            if peer.pid > 0, !peer.isResolved {
+                peer = identities[peer.pid] ?? peer.resolved()
+                identities[peer.pid] = peer
             }
-            lines.append(entry.record(count: taken.counts[index], until: taken.lastTimes[index]))
+            lines.append(entry.record(count: taken.counts[index], until: taken.lastTimes[index], peer: peer))
         }
         if taken.dropped > 0 {
             var record = AuditRecord(time: Timestamp.format(clock.now()), consumer: AuditRecord.mainConsumer, op: "audit", outcome: "dropped")

@@ -77,9 +77,11 @@ public struct PeerIdentity: Sendable, Equatable {
         var buffer = [UInt8](repeating: 0, count: maximumCgroupFile)
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
-        let text = String(decoding: buffer[0..<count], as: UTF8.self)
-        // cgroup v2's one line is "0::PATH"; on a hybrid system the v2 line is still "0::".
-        return text.split(separator: "\n").first { $0.hasPrefix("0::") }.map { String($0.dropFirst(3)).singleLine }
+        // cgroup v2's one line is "0::PATH"; on a hybrid system the v2 line is still "0::". Split
+        // as bytes: as a String, by Characters, the writer spent ~100,000 instructions a read.
+        let prefix = Array("0::".utf8)
+        let line = buffer[0..<count].split(separator: UInt8(ascii: "\n")).first { $0.starts(with: prefix) }
+        return line.map { String(decoding: $0.dropFirst(prefix.count), as: UTF8.self).singleLine }
     }
 
     static func readLink(_ path: String) -> String? {

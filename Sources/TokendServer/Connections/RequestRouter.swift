@@ -87,9 +87,7 @@ public struct RequestRouter: Sendable {
         case .hello: return HelloResponder(version: version, capabilities: capabilities).handle(id: request.id)
         case .token(let args):
             guard let response = TokenResponder.answerAtOnce(args, id: request.id, session: services) else { return nil }
-            if let audit {
-                audit.record(AuditEntry(time: audit.now(), caller: caller, op: "token", account: args.account, kind: response.kind, audience: args.audience, scope: args.scope))
-            }
+            audit?.record(caller, op: Op.token.rawValue, account: args.account, kind: response.kind, audience: args.audience, scope: args.scope)
             return response
         case .list, .status, .refresh, .import, .logout, .watch, .login, .account, .reload, .store: return nil
         }
@@ -124,13 +122,11 @@ public struct RequestRouter: Sendable {
     /// Records a request's answer, but `hello`'s (it names no account and changes nothing).
     private func record(_ command: Command, _ caller: Caller, failure: TokendError?, kind: TokenKind? = nil) {
         guard let audit, command.op != .hello else { return }
-        var entry = AuditEntry(time: audit.now(), caller: caller, op: command.op.rawValue, account: command.account, failure: failure)
         if case .token(let args) = command {
-            entry.kind = kind ?? args.kind
-            entry.audience = args.audience
-            entry.scope = args.scope
+            audit.record(caller, op: command.op.rawValue, account: args.account, kind: kind ?? args.kind, audience: args.audience, scope: args.scope, failure: failure)
+        } else {
+            audit.record(caller, op: command.op.rawValue, account: command.account, failure: failure)
         }
-        audit.record(entry)
     }
 
     private func reply(to command: Command, id: RequestID?) async throws(TokendError) -> Reply {

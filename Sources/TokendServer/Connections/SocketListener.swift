@@ -154,7 +154,7 @@ public final class SocketListener: Sendable {
             .forbidden,
             "consumer \"\(gate.name)\" serves only processes in \(unit), and this one (pid \(peer.pid)) runs in \(caller.peer.unit ?? caller.peer.cgroup ?? "an unknown cgroup"); start it there, e.g. systemd-run --user --scope --unit=\(unit) COMMAND")
         logger.warning("refused a client outside the consumer's unit", metadata: ["consumer": "\(gate.name)", "pid": "\(peer.pid)", "unit": "\(unit)"])
-        if let audit = handler.audit { audit.record(AuditEntry(time: audit.now(), caller: caller, op: "accept", failure: refusal)) }
+        handler.audit?.record(caller, op: "accept", failure: refusal)
         return .failure(refusal)
     }
 
