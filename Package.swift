@@ -48,11 +48,9 @@ let package = Package(
         .target(name: "CTokendFaketimeFix"),
         // The `tpm2` store's ESYS calls (tpm2-tss, Debian's libtss2-dev): the TCTI loader, so
         // /dev/tpmrm0, swtpm: and mssim: all work, and the marshalling of the sealed object.
-        .target(
-            name: "CTokendTPM2",
-            linkerSettings: [
-                .linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"), .linkedLibrary("tss2-mu"), .linkedLibrary("tss2-rc"),
-            ]),
+        // Not linked: loaded (dlopen, in glibc's libc since 2.34) when the store is first used,
+        // so a daemon on another store never maps libtss2-* and libcrypto (Sources/CTokendTPM2/tss2.h).
+        .target(name: "CTokendTPM2"),
         .target(
             name: "TokendKeyring",
             dependencies: [

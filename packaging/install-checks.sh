@@ -6,10 +6,13 @@
 # against is installed; else prints the missing ones and the one command that installs them, and
 # returns 1. LIBRARIES (written by scripts/package) maps each soname the binaries name (NEEDED) to
 # the Debian package dpkg-shlibdeps took it from; dnf installs by soname, so Fedora needs no map.
+# A line with a third field, the store that loads it when first used (tpm2-tss: "tpm2"), is
+# optional: missing, it is only noted with its command, and the install goes on.
 check_libraries() {
   _lib_bins=$1 _lib_map=$2
+  note_optional_libraries "$_lib_map"
   if ! command -v ldd >/dev/null 2>&1; then
-    echo "note: no ldd here, so the libraries tokend needs were not checked (the Debian names: $(awk '{print $2}' "$_lib_map" | sort -u | tr '\n' ' '))"
+    echo "note: no ldd here, so the libraries tokend needs were not checked (the Debian names: $(awk 'NF == 2 {print $2}' "$_lib_map" | sort -u | tr '\n' ' '))"
     return 0
   fi
   # ldd prints "libsecret-1.so.0 => not found" for each library it cannot find, and fails
@@ -18,21 +21,42 @@ check_libraries() {
   _lib_missing=$(for _lib_bin in "$_lib_bins"/*; do LC_ALL=C ldd "$_lib_bin" 2>/dev/null || true; done \
     | awk '$2 == "=>" && $3 == "not" {print $1}' | sort -u)
   [ -n "$_lib_missing" ] || return 0
+  echo "install.sh: tokend needs libraries this system lacks ($(echo $_lib_missing)); nothing was installed." >&2
+  echo "install them, then run install.sh again: $(library_command "$_lib_map" $_lib_missing)" >&2
+  return 1
+}
+
+# note_optional_libraries LIBRARIES: for each store whose libraries (LIBRARIES' third field) are
+# not all installed, one line saying which and the command that installs them. Without ldconfig
+# (not in every user's PATH: /sbin) nothing is said; the store names them when first used.
+note_optional_libraries() {
+  _opt_ldconfig=$(command -v ldconfig 2>/dev/null || echo /sbin/ldconfig)
+  [ -x "$_opt_ldconfig" ] || return 0
+  _opt_known=$("$_opt_ldconfig" -p 2>/dev/null | awk '{print $1}')
+  for _opt_store in $(awk 'NF == 3 {print $3}' "$1" | sort -u); do
+    _opt_missing=$(for _opt_so in $(awk -v store="$_opt_store" '$3 == store {print $1}' "$1"); do
+      echo "$_opt_known" | grep -qxF "$_opt_so" || echo "$_opt_so"; done)
+    [ -n "$_opt_missing" ] || continue
+    echo "note: the $_opt_store store needs libraries this system lacks ($(echo $_opt_missing)); the other stores do not. To use it: $(library_command "$1" $_opt_missing)"
+  done
+}
+
+# library_command LIBRARIES SONAME...: the one command that installs these libraries here: apt-get
+# with the Debian packages of LIBRARIES, or dnf by soname.
+library_command() {
+  _cmd_map=$1 _cmd_sudo=""; shift
+  [ "$(id -u)" -eq 0 ] || _cmd_sudo="sudo "
   # Only the binaries' own NEEDED libraries have a package in the map; one missing only because
   # its parent is (libgio beside libsecret) comes with the parent's package.
-  _lib_debian=$(for _lib_so in $_lib_missing; do awk -v so="$_lib_so" '$1 == so {print $2}' "$_lib_map"; done | sort -u | tr '\n' ' ')
-  _lib_fedora=$(for _lib_so in $_lib_missing; do grep -q "^$_lib_so " "$_lib_map" && printf "'%s()(64bit)' " "$_lib_so"; done)
-  _lib_sudo=""
-  [ "$(id -u)" -eq 0 ] || _lib_sudo="sudo "
-  echo "install.sh: tokend needs libraries this system lacks ($(echo $_lib_missing)); nothing was installed." >&2
-  if command -v apt-get >/dev/null 2>&1 || [ -z "$_lib_fedora" ]; then
-    echo "install them, then run install.sh again: ${_lib_sudo}apt-get install ${_lib_debian% }" >&2
+  _cmd_debian=$(for _cmd_so in "$@"; do awk -v so="$_cmd_so" '$1 == so {print $2}' "$_cmd_map"; done | sort -u | tr '\n' ' ')
+  _cmd_fedora=$(for _cmd_so in "$@"; do grep -q "^$_cmd_so " "$_cmd_map" && printf "'%s()(64bit)' " "$_cmd_so"; done)
+  if command -v apt-get >/dev/null 2>&1 || [ -z "$_cmd_fedora" ]; then
+    echo "${_cmd_sudo}apt-get install ${_cmd_debian% }"
   elif command -v dnf >/dev/null 2>&1; then
-    echo "install them, then run install.sh again: ${_lib_sudo}dnf install ${_lib_fedora% }" >&2
+    echo "${_cmd_sudo}dnf install ${_cmd_fedora% }"
   else
-    echo "install them (Debian: apt-get install ${_lib_debian% }; Fedora: dnf install ${_lib_fedora% }), then run install.sh again" >&2
+    echo "(Debian) apt-get install ${_cmd_debian% }; (Fedora) dnf install ${_cmd_fedora% }"
   fi
-  return 1
 }
 
 # stop_installed_units UNIT_DIR: before --uninstall removes the units of UNIT_DIR, stops and

@@ -7,7 +7,8 @@
 #                                        # stops and disables the units it installed, removes
 #                                        # them; the keyring items, configuration and token files stay
 # It first checks that the libraries the binaries need are installed (libsecret, GLib) and, if
-# not, installs nothing and prints the one apt-get or dnf command that adds them.
+# not, installs nothing and prints the one apt-get or dnf command that adds them; tpm2-tss, which
+# only the tpm2 store loads, is only noted.
 # Layout under the prefix: bin/, share/systemd/user/ (a user unit directory systemd searches for
 # ~/.local and /usr/local), share/man/man1/, share/{bash-completion,zsh,fish}/, share/doc/tokend/.
 set -eu
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix=${2:?--prefix needs a directory}; shift ;;
     --uninstall) mode=uninstall ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument $1 (try --help)" >&2; exit 64 ;;
   esac
   shift

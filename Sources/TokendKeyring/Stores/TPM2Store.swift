@@ -186,9 +186,23 @@ struct TPM2Backend: BlockingStore {
         return rc
     }
 
+    /// tpm2-tss's runtime libraries by soname, which holds on any release; the Debian 12 names
+    /// are what scripts/package finds for them (`dpkg -S`), and the package recommends them.
+    /// Loading is tried once per process (CTokendTPM2's tss2.c), hence the restart.
+    static let librarySonames = Array(sequence(state: 0) { index in
+        defer { index += 1 }
+        return tokend_tpm2_soname(index).map { String(cString: $0) }
+    })
+    static let librarySteps = "install tpm2-tss's runtime libraries \(librarySonames.joined(separator: ", ")) "
+        + "(Debian 12: `apt-get install libtss2-esys-3.0.2-0 libtss2-tctildr0 libtss2-mu0 libtss2-rc0`, which the tokend package "
+        + "recommends), then restart tokend (`systemctl --user restart tokend`); or choose another store (see README, \"Stores\")"
+
     /// What a failed TPM call means for the store, with its steps.
     func failure(_ rc: Int32, _ place: UnsafePointer<CChar>?, tcti: String?) -> KeyringError {
         let call = place.map { String(cString: $0) } ?? "TPM"
+        if tokend_tpm2_is_missing_library(rc) != 0 {
+            return KeyringError(.unavailable, "the tpm2 store cannot load tpm2-tss (\(call))", steps: Self.librarySteps)
+        }
         let said = "\(call): \(String(cString: tokend_tpm2_describe(rc)))"
         let target = tcti ?? "the default TCTI (/dev/tpmrm0)"
         if tokend_tpm2_is_foreign(rc) != 0 {
