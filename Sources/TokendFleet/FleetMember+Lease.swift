@@ -42,11 +42,13 @@ extension FleetMember {
         lease.map { $0.deadline - clock.steadySeconds() }
     }
 
-    /// This member's lease, waited for when it has none yet (at most a lease's time): a member
-    /// that just started, or whose lease etcd let expire, is granted one within a keep-alive
-    /// round, and an import there must not end up following a holder that does not exist.
+    /// This member's lease, waited for (at most a lease's time) when it has none yet or too
+    /// little time left to refresh: a member that just started, or whose lease etcd let expire,
+    /// is granted one within a keep-alive round, and a keep-alive late under load is followed by
+    /// one that lengthens it. Campaigning or following meanwhile would leave an account this
+    /// member holds, or is given, with nobody to refresh it (an import answered `unavailable`).
     func grantedLease() async -> (id: Int64, deadline: Double)? {
-        if lease == nil { await wait(for: .lease, until: clock.now().addingTimeInterval(settings.lease)) }
+        if (leaseTimeLeft() ?? 0) < Self.minimumRefreshBudget { await wait(for: .lease, until: clock.now().addingTimeInterval(settings.lease)) }
         return lease
     }
 

@@ -29,7 +29,9 @@ extension AccountEngine {
     /// Queues the local copy of a session the fleet's watch brought. The watch must not wait for
     /// the local store (gnome-keyring rewrites its whole file per write: at 1,000 accounts a
     /// member fell minutes behind); the copy is only a cache of etcd, so each account's newest
-    /// session is written, one write at a time, and a failed one is retried by the keyring poll.
+    /// session is written, one write at a time, each followed by a pause as long as it took (the
+    /// writes that cannot wait, a holder's rotation before it serves, get half the store's time),
+    /// and a failed one is retried by the keyring poll.
     func copyToLocalStore(_ name: String) {
         fleetCopies.add(name)
         guard !fleetCopies.isWriting, !isShutDown else { return }
@@ -50,7 +52,9 @@ extension AccountEngine {
                 refreshing.append(name)
                 continue
             }
+            let started = clock.steadySeconds()
             _ = await writeHeldSession(name, tokens)
+            guard await timers.sleep(seconds: clock.steadySeconds() - started, from: clock) else { break }
         }
         fleetCopies.isWriting = false
         guard !refreshing.isEmpty, !isShutDown else { return }
