@@ -319,8 +319,7 @@ def all_serve(members, token, bound=REACH_BOUND, account=ACCOUNT):
     return (time.monotonic() - start) if poll(bound, reached) else None
 
 
-failures = 0
-measured = {}
+failures, measured = 0, {}  # the checks' count of failures, and the figures they measured
 
 
 def ok(name):
