@@ -42,7 +42,7 @@ struct EtcdKeyValue: Decodable, Sendable {
     var valueBytes: [UInt8] { value.flatMap { Data(base64Encoded: $0) }.map { Array($0) } ?? [] }
 }
 
-struct EtcdRangeRequest: Encodable {
+struct EtcdRangeRequest: Encodable, Sendable {
     var key: String
     var range_end: String?
 }
@@ -53,7 +53,7 @@ struct EtcdRangeAnswer: Decodable, Sendable {
 }
 
 /// One comparison of a transaction: `target` is VERSION, CREATE, MOD, VALUE or LEASE.
-struct EtcdCompare: Encodable {
+struct EtcdCompare: Encodable, Sendable {
     var key: String
     var target: String
     var result = "EQUAL"
@@ -62,23 +62,37 @@ struct EtcdCompare: Encodable {
     var lease: EtcdNumber?
 }
 
-struct EtcdPut: Encodable {
+struct EtcdPut: Encodable, Sendable {
     var key: String
     var value: String
     var lease: EtcdNumber?
 }
 
-struct EtcdKeyOnly: Encodable {
+struct EtcdKeyOnly: Encodable, Sendable {
     var key: String
 }
 
-struct EtcdRequestOp: Encodable {
+struct EtcdRequestOp: Encodable, Sendable {
     var request_put: EtcdPut?
     var request_range: EtcdRangeRequest?
     var request_delete_range: EtcdKeyOnly?
+    /// A transaction inside the transaction (etcd 3.3 and later): its own compare decides its ops.
+    var request_txn: EtcdNestedTxn?
 }
 
-struct EtcdTxnRequest: Encodable {
+/// A nested transaction, boxed: a struct cannot hold a value of its own type. Encoded as the
+/// transaction itself.
+final class EtcdNestedTxn: Encodable, Sendable {
+    let txn: EtcdTxnRequest
+
+    init(_ txn: EtcdTxnRequest) { self.txn = txn }
+
+    func encode(to encoder: any Encoder) throws {
+        try txn.encode(to: encoder)
+    }
+}
+
+struct EtcdTxnRequest: Encodable, Sendable {
     var compare: [EtcdCompare]
     var success: [EtcdRequestOp]
     var failure: [EtcdRequestOp]

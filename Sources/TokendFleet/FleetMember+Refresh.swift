@@ -11,6 +11,11 @@ extension FleetMember {
         // Known unreachable (the last call, or the lease's keep-alive every third of its TTL,
         // failed): said at once, not after a deadline on every endpoint.
         if !reachable { return Self.outcome(FleetError(.unreachable, "its last answer failed")) }
+        // Before the read: what the campaign below compares is then at most a round trip old.
+        guard await grantedLease() != nil else {
+            return .transient(RefreshFailure(
+                code: "fleet_no_lease", message: "etcd has not granted this member its fleet lease yet; it refreshes nothing until it has one"), retryAfter: nil)
+        }
         // The engine counts the lifetimes it is given from when it started this refresh, just
         // before this call: an adopted session's are measured from here, not from its end.
         let called = clock.now()

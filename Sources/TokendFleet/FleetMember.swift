@@ -51,11 +51,13 @@ public actor FleetMember {
 
     /// The lease and the holder's own deadline, in steady seconds: the last keep-alive's send
     /// time plus its TTL less `leaseMargin`. Past it this member refreshes nothing.
-    var lease: (id: Int64, deadline: Double)?
+    var lease: (id: Int64, deadline: Double)? {
+        didSet { if lease != nil { wake(.lease) } }
+    }
     var known: [String: KnownSession] = [:]
     /// Each fleet account's endpoint, for the associated data of its sealed session.
     var endpoints: [String: String] = [:]
-    var waiters: [UInt64: (account: String, continuation: CheckedContinuation<Void, Never>)] = [:]
+    var waiters: [UInt64: (topic: WaitTopic, continuation: CheckedContinuation<Void, Never>)] = [:]
     var nextWaiter: UInt64 = 0
     var onChange: (@Sendable (String, FleetChange) async -> Void)?
     var loops: [Task<Void, Never>] = []
@@ -138,59 +140,6 @@ public actor FleetMember {
         }
     }
 
-    // MARK: - The lease
-
-    /// Grants the lease, then keeps it alive every third of its TTL; a lease etcd let expire
-    /// (this member was cut off) is replaced by a new one, with no election held.
-    func keepLease() async {
-        while !Task.isCancelled {
-            let sent = clock.steadySeconds()
-            do throws(FleetError) {
-                if let current = lease {
-                    let answer = try await client.keepAlive(current.id)
-                    // An expired lease answers TTL 0, which proto3's JSON leaves out.
-                    if let ttl = answer.TTL?.value, ttl > 0 {
-                        lease = (current.id, sent + Double(ttl) - settings.leaseMargin)
-                    } else {
-                        lease = nil
-                        logger.warning("the fleet lease expired at etcd (this member was cut off); taking a new one", metadata: ["lease": "\(current.id)"])
-                        continue
-                    }
-                } else {
-                    let answer = try await client.grantLease(seconds: settings.lease)
-                    guard let id = answer.ID?.value, let ttl = answer.TTL?.value, ttl > 0 else {
-                        throw FleetError(.refused, "etcd granted no lease")
-                    }
-                    lease = (id, sent + Double(ttl) - settings.leaseMargin)
-                }
-                note(nil)
-            } catch {
-                note(error)
-                // Not found: the lease is gone at etcd; anything else leaves the deadline to pass.
-                if error.code == .refused { lease = nil }
-            }
-            guard await timers.sleep(seconds: settings.lease / 3, from: clock) else { return }
-        }
-    }
-
-    /// Seconds left before this member's own deadline; nil without a lease.
-    func leaseTimeLeft() -> Double? {
-        lease.map { $0.deadline - clock.steadySeconds() }
-    }
-
-    /// Whether this member holds the account's election, taking it if nobody does: the key is
-    /// created only if absent, under this member's lease, so it goes when the lease expires.
-    func campaign(_ account: String) async throws(FleetError) -> Bool {
-        guard let lease, lease.deadline - clock.steadySeconds() >= Self.minimumRefreshBudget else { return false }
-        let key = holderKey(account).base64
-        let answer = try await client.txn(EtcdTxnRequest(
-            compare: [EtcdCompare(key: key, target: "CREATE", create_revision: EtcdNumber(0))],
-            success: [EtcdRequestOp(request_put: EtcdPut(key: key, value: Array(memberID.utf8).base64, lease: EtcdNumber(lease.id)))],
-            failure: [EtcdRequestOp(request_range: EtcdRangeRequest(key: key))]))
-        if answer.succeeded == true { return true }
-        return answer.responses?.first?.response_range?.kvs?.first?.lease?.value == lease.id
-    }
-
     // MARK: - Sessions
 
     /// The account's session in etcd (a linearizable read).
@@ -240,9 +189,10 @@ public actor FleetMember {
     }
 
     /// Writes `tokens` as the account's session, if the session key is still at `revision` (0:
-    /// absent) and, for a holder's refresh, this member still holds the election.
+    /// absent) and, for a holder's refresh, this member still holds the election; `electing`:
+    /// in the same transaction, the election is this member's under that lease if nobody holds it.
     @discardableResult
-    func write(_ tokens: TokenSet, account: String, expecting revision: Int64, asHolder: Bool) async throws(FleetError) -> Int64 {
+    func write(_ tokens: TokenSet, account: String, expecting revision: Int64, asHolder: Bool, electing: Int64? = nil) async throws(FleetError) -> Int64 {
         let key = sessionKey(account).base64
         var compare = [EtcdCompare(key: key, target: "MOD", mod_revision: EtcdNumber(revision))]
         if asHolder {
@@ -259,7 +209,9 @@ public actor FleetMember {
         func undo() { if known[account] == pending { known[account] = previous } }
         let answer: EtcdTxnAnswer
         do throws(FleetError) {
-            answer = try await client.txn(EtcdTxnRequest(compare: compare, success: [EtcdRequestOp(request_put: EtcdPut(key: key, value: value.base64))], failure: []))
+            var success = [EtcdRequestOp(request_put: EtcdPut(key: key, value: value.base64))]
+            if let electing { success.append(EtcdRequestOp(request_txn: EtcdNestedTxn(elect(account, under: electing)))) }
+            answer = try await client.txn(EtcdTxnRequest(compare: compare, success: success, failure: []))
             note(nil)
         } catch {
             note(error)
@@ -277,7 +229,9 @@ public actor FleetMember {
         return written
     }
 
-    /// A session the user gave on this member (a login, an import): the fleet's from now on.
+    /// A session the user gave on this member (a login, an import): the fleet's from now on,
+    /// and its election this member's if nobody holds it (README, "Who refreshes a shared
+    /// account"): the others then follow instead of racing it for the first refresh.
     /// Refused when the session it replaces does not open with this member's key.
     public func give(_ tokens: TokenSet, account: String) async throws(FleetError) {
         let current: Int64
@@ -285,7 +239,10 @@ public actor FleetMember {
         case .none: current = 0
         case .session(_, let revision): current = revision
         }
-        try await write(tokens, account: account, expecting: current, asHolder: false)
+        // Only a lease alive at etcd (its own deadline is earlier): a put under an expired one
+        // would fail the whole transaction.
+        let lease = await grantedLease().flatMap { $0.deadline > clock.steadySeconds() ? $0.id : nil }
+        try await write(tokens, account: account, expecting: current, asHolder: false, electing: lease)
     }
 
     /// Removes the fleet's session if it is still the one this member knows (with that refresh
@@ -303,30 +260,5 @@ public actor FleetMember {
             throw error
         }
         known[account] = nil
-    }
-
-    // MARK: - Waiting for another member's session
-
-    /// Returns once the session this member knows for `account` is no longer at `revision`, or at `deadline`.
-    func waitForChange(of account: String, from revision: Int64, until deadline: Date) async {
-        guard known[account]?.revision == revision else { return }
-        nextWaiter += 1
-        let id = nextWaiter
-        let timer = timers.schedule(at: deadline) { Task { await self.resumeWaiter(id) } }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            waiters[id] = (account, continuation)
-        }
-        timer.cancel()
-    }
-
-    func resumeWaiter(_ id: UInt64) {
-        waiters.removeValue(forKey: id)?.continuation.resume()
-    }
-
-    func wakeWaiters(of account: String) {
-        for (id, waiter) in waiters where waiter.account == account {
-            waiters.removeValue(forKey: id)
-            waiter.continuation.resume()
-        }
     }
 }

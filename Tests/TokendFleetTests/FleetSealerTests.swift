@@ -88,6 +88,19 @@ import TokendCore
         #expect(text == #""5""#)
     }
 
+    /// A transaction inside a transaction (the election taken with a given session's write) is
+    /// sent as the gateway reads a `RequestOp`'s `request_txn`: the transaction itself, not a box.
+    @Test func nestedTransaction() throws {
+        let inner = EtcdTxnRequest(compare: [EtcdCompare(key: "aA==", target: "CREATE", create_revision: EtcdNumber(0))],
+            success: [EtcdRequestOp(request_put: EtcdPut(key: "aA==", value: "bQ==", lease: EtcdNumber(7)))], failure: [])
+        let outer = EtcdRequestOp(request_txn: EtcdNestedTxn(inner))
+        let object = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(outer)) as? [String: Any]
+        let txn = object?["request_txn"] as? [String: Any]
+        #expect(object?.keys.sorted() == ["request_txn"])
+        #expect((txn?["compare"] as? [[String: Any]])?.first?["target"] as? String == "CREATE")
+        #expect(((txn?["success"] as? [[String: Any]])?.first?["request_put"] as? [String: Any])?["lease"] as? String == "7")
+    }
+
     /// etcd's errors: a member without quorum is unreachable, a permission refused.
     @Test func failures() {
         let noLeader = EtcdClient.failure(status: 503, body: Array(#"{"error":"etcdserver: no leader","code":14,"message":"etcdserver: no leader"}"#.utf8), endpoint: "e")

@@ -30,7 +30,11 @@ Checks, in order (each prints ok/FAIL):
  11-13. kill -9 of the holder with its refresh in flight (scripts/lib/fleet_window.py): before
      the provider acted on it (no reuse), and inside README's one window, after the provider
      rotated and before the answer reached the holder, at a provider that accepts the old token
-     again (Firebase, a grace period) and at one that revokes the family on reuse.
+     again (Firebase, a grace period) and at one that revokes the family on reuse;
+ 14. imports on a member that has just started, before etcd granted its lease: they wait for
+     it and succeed, and the importing member holds the accounts' elections
+     (scripts/lib/fleet_start.py).
+Check 1 also asserts that the importing member (m1) holds the account's election.
 Throughout checks 1-10: the provider never sees a refresh token twice and never answers a refresh
 with an error (its reuse detection would revoke the family).
 """
@@ -43,6 +47,7 @@ import threading
 import time
 
 import fleet
+import fleet_start
 import fleet_window
 from fleet import (ACCOUNT, LEASE, REACH_BOUND, TOKEN_LIFETIME, Member, Proxy, World, all_serve, check, fail, jwt_exp, measured,
                    newest_id_token, no_reuse, ok, poll)
@@ -98,8 +103,12 @@ def scenario(world, members):
     took = all_serve(members, token) if token else None
     check("the imported session reaches m2 and m3", took is not None)
     measured["import reach s"] = "%.2f" % (took or -1)
+    check("m1, which imported it, holds the account's election", world.holder_pid() == m1.pid,
+          "holder pid %s, m1 %s" % (world.holder_pid(), m1.pid))
     if os.environ.get("TOKEND_FLEET_ONLY") == "window":  # checks 1 and 11-13 only
         return fleet_window.scenario(world, members)
+    if os.environ.get("TOKEND_FLEET_ONLY") == "start":  # checks 1 and 14 only
+        return fleet_start.scenario(world, members)
 
     # 2. Rounds of forced refreshes on all members at once: one provider refresh each.
     reaches = []
@@ -295,6 +304,8 @@ def scenario(world, members):
 
     # 11-13. The holder killed with a refresh in flight (scripts/lib/fleet_window.py).
     fleet_window.scenario(world, members)
+    # 14. Imports on a member that has just started (scripts/lib/fleet_start.py).
+    fleet_start.scenario(world, members)
 
 
 if __name__ == "__main__":

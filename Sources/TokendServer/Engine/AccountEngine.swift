@@ -40,6 +40,8 @@ public actor AccountEngine {
     var writeBackTimer: TimerHandle?
     var writeBackRunning = false
     var keyringPollRunning = false
+    /// Local copies of sessions the fleet's watch brought (Fleet/AccountEngine+Fleet.swift).
+    var fleetCopies = FleetCopies()
     var nextIncarnation: UInt64 = 0
     var configurationProblem: ConfigurationError?
     /// Set by `shutdown()`: no timer is armed and no background work starts after it.
