@@ -27,4 +27,22 @@ import TokendTestClock
         memory.cancel()
         #expect(clock.armedDeadlines.isEmpty)
     }
+
+    /// The release at the end of start-up, called while a release is armed, ends that arming:
+    /// before, the armed timer fired later anyway, and work noted between the two armed a second
+    /// one, so one burst released twice, the second in the quiet that followed (IdleTests on a
+    /// loaded run: tokend-timers +3 in its idle window).
+    @Test func aReleaseCalledWhileArmedEndsTheArming() {
+        let clock = ManualClock()
+        let released = Atomic<Int>(0)
+        let memory = IdleMemory(clock: clock, timers: clock, logger: Logger(label: "test")) { released.add(1, ordering: .relaxed) }
+        memory.noteWork()
+        clock.advance(by: 10)
+        memory.release()  // start-up over
+        #expect(released.load(ordering: .relaxed) == 1 && clock.armedDeadlines.isEmpty, "the armed release is spent")
+        memory.noteWork()
+        #expect(clock.armedDeadlines == [clock.now().addingTimeInterval(IdleMemory.quietPeriod)])
+        clock.advance(by: 3600)
+        #expect(released.load(ordering: .relaxed) == 2, "one release for the work after it, not two")
+    }
 }

@@ -44,8 +44,10 @@ final class IdleMemory: Sendable {
     }
 
     func release() {
+        // Called at the end of start-up while a release may be armed: this one is that one, so
+        // its timer goes (else it fired too, and work noted between armed a second release).
         armed.withLock {
-            $0 = nil
+            $0.take()?.cancel()
             isArmed.store(false, ordering: .relaxed)
         }
         hand()
