@@ -278,6 +278,18 @@ import TokendTestClock
         #expect(account.machine.backoff(at: clock.now()) == until, "a new session does not lift the provider's rate limit")
     }
 
+    /// A fleet's session, after refreshes failed on the fleet's side: the backoff they earned
+    /// was never the provider's, and ends (README, "A fleet").
+    @Test func aSessionLiftingTheBackoffEndsIt() throws {
+        var account = account()
+        let ticket = try started(&account)
+        _ = account.apply(.refreshAnswered(ticket, .transient(failure, retryAfter: 60), at: clock.now(), jitterDraw: 0))
+        #expect(account.machine.backoff(at: clock.now()) != nil)
+        _ = account.apply(.sessionGiven(TokenSet(refreshToken: "rt-fleet"), committing: nil, at: clock.now(), jitterDraw: 0, liftingBackoff: true))
+        #expect(account.machine.backoff(at: clock.now()) == nil)
+        #expect(account.machine.phase == .idle)
+    }
+
     @Test func aLoginCommitsTheNumberItWasIssuedWith() {
         var account = account()
         account.issuedUserActions = 2  // the login (1), then a logout (2) issued while it ran

@@ -18,8 +18,10 @@ public enum AccountInput<Configuration: AccountSettings, Provider: Sendable, Fai
     /// A session the user gave takes the account's place: an import, or a login's. The user action
     /// it is commits: `committing` (numbered when it was issued; the caller checked that nothing
     /// voided it meanwhile, `changes(since:)`), or with nil a new one that takes effect at once.
-    /// Nothing refreshes the session before it is stored.
-    case sessionGiven(TokenSet, committing: AccountTicket?, at: Date, jitterDraw: Double)
+    /// Nothing refreshes the session before it is stored. `liftingBackoff`: the backoff it
+    /// finds was not the provider's (a fleet's session, after etcd could not be reached), so it
+    /// ends; else the new session waits it out too.
+    case sessionGiven(TokenSet, committing: AccountTicket?, at: Date, jitterDraw: Double, liftingBackoff: Bool = false)
     /// The keyring answered the write of the held session: one the user gave, or a write-back.
     case sessionStored(TokenSet, Result<Void, Failure>)
     /// The session is forgotten, a user action that commits as `sessionGiven`'s does: a logout,
@@ -132,9 +134,9 @@ extension AccountState {
             return effects + completed(completion, refresh: ticket, previous: previous, at: now)
         case .storedSessionRead(let ticket, let loaded, let jitterDraw):
             return storedSessionRead(ticket, loaded, jitterDraw: jitterDraw)
-        case .sessionGiven(var tokens, let action, let now, let jitterDraw):
+        case .sessionGiven(var tokens, let action, let now, let jitterDraw, let liftingBackoff):
             // A new session does not lift the provider's rate limit: it waits out the backoff too.
-            let backoff = machine.backoff(at: now)
+            let backoff = liftingBackoff ? nil : machine.backoff(at: now)
             commit(action)
             tokens.endpoint = configuration.endpoint
             machine.install(tokens, jitterDraw: jitterDraw)

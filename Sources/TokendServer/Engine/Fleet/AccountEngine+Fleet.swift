@@ -13,7 +13,10 @@ extension AccountEngine {
             // A refresh in flight here is the fleet's (FleetMember.refresh): it answers with this
             // session itself, so an import's or a `tokenctl refresh`'s wait ends in success.
             guard account.tokens != tokens, !account.isRefreshing else { return }
-            await apply(.sessionGiven(tokens, committing: nil, at: clock.now(), jitterDraw: drawJitter()), to: name)
+            // etcd answered with it, and a member reached the provider: a backoff earned while the
+            // fleet could not be reached ends (a member that becomes holder must not wait it out).
+            let liftingBackoff = account.lastError.map(FleetError.isFleets) ?? false
+            await apply(.sessionGiven(tokens, committing: nil, at: clock.now(), jitterDraw: drawJitter(), liftingBackoff: liftingBackoff), to: name)
             // A given session's timer waits for its write; a follower's runs at once: it is how
             // this member takes over when the holder goes.
             schedule(name)
