@@ -16,23 +16,23 @@ typedef struct {
 
 static void tpm_close(tpm_t *t) {
     if (t->esys) {
-        if (t->session != ESYS_TR_NONE) tss2.Esys_FlushContext(t->esys, t->session);
-        if (t->primary != ESYS_TR_NONE) tss2.Esys_FlushContext(t->esys, t->primary);
-        tss2.Esys_Finalize(&t->esys);
+        if (t->session != ESYS_TR_NONE) tokend_tpm2_tss2.Esys_FlushContext(t->esys, t->session);
+        if (t->primary != ESYS_TR_NONE) tokend_tpm2_tss2.Esys_FlushContext(t->esys, t->primary);
+        tokend_tpm2_tss2.Esys_Finalize(&t->esys);
     }
-    if (t->tcti) tss2.Tss2_TctiLdr_Finalize(&t->tcti);
+    if (t->tcti) tokend_tpm2_tss2.Tss2_TctiLdr_Finalize(&t->tcti);
 }
 
 // Opens the TPM through the TCTI loader and starts it if it was not started: what every call
 // needs before its first command.
 static int tpm_connect(const char *tcti, tpm_t *t, const char **where) {
     t->tcti = NULL; t->esys = NULL; t->primary = ESYS_TR_NONE; t->session = ESYS_TR_NONE;
-    TSS2_RC rc = tss2.Tss2_TctiLdr_Initialize(tcti, &t->tcti);
+    TSS2_RC rc = tokend_tpm2_tss2.Tss2_TctiLdr_Initialize(tcti, &t->tcti);
     if (rc != TSS2_RC_SUCCESS) { *where = "Tss2_TctiLdr_Initialize"; t->tcti = NULL; return (int)rc; }
-    rc = tss2.Esys_Initialize(&t->esys, t->tcti, NULL);
+    rc = tokend_tpm2_tss2.Esys_Initialize(&t->esys, t->tcti, NULL);
     if (rc != TSS2_RC_SUCCESS) { *where = "Esys_Initialize"; t->esys = NULL; tpm_close(t); return (int)rc; }
     // A real TPM is started by the firmware; a simulator may not be. Already started is fine.
-    rc = tss2.Esys_Startup(t->esys, TPM2_SU_CLEAR);
+    rc = tokend_tpm2_tss2.Esys_Startup(t->esys, TPM2_SU_CLEAR);
     if (rc != TSS2_RC_SUCCESS && (rc & 0xFFF) != TPM2_RC_INITIALIZE) { *where = "Esys_Startup"; tpm_close(t); return (int)rc; }
     return 0;
 }
@@ -59,15 +59,15 @@ static int tpm_open(const char *tcti, tpm_t *t, const char **where) {
     template.publicArea.parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
     TPM2B_DATA outside = {0};
     TPML_PCR_SELECTION pcrs = {0};
-    rc = tss2.Esys_CreatePrimary(t->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+    rc = tokend_tpm2_tss2.Esys_CreatePrimary(t->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
                             &sensitive, &template, &outside, &pcrs, &t->primary, NULL, NULL, NULL, NULL);
     if (rc != TSS2_RC_SUCCESS) { *where = "Esys_CreatePrimary"; t->primary = ESYS_TR_NONE; tpm_close(t); return (int)rc; }
 
     TPMT_SYM_DEF symmetric = {.algorithm = TPM2_ALG_AES, .keyBits = {.aes = 128}, .mode = {.aes = TPM2_ALG_CFB}};
-    rc = tss2.Esys_StartAuthSession(t->esys, t->primary, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+    rc = tokend_tpm2_tss2.Esys_StartAuthSession(t->esys, t->primary, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
                                NULL, TPM2_SE_HMAC, &symmetric, TPM2_ALG_SHA256, &t->session);
     if (rc != TSS2_RC_SUCCESS) { *where = "Esys_StartAuthSession"; t->session = ESYS_TR_NONE; tpm_close(t); return (int)rc; }
-    rc = tss2.Esys_TRSess_SetAttributes(t->esys, t->session,
+    rc = tokend_tpm2_tss2.Esys_TRSess_SetAttributes(t->esys, t->session,
                                    TPMA_SESSION_DECRYPT | TPMA_SESSION_ENCRYPT | TPMA_SESSION_CONTINUESESSION, 0xFF);
     if (rc != TSS2_RC_SUCCESS) { *where = "Esys_TRSess_SetAttributes"; tpm_close(t); return (int)rc; }
     return 0;
@@ -76,7 +76,7 @@ static int tpm_open(const char *tcti, tpm_t *t, const char **where) {
 int tokend_tpm2_seal(const char *tcti, const uint8_t *secret, size_t secret_length,
                      uint8_t *blob, size_t blob_capacity, size_t *blob_length, const char **where) {
     if (secret_length > TOKEND_TPM2_MAX_SECRET) { *where = "size"; return (int)TSS2_ESYS_RC_BAD_VALUE; }
-    if (tss2_ready(where)) return TOKEND_TPM2_RC_LIBRARY;
+    if (tokend_tpm2_tss2_ready(where)) return TOKEND_TPM2_RC_LIBRARY;
     tpm_t t;
     int rc = tpm_open(tcti, &t, where);
     if (rc) return rc;
@@ -92,43 +92,43 @@ int tokend_tpm2_seal(const char *tcti, const uint8_t *secret, size_t secret_leng
     TPML_PCR_SELECTION pcrs = {0};
     TPM2B_PRIVATE *private_part = NULL;
     TPM2B_PUBLIC *public_part = NULL;
-    TSS2_RC r = tss2.Esys_Create(t.esys, t.primary, t.session, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template, &outside, &pcrs,
+    TSS2_RC r = tokend_tpm2_tss2.Esys_Create(t.esys, t.primary, t.session, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template, &outside, &pcrs,
                             &private_part, &public_part, NULL, NULL, NULL);
     memset(&sensitive, 0, sizeof sensitive);
     if (r != TSS2_RC_SUCCESS) { *where = "Esys_Create"; tpm_close(&t); return (int)r; }
     size_t offset = 0;
-    r = tss2.Tss2_MU_TPM2B_PUBLIC_Marshal(public_part, blob, blob_capacity, &offset);
-    if (r == TSS2_RC_SUCCESS) r = tss2.Tss2_MU_TPM2B_PRIVATE_Marshal(private_part, blob, blob_capacity, &offset);
+    r = tokend_tpm2_tss2.Tss2_MU_TPM2B_PUBLIC_Marshal(public_part, blob, blob_capacity, &offset);
+    if (r == TSS2_RC_SUCCESS) r = tokend_tpm2_tss2.Tss2_MU_TPM2B_PRIVATE_Marshal(private_part, blob, blob_capacity, &offset);
     if (r != TSS2_RC_SUCCESS) *where = "Tss2_MU_Marshal";
     *blob_length = offset;
-    tss2.Esys_Free(private_part);
-    tss2.Esys_Free(public_part);
+    tokend_tpm2_tss2.Esys_Free(private_part);
+    tokend_tpm2_tss2.Esys_Free(public_part);
     tpm_close(&t);
     return (int)r;
 }
 
 int tokend_tpm2_unseal(const char *tcti, const uint8_t *blob, size_t blob_length,
                        uint8_t *secret, size_t secret_capacity, size_t *secret_length, const char **where) {
-    if (tss2_ready(where)) return TOKEND_TPM2_RC_LIBRARY;
+    if (tokend_tpm2_tss2_ready(where)) return TOKEND_TPM2_RC_LIBRARY;
     TPM2B_PUBLIC public_part = {0};
     TPM2B_PRIVATE private_part = {0};
     size_t offset = 0;
-    TSS2_RC r = tss2.Tss2_MU_TPM2B_PUBLIC_Unmarshal(blob, blob_length, &offset, &public_part);
-    if (r == TSS2_RC_SUCCESS) r = tss2.Tss2_MU_TPM2B_PRIVATE_Unmarshal(blob, blob_length, &offset, &private_part);
+    TSS2_RC r = tokend_tpm2_tss2.Tss2_MU_TPM2B_PUBLIC_Unmarshal(blob, blob_length, &offset, &public_part);
+    if (r == TSS2_RC_SUCCESS) r = tokend_tpm2_tss2.Tss2_MU_TPM2B_PRIVATE_Unmarshal(blob, blob_length, &offset, &private_part);
     if (r != TSS2_RC_SUCCESS) { *where = "Tss2_MU_Unmarshal"; return (int)r; }
     tpm_t t;
     int rc = tpm_open(tcti, &t, where);
     if (rc) return rc;
     ESYS_TR object = ESYS_TR_NONE;
-    r = tss2.Esys_Load(t.esys, t.primary, t.session, ESYS_TR_NONE, ESYS_TR_NONE, &private_part, &public_part, &object);
+    r = tokend_tpm2_tss2.Esys_Load(t.esys, t.primary, t.session, ESYS_TR_NONE, ESYS_TR_NONE, &private_part, &public_part, &object);
     if (r != TSS2_RC_SUCCESS) { *where = "Esys_Load"; tpm_close(&t); return (int)r; }
     // The primary's work is done: one object slot less while the unseal runs (a TPM without a
     // resource manager has three).
-    tss2.Esys_FlushContext(t.esys, t.primary);
+    tokend_tpm2_tss2.Esys_FlushContext(t.esys, t.primary);
     t.primary = ESYS_TR_NONE;
     TPM2B_SENSITIVE_DATA *data = NULL;
-    r = tss2.Esys_Unseal(t.esys, object, t.session, ESYS_TR_NONE, ESYS_TR_NONE, &data);
-    tss2.Esys_FlushContext(t.esys, object);
+    r = tokend_tpm2_tss2.Esys_Unseal(t.esys, object, t.session, ESYS_TR_NONE, ESYS_TR_NONE, &data);
+    tokend_tpm2_tss2.Esys_FlushContext(t.esys, object);
     if (r != TSS2_RC_SUCCESS) { *where = "Esys_Unseal"; tpm_close(&t); return (int)r; }
     if (data->size > secret_capacity) {
         *where = "size";
@@ -138,24 +138,24 @@ int tokend_tpm2_unseal(const char *tcti, const uint8_t *blob, size_t blob_length
         *secret_length = data->size;
     }
     memset(data->buffer, 0, sizeof data->buffer);
-    tss2.Esys_Free(data);
+    tokend_tpm2_tss2.Esys_Free(data);
     tpm_close(&t);
     return (int)r;
 }
 
 int tokend_tpm2_get_random(const char *tcti, uint8_t *bytes, size_t count, const char **where) {
     if (count > sizeof(((TPM2B_DIGEST *)0)->buffer)) { *where = "size"; return (int)TSS2_ESYS_RC_BAD_VALUE; }
-    if (tss2_ready(where)) return TOKEND_TPM2_RC_LIBRARY;
+    if (tokend_tpm2_tss2_ready(where)) return TOKEND_TPM2_RC_LIBRARY;
     tpm_t t;
     int rc = tpm_connect(tcti, &t, where);
     if (rc) return rc;
     TPM2B_DIGEST *random = NULL;
-    TSS2_RC r = tss2.Esys_GetRandom(t.esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, (UINT16)count, &random);
+    TSS2_RC r = tokend_tpm2_tss2.Esys_GetRandom(t.esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, (UINT16)count, &random);
     if (r != TSS2_RC_SUCCESS) {
         *where = "Esys_GetRandom";
     } else {
         memcpy(bytes, random->buffer, random->size < count ? random->size : count);
-        tss2.Esys_Free(random);
+        tokend_tpm2_tss2.Esys_Free(random);
     }
     tpm_close(&t);
     return (int)r;
@@ -163,8 +163,8 @@ int tokend_tpm2_get_random(const char *tcti, uint8_t *bytes, size_t count, const
 
 const char *tokend_tpm2_describe(int rc) {
     const char *failed;
-    if (rc == TOKEND_TPM2_RC_LIBRARY || tss2_ready(&failed)) return "tpm2-tss could not be loaded";
-    return tss2.Tss2_RC_Decode((TSS2_RC)rc);
+    if (rc == TOKEND_TPM2_RC_LIBRARY || tokend_tpm2_tss2_ready(&failed)) return "tpm2-tss could not be loaded";
+    return tokend_tpm2_tss2.Tss2_RC_Decode((TSS2_RC)rc);
 }
 
 int tokend_tpm2_is_missing_library(int rc) { return rc == TOKEND_TPM2_RC_LIBRARY; }

@@ -43,19 +43,19 @@ static int resolve(const char *const names[], struct tokend_tss2 *table, void *h
     return 0;
 }
 
-struct tokend_tss2 tss2;
+struct tokend_tss2 tokend_tpm2_tss2;
 static pthread_once_t tss2_once = PTHREAD_ONCE_INIT;
 static int tss2_status;
 // What failed, kept for every later call: dlerror's text is a path and a reason, well under this.
 static char tss2_error[512];
 
 static void tss2_load(void) {
-    // The handles stay open for the process's life: the pointers in `tss2` point into them.
+    // The handles stay open for the process's life: the pointers in `tokend_tpm2_tss2` point into them.
     void *handles[TOKEND_TSS2_LIBRARY_COUNT] = {0};
-    tss2_status = resolve(sonames, &tss2, handles, tss2_error, sizeof tss2_error);
+    tss2_status = resolve(sonames, &tokend_tpm2_tss2, handles, tss2_error, sizeof tss2_error);
 }
 
-int tss2_ready(const char **where) {
+int tokend_tpm2_tss2_ready(const char **where) {
     pthread_once(&tss2_once, tss2_load);
     if (tss2_status) *where = tss2_error;
     return tss2_status;

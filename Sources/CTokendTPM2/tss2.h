@@ -45,17 +45,17 @@ enum {
     TOKEND_TSS2_LIBRARY_COUNT
 };
 
-// The resolved functions: `tss2.Esys_Load(…)` is tpm2-tss's Esys_Load.
+// The resolved functions: `tokend_tpm2_tss2.Esys_Load(…)` is tpm2-tss's Esys_Load.
 struct tokend_tss2 {
 #define TOKEND_TSS2_POINTER(library, function) __typeof__(function) *function;
     TOKEND_TSS2_FUNCTIONS(TOKEND_TSS2_POINTER)
 #undef TOKEND_TSS2_POINTER
 };
-extern struct tokend_tss2 tss2;
+extern struct tokend_tss2 tokend_tpm2_tss2;
 
-// Loads the libraries into `tss2` on the first call of the process (once, whichever thread comes
+// Loads the libraries into `tokend_tpm2_tss2` on the first call of the process (once, whichever thread comes
 // first); 0, or TOKEND_TPM2_RC_LIBRARY with `*where` saying what could not be loaded, then and at
 // every later call.
-int tss2_ready(const char **where);
+int tokend_tpm2_tss2_ready(const char **where);
 
 #endif
