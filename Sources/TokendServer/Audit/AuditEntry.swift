@@ -54,11 +54,6 @@ public struct AuditEntry: Sendable, Equatable {
         self.failure = failure
     }
 
-    /// Equal but for the time: a repeat that folds into the entry before it.
-    func repeats(_ other: AuditEntry) -> Bool {
-        withUnsafePointer(to: self) { Self.matches($0, other.caller, other.op, other.account, other.kind, other.audience, other.scope, other.upstream, other.failure) }
-    }
-
     /// Whether a request of these parts repeats `entry`, compared field by field where it lies:
     /// asked of the entry itself, the optimizer copied the whole entry first (~350 instructions
     /// of a `token` line, callgrind). The cheap fields first: on the listening thread, most
