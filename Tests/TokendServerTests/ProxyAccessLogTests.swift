@@ -70,7 +70,7 @@ import TokendTestSupport
             #expect(tcp?.contains("only on a socket proxy") == true)
             // The unit this process does run in is accepted. In the root cgroup (`0::/`: a
             // container without systemd, as a fresh CI machine may run the suite) it runs in none.
-            if let mine = PeerIdentity(pid: getpid(), uid: getuid(), gid: 0).resolved().cgroup?.split(separator: "/").last.map(String.init) {
+            if let mine = PeerIdentity(pid: getpid(), uid: getuid(), gid: 0).resolved().unit {
                 access.apply(configuration(unit: mine))
                 #expect(access.admit(ProxyPeer(pid: getpid(), uid: getuid()), consumer: "agent").refusal == nil)
             }
