@@ -170,7 +170,8 @@ lines += [
     "## Memory and idleness",
     "",
     "Measured at the end of the idle window: tokend hands back the pages start-up and the load "
-    "touched 30 s after the last burst of work began (docs/architecture.md, \"Memory at idle\").",
+    "touched 4-8 s after a burst's last work, or 30 s after it began if it never goes quiet "
+    "(docs/architecture.md, \"Memory at idle\").",
     "",
     "| measure | tokend | oidc-agent | ratio |",
     "| --- | ---: | ---: | ---: |",

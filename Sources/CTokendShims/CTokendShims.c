@@ -140,51 +140,135 @@ int tokend_tcp4_socket_owner(uint32_t local_address, uint16_t local_port, uint32
 
 #include <malloc.h>
 #include <stdio.h>
+#include <time.h>
 #include <sys/mman.h>
 
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21  // Linux 5.4; older kernels answer EINVAL and the mapping is skipped
 #endif
 
-// A line of /proc/self/smaps is far shorter: the longest is a mapping's path (PATH_MAX).
-#define TOKEND_SMAPS_LINE_MAX 4352
+// Holds several lines of /proc/self/smaps; the longest is a mapping's path (PATH_MAX) and ~100
+// bytes. A line longer than this ends the walk: it cannot be parsed, and nothing is lost.
+#define TOKEND_SMAPS_BUFFER 16384
 
+// The walk of /proc/self/smaps, one line at a time.
+struct tokend_smaps_walk {
+    unsigned long from, to;
+    int file_mapping, read_only, released;
+};
+
+static void tokend_smaps_line(struct tokend_smaps_walk *walk, const char *line) {
+    unsigned long start, end;
+    char permissions[5];
+    int path_at = 0;
+    if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &start, &end, permissions, &path_at) == 3 && path_at > 0) {
+        walk->from = start;
+        walk->to = end;
+        // Only mappings of a file (the path starts with '/'): pages the kernel can read again.
+        walk->file_mapping = line[path_at] == '/';
+        walk->read_only = permissions[1] != 'w';
+        // MADV_PAGEOUT never loses data (a page copied on write is anonymous memory: kept,
+        // or swapped), and drops the page cache too, but only for files this process owns
+        // or may write (mm/madvise.c, can_do_file_pageout): tokend's own binary, installed
+        // by the user. Shared pages stay.
+        if (walk->file_mapping && madvise((void *)walk->from, walk->to - walk->from, MADV_PAGEOUT) == 0) walk->released++;
+        return;
+    }
+    // A read-only mapping with no page copied on write holds nothing but the file's pages:
+    // MADV_DONTNEED unmaps them whoever owns the file (a packaged /usr/bin/tokend, or a
+    // binary systemd's PrivateUsers= shows as nobody's). Never a writable one: a write between
+    // this line and the madvise would be thrown away.
+    if (walk->file_mapping && walk->read_only && strncmp(line, "Anonymous:", 10) == 0) {
+        unsigned long anonymous = 1;
+        walk->file_mapping = 0;
+        if (sscanf(line + 10, "%lu", &anonymous) == 1 && anonymous == 0) madvise((void *)walk->from, walk->to - walk->from, MADV_DONTNEED);
+    }
+}
+
+// read(2) into a stack buffer, not stdio: the pager thread never calls malloc, which would give
+// it an arena of its own (~100 KB kept for good).
 int tokend_release_idle_pages(void) {
     malloc_trim(0);
-    FILE *smaps = fopen("/proc/self/smaps", "re");
-    if (smaps == NULL) return -1;
-    char line[TOKEND_SMAPS_LINE_MAX];
-    unsigned long from = 0, to = 0;
-    int file_mapping = 0, read_only = 0, released = 0;
-    while (fgets(line, sizeof line, smaps) != NULL) {
-        unsigned long start, end;
-        char permissions[5];
-        int path_at = 0;
-        if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &start, &end, permissions, &path_at) == 3 && path_at > 0) {
-            from = start;
-            to = end;
-            // Only mappings of a file (the path starts with '/'): pages the kernel can read again.
-            file_mapping = line[path_at] == '/';
-            read_only = permissions[1] != 'w';
-            // MADV_PAGEOUT never loses data (a page copied on write is anonymous memory: kept,
-            // or swapped), and drops the page cache too, but only for files this process owns
-            // or may write (mm/madvise.c, can_do_file_pageout): tokend's own binary, installed
-            // by the user. Shared pages stay.
-            if (file_mapping && madvise((void *)from, to - from, MADV_PAGEOUT) == 0) released++;
-            continue;
+    int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char buffer[TOKEND_SMAPS_BUFFER];
+    size_t held = 0;
+    struct tokend_smaps_walk walk = {0};
+    for (;;) {
+        ssize_t length = read(fd, buffer + held, sizeof buffer - 1 - held);
+        if (length < 0 && errno == EINTR) continue;
+        if (length <= 0) break;
+        held += (size_t)length;
+        buffer[held] = '\0';
+        char *line = buffer, *newline;
+        while ((newline = memchr(line, '\n', held - (size_t)(line - buffer))) != NULL) {
+            *newline = '\0';
+            tokend_smaps_line(&walk, line);
+            line = newline + 1;
         }
-        // A read-only mapping with no page copied on write holds nothing but the file's pages:
-        // MADV_DONTNEED unmaps them whoever owns the file (a packaged /usr/bin/tokend, or a
-        // binary systemd's PrivateUsers= shows as nobody's). Never a writable one: a write between
-        // this line and the madvise would be thrown away.
-        if (file_mapping && read_only && strncmp(line, "Anonymous:", 10) == 0) {
-            unsigned long anonymous = 1;
-            file_mapping = 0;
-            if (sscanf(line + 10, "%lu", &anonymous) == 1 && anonymous == 0) madvise((void *)from, to - from, MADV_DONTNEED);
-        }
+        held -= (size_t)(line - buffer);
+        if (held == sizeof buffer - 1) break;
+        memmove(buffer, line, held);
     }
-    fclose(smaps);
-    return released;
+    close(fd);
+    return walk.released;
+}
+
+/* The pager: a thread that does the release and then sleeps. The thread that asks goes on
+ * (its log line, its timer loop): done there, that faulted back ~620 KB of tokend's code the
+ * release had just paged out, and kept it until the next release (issue 47). */
+static int tokend_pager_ends[2] = {-1, -1};
+static pthread_once_t tokend_pager_once = PTHREAD_ONCE_INIT;
+
+// Time for the asking thread to reach its sleep; a release that waits this long loses nothing.
+#define TOKEND_PAGER_SETTLE_NS (50 * 1000 * 1000)
+// The pager's stack: its smaps buffer and libc's calls, with room; not glibc's 8 MB default.
+#define TOKEND_PAGER_STACK (128 * 1024)
+
+static void *tokend_pager_main(void *unused) {
+    (void)unused;
+    tokend_name_this_thread("tokend-pager");
+    for (;;) {
+        unsigned char byte;
+        ssize_t length = read(tokend_pager_ends[0], &byte, 1);
+        if (length < 0 && errno == EINTR) continue;
+        if (length <= 0) return NULL;
+        struct timespec settle = { .tv_sec = 0, .tv_nsec = TOKEND_PAGER_SETTLE_NS };
+        while (nanosleep(&settle, &settle) != 0 && errno == EINTR) {}
+        tokend_release_idle_pages();
+    }
+}
+
+static void tokend_pager_start(void) {
+    if (pipe2(tokend_pager_ends, O_CLOEXEC) != 0) return;
+    /* A full pipe means releases are pending already: the asker never blocks. */
+    fcntl(tokend_pager_ends[1], F_SETFL, O_NONBLOCK);
+    pthread_attr_t attributes;
+    pthread_t thread;
+    sigset_t all, previous;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attributes, TOKEND_PAGER_STACK);
+    /* Signals are for the signal pipe's thread: the pager blocks them all. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    int created = pthread_create(&thread, &attributes, tokend_pager_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    pthread_attr_destroy(&attributes);
+    if (created != 0) {
+        close(tokend_pager_ends[0]);
+        close(tokend_pager_ends[1]);
+        tokend_pager_ends[0] = tokend_pager_ends[1] = -1;
+    }
+}
+
+int tokend_request_idle_release(void) {
+    pthread_once(&tokend_pager_once, tokend_pager_start);
+    if (tokend_pager_ends[1] < 0) return tokend_release_idle_pages();  // no pager: here, then
+    unsigned char byte = 1;
+    ssize_t written;
+    do { written = write(tokend_pager_ends[1], &byte, 1); } while (written < 0 && errno == EINTR);
+    return written == 1 || errno == EAGAIN ? 0 : -1;
 }
 
 /* The signals the daemon handles arrive as bytes on one pipe: the handler writes the signal's

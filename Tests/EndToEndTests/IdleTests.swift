@@ -29,7 +29,7 @@ import TokendTestSupport
     @Test(arguments: [false, true]) func anIdleDaemonWakesForNothing(keyringStalls: Bool) async throws {
         try await withWorld(startDaemon: false) { world in
             // At debug, tokend says when it arms and when it runs its idle memory release: the last
-            // thing it does after a burst of work (IdleMemory.quietPeriod, 30 s, after it began).
+            // thing it does after a burst of work (a quiet IdleMemory.quietTick after its last work).
             try await world.startDaemon(arguments: ["--log-level", "debug"])
             // Work that touches every part: a request answered on the loop, one through the
             // engine (a task), a refresh (HTTP, the keyring thread), a status.

@@ -55,6 +55,11 @@ int tokend_tcp4_socket_owner(uint32_t local_address, uint16_t local_port, uint32
 /// out, or -1 with errno set.
 int tokend_release_idle_pages(void);
 
+/// `tokend_release_idle_pages` on the pager, a thread that does nothing else: it waits 50 ms for
+/// the caller to go back to sleep, releases, and sleeps. Returns at once: 0, or -1 with errno set.
+/// Without a pager (no thread could be made) the release runs here and returns as it does.
+int tokend_request_idle_release(void);
+
 /// The read end of the process's signal pipe (created once): each signal passed to
 /// `tokend_forward_signal` arrives there as one byte, its number. -1 if no pipe could be made.
 int tokend_signal_pipe(void);

@@ -78,12 +78,12 @@ public final class HTTPTransport: Sendable {
     public static let defaultDeadline: Double = 10
     /// Token responses are a few KiB; 1 MiB leaves room for 16 KiB tokens and refuses a runaway body.
     public static let maximumBodySize = 1024 * 1024
-    /// A pooled connection idle this long is closed. A burst of calls (a sign-in, accounts
-    /// refreshing together) still shares connections; and the close comes before the daemon's
-    /// idle release (30 s after a burst began), not after it: with AsyncHTTPClient's 60 s, closing
-    /// the pool faulted 3.5 MB of code back in after the release, where it stayed (issue 47,
-    /// Benchmarks/results/2026-12-02T0830Z-many.md).
-    public static let idleConnectionSeconds: Int64 = 10
+    /// A pooled connection idle this long is closed. A burst of calls (accounts refreshing
+    /// together, a sign-in's exchanges) still shares connections; and the close comes before the
+    /// daemon's idle release (`IdleMemory.quietTick`: 4 s without work, and the event a refresh
+    /// ends with is work), not after it: at AsyncHTTPClient's 60 s, closing the pool faulted 3.5 MB of code
+    /// back in after the release, where it stayed (issue 47, Benchmarks/results/2026-12-02T0830Z-many.md).
+    public static let idleConnectionSeconds: Int64 = 2
 
     /// Seconds for one whole exchange: connect, head and body. A body trickled a byte at a time
     /// must not hold an account in `refreshing` for longer than this.
