@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=$PWD/.build-release-bin
-fake=$(swift build -c release --scratch-path .build-tokend-static --show-bin-path)/tokend-fake-firebase
+fake=$(swift build -c release --scratch-path .build-tokend --show-bin-path)/tokend-fake-firebase
 work=$(mktemp -d)
 export TOKEND_SOCKET=$work/tokend.sock TOKEND_CONFIG=$work/config.toml
 "$fake" --create-user >"$work/fake.out" 2>/dev/null &

@@ -11,14 +11,36 @@ TOKENCTL_SCRATCH=.build-static
 # tokend links the Swift runtime and Foundation in (libsecret and GLib stay shared): it maps only
 # the pages it uses instead of whole shared libraries; idle with one account, 34 MB resident
 # against 38 MB linked dynamically (Benchmarks/results/2026-11-23T1443Z-profile.md).
-TOKEND_SCRATCH=.build-tokend-static
+# Its own name since the flags became tokend_build_flags': SwiftPM does not rebuild a module whose
+# -Xswiftc flags changed, so the old directory would have kept objects without function sections.
+TOKEND_SCRATCH=.build-tokend
 RELEASE_BIN_DIR=.build-release-bin
+
+# tokend's compiler and linker flags, shared by everything built in its scratch directory.
+# Each function in a section of its own, linked by lld in the order of
+# scripts/lib/tokend-order.txt (Benchmarks/support/tokend_order.sh: what serving runs, the most run
+# first): the code a load runs then lies on ~3 MB of pages instead of spreading, with the kernel's
+# 64 KiB fault-around, over ~6 MB of a 47 MB text (issue 47, "RSS right after a minute of 64
+# persistent clients"). lld's --gc-sections then also drops the functions nothing calls.
+tokend_build_flags() {
+  printf '%s\n' --static-swift-stdlib -Xswiftc -Xfrontend -Xswiftc -function-sections \
+    -Xcc -ffunction-sections -Xswiftc -use-ld=lld
+  # Absent in a tree from before it (bench --against): that tree links in its own order.
+  if [ -f "$PWD/scripts/lib/tokend-order.txt" ]; then
+    printf '%s\n' -Xlinker --symbol-ordering-file="$PWD/scripts/lib/tokend-order.txt" -Xlinker --no-warn-symbol-ordering
+  fi
+}
 
 # tokend's release build in the current directory; prints the (unstripped) binary's path.
 # scripts/bench --against also runs it in another tree, to measure that tree's daemon beside ours.
 build_release_tokend() {
-  swift build -c release --scratch-path "$TOKEND_SCRATCH" --product tokend --static-swift-stdlib >&2
-  echo "$(swift build -c release --scratch-path "$TOKEND_SCRATCH" --show-bin-path)/tokend"
+  local flags binary
+  mapfile -t flags < <(tokend_build_flags)
+  binary=$(swift build -c release --scratch-path "$TOKEND_SCRATCH" --show-bin-path)/tokend
+  # SwiftPM does not know the order file is an input: an older binary is linked again.
+  if [ -f "$binary" ] && [ scripts/lib/tokend-order.txt -nt "$binary" ]; then rm -f "$binary"; fi
+  swift build -c release --scratch-path "$TOKEND_SCRATCH" --product tokend "${flags[@]}" >&2
+  echo "$binary"
 }
 
 build_release_binaries() {
@@ -46,7 +68,9 @@ build_release_binaries() {
 
 # The fake Firebase for benchmarks, built with tokend's flags so that it shares tokend's modules.
 build_release_fake() {
-  swift build -c release --scratch-path "$TOKEND_SCRATCH" --product tokend-fake-firebase --static-swift-stdlib >&2
+  local flags
+  mapfile -t flags < <(tokend_build_flags)
+  swift build -c release --scratch-path "$TOKEND_SCRATCH" --product tokend-fake-firebase "${flags[@]}" >&2
   echo "$(swift build -c release --scratch-path "$TOKEND_SCRATCH" --show-bin-path)/tokend-fake-firebase"
 }
 
