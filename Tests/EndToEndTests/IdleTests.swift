@@ -77,7 +77,7 @@ import TokendTestSupport
             let after = Self.switches(of: pid)
             // Not counted: threads that wake for what others do. GLib's gdbus and gmain answer the
             // session bus, which other tests share; its thread-pool worker (libsecret's calls)
-            // waits 0.5 s for more work, then 15 s, then ends. NIO's loops read their sockets: the
+            // waits 0.5 s for more work, then ends (LibsecretClient). NIO's loops read their sockets: the
             // fake closes an idle HTTP connection after a few seconds. libdispatch's threads
             // (named after their queues, "…default-qos") and tokend's own are all counted.
             let woken = after.filter { thread, now in
