@@ -262,6 +262,11 @@ static void tokend_pager_start(void) {
     }
 }
 
+int tokend_idle_pager_start(void) {
+    pthread_once(&tokend_pager_once, tokend_pager_start);
+    return tokend_pager_ends[1] < 0 ? -1 : 0;
+}
+
 int tokend_request_idle_release(void) {
     pthread_once(&tokend_pager_once, tokend_pager_start);
     if (tokend_pager_ends[1] < 0) return tokend_release_idle_pages();  // no pager: here, then

@@ -130,6 +130,9 @@ import Glibc
             // The keyring's descriptors (a bus connection, GLib's wake-ups) open once the stored
             // session has been read, after the socket answers: counted only once they are there.
             try await poll("the keyring was read") { try await world.status().state != "waiting_for_keyring" }
+            // So is the audit file, a batch window after its first record: a baseline read before
+            // it opened was one too low, and the count never came back to it (3 runs of 3 at stop 57).
+            try await poll("the audit file is open") { try descriptorTargets(pid).contains { $0.hasSuffix("/audit.jsonl") } }
             let baseline = try descriptorCount(pid)
             let rssBefore = try residentBytes(pid)
             let probe = ServedProbe(world)
@@ -400,4 +403,12 @@ func residentBytes(_ pid: Int32) throws -> Int {
 /// How many descriptors the daemon has open.
 func descriptorCount(_ pid: Int32) throws -> Int {
     try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+}
+
+/// What each of a process's descriptors refers to (a path, "socket:[…]", "pipe:[…]"); one that
+/// closes while they are read is left out.
+func descriptorTargets(_ pid: Int32) throws -> [String] {
+    try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").compactMap {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")
+    }
 }

@@ -60,6 +60,10 @@ int tokend_release_idle_pages(void);
 /// Without a pager (no thread could be made) the release runs here and returns as it does.
 int tokend_request_idle_release(void);
 
+/// Starts the pager (once; later calls do nothing): 0, or -1 if it has no thread, and releases
+/// then run on the thread that asks.
+int tokend_idle_pager_start(void);
+
 /// The read end of the process's signal pipe (created once): each signal passed to
 /// `tokend_forward_signal` arrives there as one byte, its number. -1 if no pipe could be made.
 int tokend_signal_pipe(void);

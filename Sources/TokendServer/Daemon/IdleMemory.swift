@@ -37,12 +37,19 @@ final class IdleMemory: Sendable {
     /// `isArmed` are written, so work noted as a tick disarms is either seen by it or arms anew.
     private let worked = Atomic<Bool>(false)
 
-    /// `hand`: what giving the pages back does (tests count it instead).
-    init(clock: any WallClock, timers: any TimerSource, logger: Logger, hand: @escaping @Sendable () -> Void = { _ = tokend_request_idle_release() }) {
+    /// `hand`: what giving the pages back does (tests count it instead). Without one, the pager
+    /// starts now: its pipe is among the descriptors the daemon holds from the start, not two
+    /// that appear at the first release (HostileClientTests counts them).
+    init(clock: any WallClock, timers: any TimerSource, logger: Logger, hand: (@Sendable () -> Void)? = nil) {
         self.clock = clock
         self.timers = timers
         self.logger = logger
-        self.hand = hand
+        if let hand {
+            self.hand = hand
+        } else {
+            if tokend_idle_pager_start() != 0 { logger.warning("no idle pager thread: idle memory is released on the timer's thread") }
+            self.hand = { _ = tokend_request_idle_release() }
+        }
     }
 
     /// Work happened (a connection, a line, an event): arm a tick unless one is armed. Two loads
