@@ -268,8 +268,7 @@ int tokend_idle_pager_start(void) {
 }
 
 int tokend_request_idle_release(void) {
-    pthread_once(&tokend_pager_once, tokend_pager_start);
-    if (tokend_pager_ends[1] < 0) return tokend_release_idle_pages();  // no pager: here, then
+    if (tokend_idle_pager_start() != 0) return tokend_release_idle_pages();  // no pager: here, then
     unsigned char byte = 1;
     ssize_t written;
     do { written = write(tokend_pager_ends[1], &byte, 1); } while (written < 0 && errno == EINTR);
