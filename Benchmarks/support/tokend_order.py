@@ -39,16 +39,15 @@ for index, dump in enumerate(dumps):
             if line.startswith("calls="):
                 skip_next = True  # the next cost line is the call's inclusive cost, not this function's
                 continue
-            if serving and current and line[:1] in "0123456789+-*":
-                if skip_next:
-                    skip_next = False
-                    continue
-                fields = line.split()
-                # "instr line Ir": positions first, the one event last.
-                if len(fields) == 3:
-                    cost[current] = cost.get(current, 0) + int(fields[2])
-            elif skip_next and line.strip() and not line[:1] in "0123456789+-*":
+            if line[:1] not in "0123456789+-*" or not line.strip():
+                continue
+            if skip_next:
                 skip_next = False
+                continue
+            fields = line.split()
+            # "instr line Ir": positions first, the one event last.
+            if serving and current and len(fields) == 3:
+                cost[current] = cost.get(current, 0) + int(fields[2])
 
 ranked = sorted(((count, names.get(number)) for number, count in cost.items()), key=lambda pair: -pair[0])
 print("\n".join(name for count, name in ranked if name in defined))
