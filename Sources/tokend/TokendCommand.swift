@@ -67,6 +67,13 @@ struct TokendCommand: ParsableCommand {
     /// NIO's event loops, and the main thread waits for the daemon. Once any Dispatch worker has
     /// run, libdispatch wakes every second for good (`TimerThread`); an idle daemon must sleep.
     func run() throws {
+        // One NIO event loop, not one per core: the socket's requests are answered on the accept
+        // loop's own thread; the loops carry provider HTTP, waiting clients and the proxy. Each
+        // further loop kept ~75 KB (its 4,096-task array, stack, malloc arena) and added no
+        // throughput (docs/architecture.md, "Memory at idle"). NIO's own variable still sets it.
+        if getenv("NIO_SINGLETON_GROUP_LOOP_COUNT") == nil {
+            NIOSingletons.groupLoopCountSuggestion = 1
+        }
         let onLoops = TasksOnEventLoops.install()
         let served = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Void.self)
         served.completeWithTask { try await serve(tasksOnLoops: onLoops) }
