@@ -138,10 +138,12 @@ public final class AuditLog: Sendable {
     /// Writes everything recorded so far, on the caller's thread; returns once it is written.
     public func flush() {
         let taken = pending.withLock { pending -> Pending in
+            // Handed over with their storage: kept (`keepingCapacity`), the arrays held room for
+            // the largest batch ever seen, up to `maximumPending` entries, for good (issue 47).
             defer {
-                pending.entries.removeAll(keepingCapacity: true)
-                pending.counts.removeAll(keepingCapacity: true)
-                pending.lastTimes.removeAll(keepingCapacity: true)
+                pending.entries = []
+                pending.counts = []
+                pending.lastTimes = []
                 pending.dropped = 0
             }
             return pending
