@@ -178,7 +178,9 @@ lines += [
 ]
 for key, shown in (("RSS", "idle RSS, 1 account"), ("PSS", "PSS (shared pages divided among their users)"),
                    ("PRIVATE_DIRTY", "private dirty"), ("ANONYMOUS", "anonymous (heap, stacks, relocated data)")):
-    lines.append(f"| {shown} | {kib(f'TOKEND_{key}_1'):.1f} MB | {kib(f'AGENT_{key}'):.1f} MB ({agent_processes} processes) "
+    # The KiB too: tenths of a MB hide the 50-100 KB a change moves (issue 47 compares runs by them).
+    lines.append(f"| {shown} | {kib(f'TOKEND_{key}_1'):.1f} MB ({int(facts[f'TOKEND_{key}_1']):,} KiB) "
+                 f"| {kib(f'AGENT_{key}'):.1f} MB ({agent_processes} processes) "
                  f"| {ratio(int(facts[f'TOKEND_{key}_1']), int(facts[f'AGENT_{key}']), True)} |")
 lines += [
     f"| RSS just after the load | {kib('TOKEND_RSS_LOADED'):.1f} MB | | |",
