@@ -9,18 +9,13 @@ toolchain's DWARF). Code comes first, then data: the linker moves whole input se
 group ends up on as few pages as the sections allow. Only the standard library.
 """
 import bisect
-import subprocess
 import sys
 
+from tokend_order import defined_symbols
+
 binary, trace = sys.argv[1], sys.argv[2]
-symbols = []  # (address, size, name, is_code)
-for line in subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True, check=True).stdout.splitlines():
-    parts = line.split()
-    if len(parts) == 4 and parts[2] in "tTwWdDbBrRvV":
-        size = int(parts[1], 16)
-        if size:
-            symbols.append((int(parts[0], 16), size, parts[3], parts[2] in "tTwW"))
-symbols.sort()
+symbols = sorted((address, size, name, kind in "tTwW")  # (address, size, name, is_code)
+                 for address, size, kind, name in defined_symbols(binary) if size and kind in "tTwWdDbBrRvV")
 starts = [s[0] for s in symbols]
 code, data, seen = [], [], set()
 with open(trace) as lines:
