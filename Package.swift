@@ -111,7 +111,7 @@ let package = Package(
         .executableTarget(
             name: "tokend",
             dependencies: [
-                "TokendServer", "TokendSystem",
+                "TokendServer", "TokendSystem", "CTokendShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

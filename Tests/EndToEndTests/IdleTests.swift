@@ -86,4 +86,32 @@ import TokendTestSupport
             #expect(woken.isEmpty, "threads that woke while idle: \(woken.map { "\($0.value.name) (+\($0.value.count - (before[$0.key]?.count ?? 0)))" }); log:\n\(world.daemonLog)")
         }
     }
+
+    /// Issue 47: every thread allocates from glibc's main arena (`tokend_malloc_one_arena`). A
+    /// thread arena is a 64 MiB-aligned reservation (glibc arena.c, `new_heap`: HEAP_MAX_SIZE) whose
+    /// used part is read-write and the rest inaccessible; the idle release never shortens its top.
+    @Test func everyThreadAllocatesFromTheMainArena() async throws {
+        try await withWorld { world in
+            // Work on every thread that allocates: the accept loop (a served token), the engine's
+            // loop (a refresh over HTTP), the keyring's threads, the audit writer (the records).
+            try await world.importNewUser()
+            #expect(try await world.tokenctl(["token", "work"]).status == 0)
+            #expect(try await world.tokenctl(["refresh", "work"]).status == 0)
+            try await poll("the audit writer has written the calls above") {
+                ((try? String(contentsOfFile: world.keyring.root.appendingPathComponent("home/.local/state/tokend/audit.jsonl").path, encoding: .utf8)) ?? "").contains("\"op\":\"refresh\"")
+            }
+            let pid = try #require(world.daemonPID)
+            let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8).split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+            let heapSize: UInt64 = 64 << 20
+            let ranges = maps.map { fields -> (from: UInt64, to: UInt64, mode: Substring, anonymous: Bool) in
+                let bounds = fields[0].split(separator: "-").map { UInt64($0, radix: 16) ?? 0 }
+                return (bounds[0], bounds[1], fields[1], fields.count < 6)
+            }
+            let threadHeaps = zip(ranges, ranges.dropFirst() + [(0, 0, "", false)]).filter { heap, rest in
+                heap.anonymous && heap.mode == "rw-p" && heap.from % heapSize == 0
+                    && (heap.to - heap.from == heapSize || (rest.anonymous && rest.mode == "---p" && rest.from == heap.to && rest.to == heap.from + heapSize))
+            }.map { String($0.0.from, radix: 16) }
+            #expect(threadHeaps.isEmpty, "thread arenas at \(threadHeaps)")
+        }
+    }
 }

@@ -48,6 +48,11 @@ int tokend_spawn(pid_t *pid, const char *file, int search_path, char *const argv
 /// its process has closed, whose owner the kernel no longer knows).
 int tokend_tcp4_socket_owner(uint32_t local_address, uint16_t local_port, uint32_t remote_address, uint16_t remote_port, uid_t *owner);
 
+/// Makes every thread allocate from glibc's one main arena (mallopt M_ARENA_MAX = 1); call before
+/// any thread but the first allocates (docs/architecture.md, "Memory at idle"). Returns mallopt's
+/// answer: 1 when set.
+int tokend_malloc_one_arena(void);
+
 /// Gives back memory an idle daemon holds for nothing (docs/architecture.md, "Memory at idle"):
 /// free heap pages (malloc_trim); every file mapping paged out (MADV_PAGEOUT: the page cache too,
 /// for files the process owns); every read-only file mapping without private copies unmapped
