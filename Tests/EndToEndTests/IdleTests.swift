@@ -101,9 +101,8 @@ import TokendTestSupport
                 ((try? String(contentsOfFile: world.keyring.root.appendingPathComponent("home/.local/state/tokend/audit.jsonl").path, encoding: .utf8)) ?? "").contains("\"op\":\"refresh\"")
             }
             let pid = try #require(world.daemonPID)
-            let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8).split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }
             let heapSize: UInt64 = 64 << 20
-            let ranges = maps.map { fields -> (from: UInt64, to: UInt64, mode: Substring, anonymous: Bool) in
+            let ranges = try processMappings(pid).map { fields -> (from: UInt64, to: UInt64, mode: Substring, anonymous: Bool) in
                 let bounds = fields[0].split(separator: "-").map { UInt64($0, radix: 16) ?? 0 }
                 return (bounds[0], bounds[1], fields[1], fields.count < 6)
             }

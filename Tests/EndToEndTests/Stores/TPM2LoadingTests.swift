@@ -8,14 +8,7 @@ import TokendTestSupport
     /// The files of tpm2-tss and OpenSSL's libcrypto (which only tpm2-tss brings into tokend)
     /// that the process has mapped.
     static func tss2Mappings(_ pid: Int32) throws -> [String] {
-        // Read to its end: /proc files say size 0, and a read that trusts the size stops early.
-        guard let file = FileHandle(forReadingAtPath: "/proc/\(pid)/maps") else { throw HarnessError("no /proc/\(pid)/maps") }
-        defer { try? file.close() }
-        let maps = String(decoding: try file.readToEnd() ?? Data(), as: UTF8.self)
-        // The stack lies above every mmap'ed file (the mmap area grows down from below it): a
-        // list without it was cut short.
-        guard maps.contains("[stack]") else { throw HarnessError("/proc/\(pid)/maps read short") }
-        let files = maps.split(separator: "\n").compactMap { line in line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).first }
+        let files = try processMappings(pid).compactMap { $0.dropFirst(5).first }
         return Set(files.map(String.init).filter { $0.contains("/libtss2-") || $0.contains("/libcrypto.so") }).sorted()
     }
 
