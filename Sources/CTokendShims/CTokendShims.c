@@ -192,8 +192,8 @@ int tokend_malloc_one_arena(void) {
     return mallopt(M_ARENA_MAX, 1);
 }
 
-// read(2) into a stack buffer, not stdio: the pager thread never calls malloc, which would give
-// it an arena of its own (~100 KB kept for good).
+// read(2) into a stack buffer, not stdio: the pager thread never calls malloc, which under a
+// MALLOC_ARENA_MAX an operator set would give it an arena of its own (~100 KB kept for good).
 int tokend_release_idle_pages(void) {
     malloc_trim(0);
     int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
